@@ -1,0 +1,81 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrInvalid is matched (with [errors.Is]) by every validation error.
+var ErrInvalid = errors.New("invalid VMI")
+
+// FieldError is one validation problem: the field path in KubeVirt's JSON
+// spelling (e.g. "spec.domain.devices.interfaces[1].macAddress"), the bad
+// value and why it is refused.
+type FieldError struct {
+	Path   string
+	Value  any
+	Reason string
+}
+
+func (e *FieldError) Error() string {
+	if e.Value == nil {
+		return fmt.Sprintf("%s: %s", e.Path, e.Reason)
+	}
+	return fmt.Sprintf("%s: %s (value %q)", e.Path, e.Reason, fmt.Sprint(e.Value))
+}
+
+// Is makes every FieldError match [ErrInvalid].
+func (e *FieldError) Is(target error) bool { return target == ErrInvalid }
+
+// DecodeError is a manifest that could not be decoded.
+type DecodeError struct {
+	Reason string
+	Err    error
+}
+
+func (e *DecodeError) Error() string {
+	if e.Err != nil {
+		return "decode VMI: " + e.Reason + ": " + e.Err.Error()
+	}
+	return "decode VMI: " + e.Reason
+}
+
+func (e *DecodeError) Unwrap() error { return e.Err }
+
+// UnsupportedError names a KubeVirt feature present in a VMI that virtnet
+// does not render.
+type UnsupportedError struct {
+	Path string
+}
+
+func (e *UnsupportedError) Error() string {
+	return fmt.Sprintf("%s: KubeVirt feature not supported by virtnet", e.Path)
+}
+
+// FieldErrors unpacks an error returned by [Validate] (or any error joined
+// from FieldErrors) into its FieldErrors.
+func FieldErrors(err error) []*FieldError {
+	var out []*FieldError
+	var walk func(error)
+	walk = func(err error) {
+		if err == nil {
+			return
+		}
+		var fe *FieldError
+		if errors.As(err, &fe) && fe == err {
+			out = append(out, fe)
+			return
+		}
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			for _, e := range j.Unwrap() {
+				walk(e)
+			}
+			return
+		}
+		if errors.As(err, &fe) {
+			out = append(out, fe)
+		}
+	}
+	walk(err)
+	return out
+}

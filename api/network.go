@@ -1,0 +1,105 @@
+package api
+
+// Binding methods: exactly one is set on each interface.
+const (
+	BindingBridge     = "bridge"
+	BindingMasquerade = "masquerade"
+	BindingSlirp      = "slirp"
+	BindingSRIOV      = "sriov"
+	BindingMacvtap    = "macvtap"
+	BindingPasst      = "passt"
+)
+
+// BindingMethods lists every binding method in a stable order.
+var BindingMethods = []string{BindingBridge, BindingMasquerade, BindingSlirp, BindingSRIOV, BindingMacvtap, BindingPasst}
+
+// Interface is one entry of spec.domain.devices.interfaces.
+type Interface struct {
+	Name string `json:"name"`
+
+	Bridge     *struct{} `json:"bridge,omitempty"`
+	Masquerade *struct{} `json:"masquerade,omitempty"`
+	Slirp      *struct{} `json:"slirp,omitempty"`
+	SRIOV      *struct{} `json:"sriov,omitempty"`
+	Macvtap    *struct{} `json:"macvtap,omitempty"`
+	Passt      *struct{} `json:"passt,omitempty"`
+
+	MacAddress  string       `json:"macAddress,omitempty"`
+	Model       string       `json:"model,omitempty"`
+	Ports       []Port       `json:"ports,omitempty"`
+	PciAddress  string       `json:"pciAddress,omitempty"`
+	BootOrder   *uint        `json:"bootOrder,omitempty"`
+	DHCPOptions *DHCPOptions `json:"dhcpOptions,omitempty"`
+}
+
+// Bindings returns the binding keys set on the interface, in
+// [BindingMethods] order. A valid interface has exactly one.
+func (i *Interface) Bindings() []string {
+	var out []string
+	for _, b := range []struct {
+		name string
+		set  bool
+	}{
+		{BindingBridge, i.Bridge != nil},
+		{BindingMasquerade, i.Masquerade != nil},
+		{BindingSlirp, i.Slirp != nil},
+		{BindingSRIOV, i.SRIOV != nil},
+		{BindingMacvtap, i.Macvtap != nil},
+		{BindingPasst, i.Passt != nil},
+	} {
+		if b.set {
+			out = append(out, b.name)
+		}
+	}
+	return out
+}
+
+// Binding returns the interface's binding method, or "" unless exactly one
+// binding key is set.
+func (i *Interface) Binding() string {
+	if b := i.Bindings(); len(b) == 1 {
+		return b[0]
+	}
+	return ""
+}
+
+// Port is a port the VM exposes (masquerade DNAT, slirp and passt forwards).
+type Port struct {
+	Name     string `json:"name,omitempty"`
+	Protocol string `json:"protocol,omitempty"`
+	Port     int32  `json:"port"`
+}
+
+// DHCPOptions are the extra DHCP options served to the VM.
+type DHCPOptions struct {
+	BootFileName   string              `json:"bootFileName,omitempty"`
+	TFTPServerName string              `json:"tftpServerName,omitempty"`
+	NTPServers     []string            `json:"ntpServers,omitempty"`
+	PrivateOptions []DHCPPrivateOption `json:"privateOptions,omitempty"`
+}
+
+// DHCPPrivateOption is a DHCP option in the private range 224–254.
+type DHCPPrivateOption struct {
+	Option int    `json:"option"`
+	Value  string `json:"value"`
+}
+
+// Network is one entry of spec.networks: the pod network or a Multus one.
+type Network struct {
+	Name   string         `json:"name"`
+	Pod    *PodNetwork    `json:"pod,omitempty"`
+	Multus *MultusNetwork `json:"multus,omitempty"`
+}
+
+// PodNetwork is the pod's primary network.
+type PodNetwork struct {
+	VMNetworkCIDR     string `json:"vmNetworkCIDR,omitempty"`
+	VMIPv6NetworkCIDR string `json:"vmIPv6NetworkCIDR,omitempty"`
+}
+
+// MultusNetwork is a secondary (or, with Default, the primary) network
+// attached by Multus.
+type MultusNetwork struct {
+	NetworkName string `json:"networkName,omitempty"`
+	Default     bool   `json:"default,omitempty"`
+}

@@ -1,0 +1,92 @@
+package api
+
+import "fmt"
+
+// Pod interface names.
+const (
+	// PrimaryPodInterface is the pod interface of the pod network (or of
+	// a Multus default network).
+	PrimaryPodInterface = "eth0"
+	// SecondaryPodInterfacePrefix is followed by 1, 2, … for the other
+	// Multus networks, in spec.networks order.
+	SecondaryPodInterfacePrefix = "net"
+)
+
+// Pair is a VMI interface with the network of the same name and the name of
+// the pod interface that network appears as.
+type Pair struct {
+	// Index is the interface's position in spec.domain.devices.interfaces.
+	Index     int
+	Interface *Interface
+	Network   *Network
+	// PodInterface is eth0 for the pod network or a Multus default,
+	// net1, net2, … for the other Multus networks in spec.networks order.
+	PodInterface string
+}
+
+// Binding is the pair's binding method.
+func (p Pair) Binding() string { return p.Interface.Binding() }
+
+// Pairs matches every network of a validated VMI to its interface, in
+// spec.networks order (the order KubeVirt plugs them in). It fails if a
+// network has no interface.
+func Pairs(vmi *VMI) ([]Pair, error) {
+	byName := make(map[string]int, len(vmi.Spec.Domain.Devices.Interfaces))
+	for i, iface := range vmi.Spec.Domain.Devices.Interfaces {
+		byName[iface.Name] = i
+	}
+	pairs := make([]Pair, 0, len(vmi.Spec.Networks))
+	secondary := 0
+	for n := range vmi.Spec.Networks {
+		net := &vmi.Spec.Networks[n]
+		podIface := PrimaryPodInterface
+		if net.Multus != nil && !net.Multus.Default {
+			secondary++
+			podIface = fmt.Sprintf("%s%d", SecondaryPodInterfacePrefix, secondary)
+		}
+		i, ok := byName[net.Name]
+		if !ok {
+			return nil, &FieldError{Path: fmt.Sprintf("spec.networks[%d].name", n), Value: net.Name, Reason: "no interface with this name"}
+		}
+		pairs = append(pairs, Pair{
+			Index:        i,
+			Interface:    &vmi.Spec.Domain.Devices.Interfaces[i],
+			Network:      net,
+			PodInterface: podIface,
+		})
+	}
+	return pairs, nil
+}
+
+// VCPUs is the VMI's vCPU count: cores × sockets × threads, each at least 1.
+func (v *VMI) VCPUs() uint32 {
+	c := v.Spec.Domain.CPU
+	if c == nil {
+		return 1
+	}
+	n := uint32(1)
+	for _, x := range []uint32{c.Cores, c.Sockets, c.Threads} {
+		if x > 0 {
+			n *= x
+		}
+	}
+	return n
+}
+
+// MultiQueue reports whether networkInterfaceMultiqueue is set.
+func (v *VMI) MultiQueue() bool {
+	m := v.Spec.Domain.Devices.NetworkInterfaceMultiQueue
+	return m != nil && *m
+}
+
+// MaxQueues is KubeVirt's cap on interface queues.
+const MaxQueues = 256
+
+// Queues is the number of queues for a virtio interface: the vCPU count
+// (at most [MaxQueues]) with multiqueue, else 0 (single queue).
+func (v *VMI) Queues() int {
+	if !v.MultiQueue() {
+		return 0
+	}
+	return int(min(v.VCPUs(), MaxQueues))
+}

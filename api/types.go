@@ -1,0 +1,178 @@
+package api
+
+// Kinds of manifest that [Decode] accepts.
+const (
+	KindVMI = "VirtualMachineInstance"
+	KindVM  = "VirtualMachine"
+)
+
+// VMI is the part of a KubeVirt VirtualMachineInstance that virtnet reads.
+type VMI struct {
+	Kind     string     `json:"kind,omitempty"`
+	Metadata ObjectMeta `json:"metadata"`
+	Spec     VMISpec    `json:"spec"`
+
+	// Unsupported lists the field paths of KubeVirt features present in the
+	// manifest that virtnet does not render (for example
+	// "spec.domain.devices.gpus"). It is filled by [Decode], not by JSON.
+	Unsupported []string `json:"-"`
+}
+
+// ObjectMeta is the subset of Kubernetes object metadata virtnet reads.
+type ObjectMeta struct {
+	Name        string            `json:"name,omitempty"`
+	Namespace   string            `json:"namespace,omitempty"`
+	UID         string            `json:"uid,omitempty"`
+	Labels      map[string]string `json:"labels,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// VMISpec is spec of a VirtualMachineInstance.
+type VMISpec struct {
+	Domain    DomainSpec `json:"domain"`
+	Networks  []Network  `json:"networks,omitempty"`
+	Volumes   []Volume   `json:"volumes,omitempty"`
+	Hostname  string     `json:"hostname,omitempty"`
+	Subdomain string     `json:"subdomain,omitempty"`
+}
+
+// DomainSpec is spec.domain.
+type DomainSpec struct {
+	Resources ResourceRequirements `json:"resources,omitempty"`
+	Memory    *Memory              `json:"memory,omitempty"`
+	CPU       *CPU                 `json:"cpu,omitempty"`
+	Firmware  *Firmware            `json:"firmware,omitempty"`
+	Machine   *Machine             `json:"machine,omitempty"`
+	Features  *Features            `json:"features,omitempty"`
+	Clock     *Clock               `json:"clock,omitempty"`
+	Devices   Devices              `json:"devices"`
+}
+
+// ResourceRequirements is spec.domain.resources; quantities are kept as
+// Kubernetes quantity strings ("1Gi", "512M") and parsed by [ParseQuantity].
+type ResourceRequirements struct {
+	Requests map[string]string `json:"requests,omitempty"`
+	Limits   map[string]string `json:"limits,omitempty"`
+}
+
+// Memory is spec.domain.memory.
+type Memory struct {
+	Guest string `json:"guest,omitempty"`
+}
+
+// CPU is spec.domain.cpu.
+type CPU struct {
+	Cores   uint32 `json:"cores,omitempty"`
+	Sockets uint32 `json:"sockets,omitempty"`
+	Threads uint32 `json:"threads,omitempty"`
+	Model   string `json:"model,omitempty"`
+}
+
+// Firmware is spec.domain.firmware.
+type Firmware struct {
+	UUID       string      `json:"uuid,omitempty"`
+	Serial     string      `json:"serial,omitempty"`
+	Bootloader *Bootloader `json:"bootloader,omitempty"`
+}
+
+// Bootloader selects BIOS or EFI; at most one is set.
+type Bootloader struct {
+	BIOS *BIOS `json:"bios,omitempty"`
+	EFI  *EFI  `json:"efi,omitempty"`
+}
+
+// BIOS is spec.domain.firmware.bootloader.bios.
+type BIOS struct {
+	UseSerial *bool `json:"useSerial,omitempty"`
+}
+
+// EFI is spec.domain.firmware.bootloader.efi. KubeVirt enables secure boot
+// when SecureBoot is unset.
+type EFI struct {
+	SecureBoot *bool `json:"secureBoot,omitempty"`
+}
+
+// Machine is spec.domain.machine.
+type Machine struct {
+	Type string `json:"type,omitempty"`
+}
+
+// FeatureState is a feature that is on unless Enabled is false.
+type FeatureState struct {
+	Enabled *bool `json:"enabled,omitempty"`
+}
+
+// On reports whether a present feature is enabled.
+func (f *FeatureState) On() bool { return f != nil && (f.Enabled == nil || *f.Enabled) }
+
+// Features is spec.domain.features.
+type Features struct {
+	ACPI   FeatureState  `json:"acpi,omitempty"`
+	APIC   *FeatureState `json:"apic,omitempty"`
+	SMM    *FeatureState `json:"smm,omitempty"`
+	HyperV *HyperV       `json:"hyperv,omitempty"`
+}
+
+// HyperV is spec.domain.features.hyperv: the enlightenments virtnet renders.
+type HyperV struct {
+	Relaxed         *FeatureState `json:"relaxed,omitempty"`
+	VAPIC           *FeatureState `json:"vapic,omitempty"`
+	Spinlocks       *Spinlocks    `json:"spinlocks,omitempty"`
+	VPIndex         *FeatureState `json:"vpindex,omitempty"`
+	Runtime         *FeatureState `json:"runtime,omitempty"`
+	SyNIC           *FeatureState `json:"synic,omitempty"`
+	SyNICTimer      *FeatureState `json:"synictimer,omitempty"`
+	Reset           *FeatureState `json:"reset,omitempty"`
+	Frequencies     *FeatureState `json:"frequencies,omitempty"`
+	Reenlightenment *FeatureState `json:"reenlightenment,omitempty"`
+	TLBFlush        *FeatureState `json:"tlbflush,omitempty"`
+	IPI             *FeatureState `json:"ipi,omitempty"`
+}
+
+// Spinlocks is the hyperv spinlocks enlightenment.
+type Spinlocks struct {
+	Enabled *bool   `json:"enabled,omitempty"`
+	Retries *uint32 `json:"spinlocks,omitempty"`
+}
+
+// Clock is spec.domain.clock: UTC (with an offset) or a timezone, and timers.
+type Clock struct {
+	UTC      *ClockUTC `json:"utc,omitempty"`
+	Timezone string    `json:"timezone,omitempty"`
+	Timer    *Timer    `json:"timer,omitempty"`
+}
+
+// ClockUTC is spec.domain.clock.utc.
+type ClockUTC struct {
+	OffsetSeconds *int `json:"offsetSeconds,omitempty"`
+}
+
+// Timer is spec.domain.clock.timer.
+type Timer struct {
+	HPET   *TimerAttrs `json:"hpet,omitempty"`
+	KVM    *TimerAttrs `json:"kvm,omitempty"`
+	PIT    *TimerAttrs `json:"pit,omitempty"`
+	RTC    *TimerAttrs `json:"rtc,omitempty"`
+	HyperV *TimerAttrs `json:"hyperv,omitempty"`
+}
+
+// TimerAttrs are the attributes of one timer.
+type TimerAttrs struct {
+	Present    *bool  `json:"present,omitempty"`
+	TickPolicy string `json:"tickPolicy,omitempty"`
+	Track      string `json:"track,omitempty"`
+}
+
+// Devices is spec.domain.devices.
+type Devices struct {
+	Interfaces                 []Interface `json:"interfaces,omitempty"`
+	Disks                      []Disk      `json:"disks,omitempty"`
+	AutoattachPodInterface     *bool       `json:"autoattachPodInterface,omitempty"`
+	AutoattachSerialConsole    *bool       `json:"autoattachSerialConsole,omitempty"`
+	AutoattachGraphicsDevice   *bool       `json:"autoattachGraphicsDevice,omitempty"`
+	AutoattachMemBalloon       *bool       `json:"autoattachMemBalloon,omitempty"`
+	NetworkInterfaceMultiQueue *bool       `json:"networkInterfaceMultiqueue,omitempty"`
+	Rng                        *struct{}   `json:"rng,omitempty"`
+	TPM                        *struct{}   `json:"tpm,omitempty"`
+	UseVirtioTransitional      *bool       `json:"useVirtioTransitional,omitempty"`
+}

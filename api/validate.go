@@ -1,0 +1,460 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"regexp"
+	"strings"
+)
+
+var (
+	dnsLabelRE   = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+	dnsSubdomRE  = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+	portNameRE   = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
+	pciAddressRE = regexp.MustCompile(`^([0-9a-fA-F]{4}):([0-9a-fA-F]{2}):([01][0-9a-fA-F])\.([0-7])$`)
+)
+
+// Models are the interface models KubeVirt accepts.
+var Models = []string{"e1000", "e1000e", "ne2k_pci", "pcnet", "rtl8139", "virtio"}
+
+// Disk buses virtnet renders.
+var diskBuses = map[string]bool{"virtio": true, "sata": true, "scsi": true}
+
+type validator struct{ errs []error }
+
+func (v *validator) add(path string, value any, format string, args ...any) {
+	v.errs = append(v.errs, &FieldError{Path: path, Value: value, Reason: fmt.Sprintf(format, args...)})
+}
+
+// Validate checks a VMI (after [SetDefaults]) and returns every problem at
+// once: an [errors.Join] of [*FieldError], each naming the field path and
+// value. It returns nil for a valid VMI.
+func Validate(vmi *VMI) error {
+	v := &validator{}
+	v.meta(vmi)
+	v.networks(vmi)
+	v.interfaces(vmi)
+	v.storage(vmi)
+	v.domain(vmi)
+	return errors.Join(v.errs...)
+}
+
+func (v *validator) meta(vmi *VMI) {
+	if vmi.Metadata.Name == "" {
+		v.add("metadata.name", nil, "required")
+	} else if len(vmi.Metadata.Name) > 253 || !dnsSubdomRE.MatchString(vmi.Metadata.Name) {
+		v.add("metadata.name", vmi.Metadata.Name, "not a DNS-1123 subdomain")
+	}
+	if ns := vmi.Metadata.Namespace; ns != "" && (len(ns) > 63 || !dnsLabelRE.MatchString(ns)) {
+		v.add("metadata.namespace", ns, "not a DNS-1123 label")
+	}
+	if h := vmi.Spec.Hostname; h != "" && (len(h) > 63 || !dnsLabelRE.MatchString(h)) {
+		v.add("spec.hostname", h, "not a DNS-1123 label")
+	}
+	if s := vmi.Spec.Subdomain; s != "" && (len(s) > 63 || !dnsLabelRE.MatchString(s)) {
+		v.add("spec.subdomain", s, "not a DNS-1123 label")
+	}
+}
+
+func isDNSLabel(s string) bool { return len(s) <= 63 && dnsLabelRE.MatchString(s) }
+
+func (v *validator) networks(vmi *VMI) {
+	seen := map[string]int{}
+	pods, defaults := 0, 0
+	for i, n := range vmi.Spec.Networks {
+		p := fmt.Sprintf("spec.networks[%d]", i)
+		if n.Name == "" {
+			v.add(p+".name", nil, "required")
+		} else if !isDNSLabel(n.Name) {
+			v.add(p+".name", n.Name, "not a DNS-1123 label")
+		} else if j, dup := seen[n.Name]; dup {
+			v.add(p+".name", n.Name, "duplicate of spec.networks[%d]", j)
+		} else {
+			seen[n.Name] = i
+		}
+		switch {
+		case n.Pod == nil && n.Multus == nil:
+			v.add(p, n.Name, "needs one of pod or multus")
+		case n.Pod != nil && n.Multus != nil:
+			v.add(p, n.Name, "sets both pod and multus")
+		case n.Pod != nil:
+			pods++
+			if pods > 1 {
+				v.add(p+".pod", n.Name, "more than one pod network")
+			}
+			v.cidr(p+".pod.vmNetworkCIDR", n.Pod.VMNetworkCIDR, false)
+			v.cidr(p+".pod.vmIPv6NetworkCIDR", n.Pod.VMIPv6NetworkCIDR, true)
+		default:
+			if n.Multus.NetworkName == "" {
+				v.add(p+".multus.networkName", nil, "required")
+			}
+			if n.Multus.Default {
+				defaults++
+				if defaults > 1 {
+					v.add(p+".multus.default", true, "more than one multus default network")
+				}
+			}
+		}
+	}
+	if pods > 0 && defaults > 0 {
+		v.add("spec.networks", nil, "a pod network and a multus default network both claim eth0")
+	}
+}
+
+// cidr checks a masquerade CIDR: the right family and room for at least
+// four addresses (network, gateway, VM, broadcast).
+func (v *validator) cidr(path, s string, ipv6 bool) {
+	if s == "" {
+		return
+	}
+	pfx, err := netip.ParsePrefix(s)
+	if err != nil {
+		v.add(path, s, "not a CIDR")
+		return
+	}
+	if pfx.Addr().Is4() == ipv6 || pfx.Addr().Is4In6() {
+		fam := "IPv4"
+		if ipv6 {
+			fam = "IPv6"
+		}
+		v.add(path, s, "not an %s CIDR", fam)
+		return
+	}
+	if pfx.Addr().BitLen()-pfx.Bits() < 2 {
+		v.add(path, s, "less than 4 addresses")
+	}
+	if pfx.Masked() != pfx {
+		v.add(path, s, "host bits set; the network is %s", pfx.Masked())
+	}
+}
+
+func (v *validator) interfaces(vmi *VMI) {
+	nets := map[string]*Network{}
+	for i := range vmi.Spec.Networks {
+		nets[vmi.Spec.Networks[i].Name] = &vmi.Spec.Networks[i]
+	}
+	ifaces := map[string]int{}
+	portNames := map[string]string{}
+	for i := range vmi.Spec.Domain.Devices.Interfaces {
+		iface := &vmi.Spec.Domain.Devices.Interfaces[i]
+		p := fmt.Sprintf("spec.domain.devices.interfaces[%d]", i)
+		if iface.Name == "" {
+			v.add(p+".name", nil, "required")
+		} else if !isDNSLabel(iface.Name) {
+			v.add(p+".name", iface.Name, "not a DNS-1123 label")
+		} else if j, dup := ifaces[iface.Name]; dup {
+			v.add(p+".name", iface.Name, "duplicate of spec.domain.devices.interfaces[%d]", j)
+		} else {
+			ifaces[iface.Name] = i
+		}
+		net := nets[iface.Name]
+		if net == nil && iface.Name != "" {
+			v.add(p+".name", iface.Name, "no network with this name in spec.networks")
+		}
+		bindings := iface.Bindings()
+		switch len(bindings) {
+		case 0:
+			v.add(p, iface.Name, "needs one binding method: one of %s", strings.Join(BindingMethods, ", "))
+		case 1:
+			v.binding(p, iface, net)
+		default:
+			v.add(p, strings.Join(bindings, ","), "more than one binding method")
+		}
+		if iface.MacAddress != "" {
+			v.mac(p+".macAddress", iface.MacAddress, bindings)
+		}
+		if iface.Model != "" && !contains(Models, iface.Model) {
+			v.add(p+".model", iface.Model, "unknown model; one of %s", strings.Join(Models, ", "))
+		}
+		if iface.PciAddress != "" && !pciAddressRE.MatchString(iface.PciAddress) {
+			v.add(p+".pciAddress", iface.PciAddress, "not a PCI address dddd:bb:ss.f")
+		}
+		v.ports(p, iface, portNames)
+		v.dhcp(p+".dhcpOptions", iface.DHCPOptions)
+	}
+	for i, n := range vmi.Spec.Networks {
+		if _, ok := ifaces[n.Name]; !ok && n.Name != "" {
+			v.add(fmt.Sprintf("spec.networks[%d].name", i), n.Name, "no interface with this name in spec.domain.devices.interfaces")
+		}
+	}
+	v.bootOrders(vmi)
+}
+
+func (v *validator) binding(p string, iface *Interface, net *Network) {
+	b := iface.Binding()
+	if net == nil {
+		return
+	}
+	onPod := net.Pod != nil || (net.Multus != nil && net.Multus.Default)
+	switch b {
+	case BindingMasquerade, BindingSlirp, BindingPasst:
+		if !onPod {
+			v.add(p+"."+b, iface.Name, "%s binding is only possible on the pod network", b)
+		}
+	case BindingMacvtap, BindingSRIOV:
+		if net.Multus == nil {
+			v.add(p+"."+b, iface.Name, "%s binding needs a multus network", b)
+		}
+	}
+	if len(iface.Ports) > 0 && (b == BindingBridge || b == BindingSRIOV || b == BindingMacvtap) {
+		v.add(p+".ports", len(iface.Ports), "ports are only honoured by masquerade, slirp and passt, not %s", b)
+	}
+	if iface.DHCPOptions != nil && b != BindingBridge && b != BindingMasquerade {
+		v.add(p+".dhcpOptions", b, "dhcpOptions are only served with bridge and masquerade")
+	}
+}
+
+// MasqueradeBridgeMAC is the MAC of the masquerade bridge; a VM may not
+// use it.
+const MasqueradeBridgeMAC = "02:00:00:00:00:00"
+
+func (v *validator) mac(path, s string, bindings []string) {
+	hw, err := net.ParseMAC(s)
+	if err != nil || len(hw) != 6 {
+		v.add(path, s, "not a 48-bit MAC address aa:bb:cc:dd:ee:ff")
+		return
+	}
+	if hw[0]&1 == 1 {
+		v.add(path, s, "multicast MAC address (least significant bit of the first octet set)")
+	}
+	if strings.EqualFold(hw.String(), MasqueradeBridgeMAC) && contains(bindings, BindingMasquerade) {
+		v.add(path, s, "reserved for the masquerade bridge")
+	}
+	if hw.String() == "00:00:00:00:00:00" {
+		v.add(path, s, "all-zero MAC address")
+	}
+}
+
+func (v *validator) ports(p string, iface *Interface, names map[string]string) {
+	type key struct {
+		proto string
+		port  int32
+	}
+	seen := map[key]int{}
+	for j, port := range iface.Ports {
+		pp := fmt.Sprintf("%s.ports[%d]", p, j)
+		if port.Name != "" {
+			if len(port.Name) > 15 || !portNameRE.MatchString(port.Name) || strings.Contains(port.Name, "--") ||
+				!strings.ContainsAny(port.Name, "abcdefghijklmnopqrstuvwxyz") {
+				v.add(pp+".name", port.Name, "not an IANA service name (at most 15 of a-z, 0-9 and '-', with a letter)")
+			} else if other, dup := names[port.Name]; dup {
+				v.add(pp+".name", port.Name, "duplicate of %s", other)
+			} else {
+				names[port.Name] = pp + ".name"
+			}
+		}
+		if port.Port < 1 || port.Port > 65535 {
+			v.add(pp+".port", port.Port, "outside 1-65535")
+		}
+		proto := port.Protocol
+		if proto == "" {
+			proto = DefaultProtocol
+		}
+		if proto != "TCP" && proto != "UDP" {
+			v.add(pp+".protocol", port.Protocol, "neither TCP nor UDP")
+		}
+		k := key{proto, port.Port}
+		if first, dup := seen[k]; dup {
+			v.add(pp+".port", port.Port, "%s port already declared at ports[%d]", proto, first)
+		} else {
+			seen[k] = j
+		}
+	}
+}
+
+func (v *validator) dhcp(p string, o *DHCPOptions) {
+	if o == nil {
+		return
+	}
+	for i, s := range o.NTPServers {
+		a, err := netip.ParseAddr(s)
+		if err != nil || !a.Is4() {
+			v.add(fmt.Sprintf("%s.ntpServers[%d]", p, i), s, "not an IPv4 address")
+		}
+	}
+	seen := map[int]bool{}
+	for i, po := range o.PrivateOptions {
+		pp := fmt.Sprintf("%s.privateOptions[%d].option", p, i)
+		if po.Option < 224 || po.Option > 254 {
+			v.add(pp, po.Option, "private DHCP options are 224-254")
+		} else if seen[po.Option] {
+			v.add(pp, po.Option, "duplicate private option")
+		}
+		seen[po.Option] = true
+		if len(po.Value) > 255 {
+			v.add(fmt.Sprintf("%s.privateOptions[%d].value", p, i), len(po.Value), "longer than 255 bytes")
+		}
+	}
+	if len(o.BootFileName) > 255 {
+		v.add(p+".bootFileName", len(o.BootFileName), "longer than 255 bytes")
+	}
+	if len(o.TFTPServerName) > 255 {
+		v.add(p+".tftpServerName", len(o.TFTPServerName), "longer than 255 bytes")
+	}
+}
+
+func (v *validator) bootOrders(vmi *VMI) {
+	seen := map[uint]string{}
+	check := func(path string, o *uint) {
+		if o == nil {
+			return
+		}
+		if *o < 1 {
+			v.add(path, *o, "boot order starts at 1")
+			return
+		}
+		if other, dup := seen[*o]; dup {
+			v.add(path, *o, "boot order already used by %s", other)
+			return
+		}
+		seen[*o] = path
+	}
+	for i, d := range vmi.Spec.Domain.Devices.Disks {
+		check(fmt.Sprintf("spec.domain.devices.disks[%d].bootOrder", i), d.BootOrder)
+	}
+	for i, iface := range vmi.Spec.Domain.Devices.Interfaces {
+		check(fmt.Sprintf("spec.domain.devices.interfaces[%d].bootOrder", i), iface.BootOrder)
+	}
+}
+
+func (v *validator) storage(vmi *VMI) {
+	vols := map[string]int{}
+	for i, vol := range vmi.Spec.Volumes {
+		p := fmt.Sprintf("spec.volumes[%d]", i)
+		if vol.Name == "" {
+			v.add(p+".name", nil, "required")
+		} else if !isDNSLabel(vol.Name) {
+			v.add(p+".name", vol.Name, "not a DNS-1123 label")
+		} else if j, dup := vols[vol.Name]; dup {
+			v.add(p+".name", vol.Name, "duplicate of spec.volumes[%d]", j)
+		} else {
+			vols[vol.Name] = i
+		}
+		n := 0
+		for _, set := range []bool{vol.ContainerDisk != nil, vol.PersistentVolumeClaim != nil, vol.DataVolume != nil,
+			vol.EmptyDisk != nil, vol.HostDisk != nil, vol.CloudInitNoCloud != nil, vol.CloudInitConfigDrive != nil, vol.Sysprep != nil} {
+			if set {
+				n++
+			}
+		}
+		if n > 1 {
+			v.add(p, vol.Name, "more than one volume source")
+		}
+		switch {
+		case vol.ContainerDisk != nil && vol.ContainerDisk.Image == "":
+			v.add(p+".containerDisk.image", nil, "required")
+		case vol.PersistentVolumeClaim != nil && vol.PersistentVolumeClaim.ClaimName == "":
+			v.add(p+".persistentVolumeClaim.claimName", nil, "required")
+		case vol.EmptyDisk != nil:
+			if _, err := ParseQuantity(vol.EmptyDisk.Capacity); err != nil {
+				v.add(p+".emptyDisk.capacity", vol.EmptyDisk.Capacity, "%v", err)
+			}
+		case vol.HostDisk != nil && !strings.HasPrefix(vol.HostDisk.Path, "/"):
+			v.add(p+".hostDisk.path", vol.HostDisk.Path, "not an absolute path")
+		case vol.Sysprep != nil && (vol.Sysprep.Secret == nil) == (vol.Sysprep.ConfigMap == nil):
+			v.add(p+".sysprep", vol.Name, "needs exactly one of secret or configMap")
+		}
+		for _, ci := range []struct {
+			key string
+			src *CloudInitSource
+		}{{"cloudInitNoCloud", vol.CloudInitNoCloud}, {"cloudInitConfigDrive", vol.CloudInitConfigDrive}} {
+			if ci.src == nil {
+				continue
+			}
+			s := ci.src
+			users := count(s.UserData != "", s.UserDataBase64 != "", s.UserDataSecretRef != nil)
+			nets := count(s.NetworkData != "", s.NetworkDataBase64 != "", s.NetworkDataSecretRef != nil)
+			if users > 1 {
+				v.add(p+"."+ci.key, vol.Name, "more than one of userData, userDataBase64, secretRef")
+			}
+			if nets > 1 {
+				v.add(p+"."+ci.key, vol.Name, "more than one of networkData, networkDataBase64, networkDataSecretRef")
+			}
+			if users+nets == 0 {
+				v.add(p+"."+ci.key, vol.Name, "has neither user data nor network data")
+			}
+		}
+	}
+	disks := map[string]int{}
+	for i, d := range vmi.Spec.Domain.Devices.Disks {
+		p := fmt.Sprintf("spec.domain.devices.disks[%d]", i)
+		if j, dup := disks[d.Name]; dup {
+			v.add(p+".name", d.Name, "duplicate of spec.domain.devices.disks[%d]", j)
+		}
+		disks[d.Name] = i
+		if _, ok := vols[d.Name]; !ok {
+			v.add(p+".name", d.Name, "no volume with this name in spec.volumes")
+		}
+		if count(d.Disk != nil, d.CDRom != nil, d.LUN != nil) > 1 {
+			v.add(p, d.Name, "more than one of disk, cdrom, lun")
+		}
+		bus, busPath := "", ""
+		switch {
+		case d.Disk != nil:
+			bus, busPath = d.Disk.Bus, p+".disk.bus"
+			if d.Disk.PciAddress != "" && !pciAddressRE.MatchString(d.Disk.PciAddress) {
+				v.add(p+".disk.pciAddress", d.Disk.PciAddress, "not a PCI address dddd:bb:ss.f")
+			}
+		case d.CDRom != nil:
+			bus, busPath = d.CDRom.Bus, p+".cdrom.bus"
+			if bus == "virtio" {
+				v.add(busPath, bus, "a cdrom cannot use the virtio bus")
+			}
+		case d.LUN != nil:
+			bus, busPath = d.LUN.Bus, p+".lun.bus"
+		}
+		if bus != "" && !diskBuses[bus] {
+			v.add(busPath, bus, "unknown bus; one of virtio, sata, scsi")
+		}
+	}
+}
+
+func (v *validator) domain(vmi *VMI) {
+	d := &vmi.Spec.Domain
+	if d.Memory != nil && d.Memory.Guest != "" {
+		if _, err := ParseQuantity(d.Memory.Guest); err != nil {
+			v.add("spec.domain.memory.guest", d.Memory.Guest, "%v", err)
+		}
+	}
+	for _, k := range []string{"memory"} {
+		if q, ok := d.Resources.Requests[k]; ok {
+			if _, err := ParseQuantity(q); err != nil {
+				v.add("spec.domain.resources.requests."+k, q, "%v", err)
+			}
+		}
+	}
+	if d.Firmware != nil {
+		if u := d.Firmware.UUID; u != "" && !uuidRE.MatchString(u) {
+			v.add("spec.domain.firmware.uuid", u, "not a UUID")
+		}
+		if b := d.Firmware.Bootloader; b != nil && b.BIOS != nil && b.EFI != nil {
+			v.add("spec.domain.firmware.bootloader", nil, "sets both bios and efi")
+		}
+	}
+	if d.CPU != nil && vmi.VCPUs() > 512 {
+		v.add("spec.domain.cpu", vmi.VCPUs(), "more than 512 vCPUs")
+	}
+}
+
+var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+
+func count(bs ...bool) int {
+	n := 0
+	for _, b := range bs {
+		if b {
+			n++
+		}
+	}
+	return n
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,60 @@
+package cache
+
+import (
+	"fmt"
+	"io/fs"
+)
+
+// ErrNotExist is matched by the error of reading a record that was never
+// written (it also matches [fs.ErrNotExist]).
+var ErrNotExist = fmt.Errorf("cache record does not exist: %w", fs.ErrNotExist)
+
+// NameError is a VMI UID or interface name that cannot be a file name
+// under the root.
+type NameError struct {
+	Field string
+	Value string
+}
+
+func (e *NameError) Error() string {
+	return fmt.Sprintf("cache: %s %q cannot name a cache file (empty, '.', '..', '/', NUL or over 253 bytes)", e.Field, e.Value)
+}
+
+// CorruptError is a cache file that is not a valid record.
+type CorruptError struct {
+	Path string
+	Err  error
+}
+
+func (e *CorruptError) Error() string { return fmt.Sprintf("cache: %s is corrupt: %v", e.Path, e.Err) }
+func (e *CorruptError) Unwrap() error { return e.Err }
+
+// VersionError is a record written by another schema version.
+type VersionError struct {
+	Path      string
+	Got, Want int
+}
+
+func (e *VersionError) Error() string {
+	return fmt.Sprintf("cache: %s has schema version %d, this library reads version %d", e.Path, e.Got, e.Want)
+}
+
+// UnsafeError is a cache path refused because another user could control
+// it.
+type UnsafeError struct {
+	Path   string
+	Reason string
+}
+
+func (e *UnsafeError) Error() string { return fmt.Sprintf("cache: refusing %s: %s", e.Path, e.Reason) }
+
+// NotExistError is a record that was never written; it matches
+// [ErrNotExist].
+type NotExistError struct {
+	Path string
+}
+
+func (e *NotExistError) Error() string { return fmt.Sprintf("cache: %s does not exist", e.Path) }
+func (e *NotExistError) Is(target error) bool {
+	return target == ErrNotExist || target == fs.ErrNotExist
+}

@@ -1,0 +1,144 @@
+package cache
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Version is the schema version of every record this package writes.
+const Version = 1
+
+// State is how far phase1 got with one interface.
+type State int
+
+// The states, in order. A record that was never written is Pending.
+const (
+	Pending State = iota
+	Started
+	Finished
+)
+
+var stateNames = [...]string{"pending", "started", "finished"}
+
+func (s State) String() string {
+	if s >= 0 && int(s) < len(stateNames) {
+		return stateNames[s]
+	}
+	return fmt.Sprintf("State(%d)", int(s))
+}
+
+// MarshalJSON writes the state's name.
+func (s State) MarshalJSON() ([]byte, error) {
+	if s < 0 || int(s) >= len(stateNames) {
+		return nil, fmt.Errorf("cache: invalid state %d", int(s))
+	}
+	return json.Marshal(s.String())
+}
+
+// UnmarshalJSON reads a state's name.
+func (s *State) UnmarshalJSON(b []byte) error {
+	var name string
+	if err := json.Unmarshal(b, &name); err != nil {
+		return err
+	}
+	for i, n := range stateNames {
+		if n == name {
+			*s = State(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown state %q", name)
+}
+
+// Route is a route of the pod interface. Dst is a CIDR ("0.0.0.0/0" for
+// the default route); Gateway and Src are addresses or empty.
+type Route struct {
+	Dst     string `json:"dst"`
+	Gateway string `json:"gateway,omitempty"`
+	Src     string `json:"src,omitempty"`
+	Metric  int    `json:"metric,omitempty"`
+}
+
+// Link is a pod interface as phase1 found it, before changing anything:
+// what a re-run resumes from and what [Cleanup] restores.
+type Link struct {
+	Name string `json:"name"`
+	Type string `json:"type"`
+	MAC  string `json:"mac"`
+	MTU  int    `json:"mtu"`
+	// Addresses are the link's global addresses as CIDRs, IPv4 first.
+	Addresses []string `json:"addresses,omitempty"`
+	// Routes are the link's IPv4 and IPv6 routes in the main table.
+	Routes []Route `json:"routes,omitempty"`
+}
+
+// PodInterface is phase1's progress on one VMI interface and what it
+// discovered. KubeVirt keeps the same state in
+// network-info-cache/<uid>/<iface>.
+type PodInterface struct {
+	Version int `json:"version"`
+	// Interface is the VMI interface name, Network its network.
+	Interface string `json:"interface"`
+	Network   string `json:"network"`
+	// PodInterface is the pod's link for this network (eth0, net1, …).
+	PodInterface string `json:"podInterface"`
+	Binding      string `json:"binding"`
+	State        State  `json:"state"`
+	// PodIPs are the pod interface's first global IPv4 and IPv6
+	// addresses (without prefix), IPv4 first: what the VMI status shows.
+	PodIPs []string `json:"podIPs,omitempty"`
+	// Discovered is the pod link as found on the first run.
+	Discovered *Link `json:"discovered,omitempty"`
+}
+
+// Interface is what phase2 and the DHCP server need for one VMI interface
+// and cannot recompute without privileges. KubeVirt splits it between
+// vif-cache-<podIface>.json and interface-cache-<iface>.json.
+type Interface struct {
+	Version      int    `json:"version"`
+	Interface    string `json:"interface"`
+	PodInterface string `json:"podInterface"`
+	Binding      string `json:"binding"`
+
+	// Bridge and Tap are the in-pod bridge and the VM's tap (bridge and
+	// masquerade); NIC is the renamed pod link (bridge with IPAM).
+	Bridge string `json:"bridge,omitempty"`
+	Tap    string `json:"tap,omitempty"`
+	NIC    string `json:"nic,omitempty"`
+	// Target is the device libvirt attaches the VM to when it is not a
+	// tap of ours (macvtap: the macvtap link's name).
+	Target string `json:"target,omitempty"`
+	// Ifindex is the target link's index in the pod namespace (macvtap).
+	Ifindex int `json:"ifindex,omitempty"`
+
+	// MAC is the VM's MAC address; MTU the pod link's MTU.
+	MAC string `json:"mac,omitempty"`
+	MTU int    `json:"mtu,omitempty"`
+	// Queues is the tap's queue count (0: single queue).
+	Queues int `json:"queues,omitempty"`
+
+	// IPAMDisabled is set when the pod link had no IPv4 address: the VM
+	// gets layer 2 only and no DHCP server runs.
+	IPAMDisabled bool `json:"ipamDisabled,omitempty"`
+	// IPv4 and IPv6 are the VM's addresses with prefix ("10.244.1.7/24").
+	IPv4 string `json:"ipv4,omitempty"`
+	IPv6 string `json:"ipv6,omitempty"`
+	// Gateway and GatewayIPv6 are the VM's default routers.
+	Gateway     string `json:"gateway,omitempty"`
+	GatewayIPv6 string `json:"gatewayIPv6,omitempty"`
+	// ServerIPv4 is the DHCP server's identifier address (the bridge's
+	// link-local address for bridge, the gateway for masquerade);
+	// ServerIPv6 the DHCPv6/RA source.
+	ServerIPv4 string `json:"serverIPv4,omitempty"`
+	ServerIPv6 string `json:"serverIPv6,omitempty"`
+	// Routes are the routes the VM gets over DHCP option 121.
+	Routes []Route `json:"routes,omitempty"`
+
+	// PCIAddress is the host PCI address of an SR-IOV VF.
+	PCIAddress string `json:"pciAddress,omitempty"`
+}
+
+type versioned interface{ version() int }
+
+func (r *PodInterface) version() int { return r.Version }
+func (r *Interface) version() int    { return r.Version }

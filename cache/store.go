@@ -1,0 +1,337 @@
+package cache
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// DefaultRoot is KubeVirt's private directory, where virt-handler and
+// virt-launcher both see the caches.
+const DefaultRoot = "/var/run/kubevirt-private"
+
+// Modes of what the store creates.
+const (
+	DirMode  fs.FileMode = 0o755
+	FileMode fs.FileMode = 0o644
+)
+
+// MaxRecordSize bounds a record file; larger files are corrupt.
+const MaxRecordSize = 1 << 20
+
+// Store reads and writes records under one root directory. It holds no
+// open files; several goroutines may use one Store.
+type Store struct {
+	root string
+	// beforeRename, when set (tests only), runs between writing the
+	// temporary file and renaming it into place.
+	beforeRename func(tmp string) error
+}
+
+// New returns a store rooted at root, which must be an absolute path. The
+// root is created (0755) on the first write.
+func New(root string) (*Store, error) {
+	if !filepath.IsAbs(root) || strings.ContainsRune(root, 0) {
+		return nil, &NameError{Field: "root", Value: root}
+	}
+	return &Store{root: filepath.Clean(root)}, nil
+}
+
+// Root is the store's root directory.
+func (s *Store) Root() string { return s.root }
+
+// CheckName reports whether name can be a VMI UID or interface name in a
+// cache path; field names it in the error.
+func CheckName(field, name string) error {
+	if name == "" || name == "." || name == ".." || len(name) > 253 ||
+		strings.ContainsAny(name, "/\x00\\") || strings.HasPrefix(name, ".") {
+		return &NameError{Field: field, Value: name}
+	}
+	return nil
+}
+
+func (s *Store) path(uid, iface, kind string) (string, error) {
+	if err := CheckName("VMI UID", uid); err != nil {
+		return "", err
+	}
+	if err := CheckName("interface", iface); err != nil {
+		return "", err
+	}
+	return filepath.Join(s.root, uid, kind+"-"+iface+".json"), nil
+}
+
+// PodInterfacePath is where the pod-interface record of an interface lives.
+func (s *Store) PodInterfacePath(uid, iface string) (string, error) {
+	return s.path(uid, iface, "pod-interface")
+}
+
+// InterfacePath is where the interface record of an interface lives.
+func (s *Store) InterfacePath(uid, iface string) (string, error) {
+	return s.path(uid, iface, "interface")
+}
+
+// WritePodInterface atomically writes rec (its Version is set).
+func (s *Store) WritePodInterface(uid string, rec *PodInterface) error {
+	p, err := s.PodInterfacePath(uid, rec.Interface)
+	if err != nil {
+		return err
+	}
+	rec.Version = Version
+	return s.write(p, rec)
+}
+
+// ReadPodInterface reads the pod-interface record of an interface. A
+// record never written is an error matching [ErrNotExist].
+func (s *Store) ReadPodInterface(uid, iface string) (*PodInterface, error) {
+	p, err := s.PodInterfacePath(uid, iface)
+	if err != nil {
+		return nil, err
+	}
+	rec := &PodInterface{}
+	if err := s.read(p, rec); err != nil {
+		return nil, err
+	}
+	return rec, nil
+}
+
+// WriteInterface atomically writes rec (its Version is set).
+func (s *Store) WriteInterface(uid string, rec *Interface) error {
+	p, err := s.InterfacePath(uid, rec.Interface)
+	if err != nil {
+		return err
+	}
+	rec.Version = Version
+	return s.write(p, rec)
+}
+
+// ReadInterface reads the interface record of an interface. A record never
+// written is an error matching [ErrNotExist].
+func (s *Store) ReadInterface(uid, iface string) (*Interface, error) {
+	p, err := s.InterfacePath(uid, iface)
+	if err != nil {
+		return nil, err
+	}
+	rec := &Interface{}
+	if err := s.read(p, rec); err != nil {
+		return nil, err
+	}
+	return rec, nil
+}
+
+// Delete removes both records of an interface; records that do not exist
+// are not an error.
+func (s *Store) Delete(uid, iface string) error {
+	for _, kind := range []string{"pod-interface", "interface"} {
+		p, err := s.path(uid, iface, kind)
+		if err != nil {
+			return err
+		}
+		if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("cache: delete: %w", err)
+		}
+	}
+	return nil
+}
+
+// DeleteVMI removes every record of a VMI; a VMI without records is not an
+// error.
+func (s *Store) DeleteVMI(uid string) error {
+	if err := CheckName("VMI UID", uid); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(filepath.Join(s.root, uid)); err != nil {
+		return fmt.Errorf("cache: delete VMI %s: %w", uid, err)
+	}
+	return nil
+}
+
+func (s *Store) write(path string, rec any) error {
+	data, err := json.MarshalIndent(rec, "", "  ")
+	if err != nil {
+		return fmt.Errorf("cache: encode %s: %w", path, err)
+	}
+	data = append(data, '\n')
+	dir := filepath.Dir(path)
+	if err := s.ensureDir(dir); err != nil {
+		return err
+	}
+	if err := checkFile(path); err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, ".tmp-"+filepath.Base(path)+"-*")
+	if err != nil {
+		return fmt.Errorf("cache: write %s: %w", path, err)
+	}
+	tmpName := tmp.Name()
+	ok := false
+	defer func() {
+		if !ok {
+			tmp.Close()
+			os.Remove(tmpName)
+		}
+	}()
+	if _, err := tmp.Write(data); err != nil {
+		return fmt.Errorf("cache: write %s: %w", path, err)
+	}
+	if err := tmp.Chmod(FileMode); err != nil {
+		return fmt.Errorf("cache: write %s: %w", path, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return fmt.Errorf("cache: write %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("cache: write %s: %w", path, err)
+	}
+	if s.beforeRename != nil {
+		if err := s.beforeRename(tmpName); err != nil {
+			return fmt.Errorf("cache: write %s: %w", path, err)
+		}
+	}
+	if err := os.Rename(tmpName, path); err != nil {
+		return fmt.Errorf("cache: write %s: %w", path, err)
+	}
+	ok = true
+	return syncDir(dir)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("cache: sync %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("cache: sync %s: %w", dir, err)
+	}
+	return nil
+}
+
+// ensureDir creates the root and the record directory (0755) and checks
+// that neither is unsafe.
+func (s *Store) ensureDir(dir string) error {
+	for _, d := range []string{s.root, dir} {
+		if err := os.Mkdir(d, DirMode); err != nil && !os.IsExist(err) {
+			if os.IsNotExist(err) && d == s.root {
+				if err := os.MkdirAll(d, DirMode); err != nil {
+					return fmt.Errorf("cache: create %s: %w", d, err)
+				}
+			} else {
+				return fmt.Errorf("cache: create %s: %w", d, err)
+			}
+		}
+		if err := checkDir(d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func trustedOwner(st *syscall.Stat_t) bool {
+	return st.Uid == 0 || int(st.Uid) == os.Geteuid()
+}
+
+func checkDir(d string) error {
+	fi, err := os.Lstat(d)
+	if err != nil {
+		return fmt.Errorf("cache: %w", err)
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		return &UnsafeError{Path: d, Reason: "directory is a symlink"}
+	}
+	if !fi.IsDir() {
+		return &UnsafeError{Path: d, Reason: "not a directory"}
+	}
+	if fi.Mode().Perm()&0o002 != 0 && fi.Mode()&fs.ModeSticky == 0 {
+		return &UnsafeError{Path: d, Reason: fmt.Sprintf("directory is world-writable (mode %04o)", fi.Mode().Perm())}
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && !trustedOwner(st) {
+		return &UnsafeError{Path: d, Reason: fmt.Sprintf("directory is owned by uid %d, neither root nor us", st.Uid)}
+	}
+	return nil
+}
+
+func checkFile(p string) error {
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return err
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		return &UnsafeError{Path: p, Reason: "file is a symlink"}
+	}
+	if !fi.Mode().IsRegular() {
+		return &UnsafeError{Path: p, Reason: "not a regular file"}
+	}
+	if fi.Mode().Perm()&0o002 != 0 {
+		return &UnsafeError{Path: p, Reason: fmt.Sprintf("file is world-writable (mode %04o)", fi.Mode().Perm())}
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && !trustedOwner(st) {
+		return &UnsafeError{Path: p, Reason: fmt.Sprintf("file is owned by uid %d, neither root nor us", st.Uid)}
+	}
+	return nil
+}
+
+func (s *Store) read(path string, rec versioned) error {
+	for _, d := range []string{s.root, filepath.Dir(path)} {
+		if _, err := os.Lstat(d); os.IsNotExist(err) {
+			return &NotExistError{Path: path}
+		}
+		if err := checkDir(d); err != nil {
+			return err
+		}
+	}
+	if err := checkFile(path); err != nil {
+		if os.IsNotExist(err) {
+			return &NotExistError{Path: path}
+		}
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return &NotExistError{Path: path}
+		}
+		return fmt.Errorf("cache: read %s: %w", path, err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxRecordSize+1))
+	if err != nil {
+		return fmt.Errorf("cache: read %s: %w", path, err)
+	}
+	return Decode(path, data, rec)
+}
+
+// Decode parses one record's bytes; path names the file in errors. It is
+// exported for the fuzz target and for tools that read caches from
+// elsewhere.
+func Decode(path string, data []byte, rec versioned) error {
+	if len(data) > MaxRecordSize {
+		return &CorruptError{Path: path, Err: fmt.Errorf("larger than %d bytes", MaxRecordSize)}
+	}
+	var head struct {
+		Version *int `json:"version"`
+	}
+	if err := json.Unmarshal(data, &head); err != nil {
+		return &CorruptError{Path: path, Err: err}
+	}
+	if head.Version == nil {
+		return &CorruptError{Path: path, Err: fmt.Errorf("no version field")}
+	}
+	if *head.Version != Version {
+		return &VersionError{Path: path, Got: *head.Version, Want: Version}
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(rec); err != nil {
+		return &CorruptError{Path: path, Err: err}
+	}
+	if dec.More() {
+		return &CorruptError{Path: path, Err: fmt.Errorf("trailing data after the record")}
+	}
+	return nil
+}
