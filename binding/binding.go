@@ -1,0 +1,123 @@
+package binding
+
+import (
+	"context"
+	"log/slog"
+
+	"libvirt.org/go/libvirtxml"
+
+	"github.com/virtnet/virtnet/api"
+	"github.com/virtnet/virtnet/cache"
+	"github.com/virtnet/virtnet/internal/netdriver"
+)
+
+// Input is what a binding gets about one interface/network pair.
+type Input struct {
+	VMI  *api.VMI
+	Pair api.Pair
+	// Names are the kernel names derived for this pair.
+	Names Names
+	// Logger is never nil.
+	Logger *slog.Logger
+}
+
+// Names are the link names a binding may use for one pair; see package
+// internal/names for how they are derived.
+type Names struct {
+	// Pod is the pod link (eth0, net1).
+	Pod string
+	// NIC is the pod link after the bridge binding renamed it (eth0-nic).
+	NIC string
+	// Bridge is the in-pod bridge (k6t-eth0).
+	Bridge string
+	// Tap is the VM's tap (tap0).
+	Tap string
+}
+
+// Phase1 is the privileged half of a binding. phase1.Run calls, per pair:
+// Discover (only when the pair was never discovered: a re-run resumes from
+// the discovery recorded in the cache, since Prepare changes what Discover
+// would see), Plan, then Prepare. Every method must be safe to call again
+// after a failure at any point of a previous call.
+type Phase1 interface {
+	// Discover reads the pod link as the CNI left it. It changes nothing.
+	// A binding with nothing to discover returns nil, nil.
+	Discover(ctx context.Context, d netdriver.Driver, in Input) (*cache.Link, error)
+	// Plan computes the interface record from the discovery (nil when
+	// Discover returned nil). It touches neither the kernel nor files.
+	Plan(in Input, link *cache.Link) (*cache.Interface, error)
+	// Prepare makes the namespace match the record. It is idempotent.
+	Prepare(ctx context.Context, d netdriver.Driver, in Input, link *cache.Link, rec *cache.Interface) error
+	// Cleanup returns the namespace to how the CNI left it (link as
+	// discovered). Missing pieces are not errors.
+	Cleanup(ctx context.Context, d netdriver.Driver, in Input, link *cache.Link, rec *cache.Interface) error
+}
+
+// InterfaceType selects how bridge-like bindings attach the VM.
+type InterfaceType string
+
+// The interface types. Bridge is the default.
+const (
+	// InterfaceBridge renders <interface type='bridge'> with
+	// <source bridge='k6t-…'/>: libvirt creates and enslaves the tap, which
+	// needs a privileged libvirt (CAP_NET_ADMIN in the pod).
+	InterfaceBridge InterfaceType = "bridge"
+	// InterfaceEthernet renders <interface type='ethernet'> with
+	// <target dev='tap0' managed='no'/>: libvirt opens the tap phase1
+	// made, which an unprivileged libvirt can do (KubeVirt v0.53's form).
+	InterfaceEthernet InterfaceType = "ethernet"
+)
+
+// RenderOptions are per-call choices of phase2.
+type RenderOptions struct {
+	// InterfaceType for bridge and masquerade; "" means InterfaceBridge.
+	InterfaceType InterfaceType
+	// Env is the launcher's environment (SR-IOV device plugin variables
+	// PCIDEVICE_* and KUBEVIRT_RESOURCE_NAME_*); nil means none.
+	Env map[string]string
+}
+
+// RenderInput is what phase2 gets about one pair.
+type RenderInput struct {
+	VMI  *api.VMI
+	Pair api.Pair
+	// Record is the pair's interface record from phase1, or nil for
+	// bindings whose Phase1 writes none.
+	Record  *cache.Interface
+	Options RenderOptions
+}
+
+// Phase2 is the unprivileged half of a binding: it adds the pair's device
+// to the domain. It never touches the kernel.
+type Phase2 interface {
+	Render(in RenderInput, dom *libvirtxml.Domain) error
+}
+
+// Binding is one binding method with both halves.
+type Binding interface {
+	// Method is the VMI binding key ("bridge", "masquerade", …).
+	Method() string
+	// NeedsRecord reports whether Render needs phase1's interface record.
+	NeedsRecord() bool
+	Phase1
+	Phase2
+}
+
+// Registry maps a binding method to its implementation.
+type Registry map[string]Binding
+
+// Lookup returns the binding of a method or an *UnknownMethodError.
+func (r Registry) Lookup(method string) (Binding, error) {
+	b, ok := r[method]
+	if !ok {
+		return nil, &UnknownMethodError{Method: method}
+	}
+	return b, nil
+}
+
+// UnknownMethodError is a binding method with no implementation.
+type UnknownMethodError struct{ Method string }
+
+func (e *UnknownMethodError) Error() string {
+	return "binding: no implementation of method " + e.Method
+}

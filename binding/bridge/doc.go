@@ -1,0 +1,2 @@
+// Package bridge implements the bridge binding method: both halves.
+package bridge

@@ -1,0 +1,2 @@
+// Package macvtap implements the macvtap binding method: both halves.
+package macvtap

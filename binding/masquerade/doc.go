@@ -1,0 +1,2 @@
+// Package masquerade implements the masquerade binding method: both halves.
+package masquerade

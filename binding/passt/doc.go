@@ -1,0 +1,2 @@
+// Package passt implements the passt binding method: both halves.
+package passt

@@ -1,0 +1,25 @@
+// Package registry maps each binding method of package api to its
+// implementation.
+package registry
+
+import (
+	"github.com/virtnet/virtnet/binding"
+	"github.com/virtnet/virtnet/binding/bridge"
+	"github.com/virtnet/virtnet/binding/macvtap"
+	"github.com/virtnet/virtnet/binding/masquerade"
+	"github.com/virtnet/virtnet/binding/passt"
+	"github.com/virtnet/virtnet/binding/slirp"
+	"github.com/virtnet/virtnet/binding/sriov"
+)
+
+// Default returns a new registry holding every binding method.
+func Default() binding.Registry {
+	r := binding.Registry{}
+	for _, b := range []binding.Binding{
+		bridge.Binding{}, masquerade.Binding{}, slirp.Binding{},
+		sriov.Binding{}, macvtap.Binding{}, passt.Binding{},
+	} {
+		r[b.Method()] = b
+	}
+	return r
+}

@@ -1,0 +1,2 @@
+// Package slirp implements the slirp binding method: both halves.
+package slirp

@@ -1,0 +1,2 @@
+// Package sriov implements the sriov binding method: both halves.
+package sriov

@@ -1,0 +1,14 @@
+package sriov
+
+import (
+	"errors"
+
+	"libvirt.org/go/libvirtxml"
+
+	"github.com/virtnet/virtnet/binding"
+)
+
+// Render adds the interface's device to the domain.
+func (Binding) Render(in binding.RenderInput, dom *libvirtxml.Domain) error {
+	return errors.New("sriov: phase2 not implemented yet")
+}

@@ -1,0 +1,130 @@
+// Package names derives, in one place, every kernel name and address that
+// phase1 invents for a pod interface: the in-pod bridge, the tap, the
+// renamed pod NIC, the bridge's link-local address and the VM's MAC when
+// the VMI sets none.
+//
+// KubeVirt v0.53's forms are kept whenever they fit the kernel's limit of
+// 15 bytes (IFNAMSIZ-1): bridge "k6t-<pod>", tap "tap<pod[3:]>", NIC
+// "<pod>-nic". KubeVirt v0.53 does not handle longer names (it fails at
+// link creation). Here a name that would be too long is replaced by a
+// short form: the same prefix followed by the first hex digits of
+// SHA-256(kind "/" pod), e.g. bridge "k6t-" + 11 hex digits. It is
+// deterministic (a re-run finds the same links) and collision-resistant
+// (44 bits for the bridge) while still telling its kind by its prefix.
+package names
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+)
+
+// MaxLinkName is the longest link name the kernel accepts (IFNAMSIZ-1).
+const MaxLinkName = 15
+
+// Name prefixes and suffixes.
+const (
+	BridgePrefix = "k6t-"
+	TapPrefix    = "tap"
+	NICSuffix    = "-nic"
+	nicPrefix    = "nic-"
+)
+
+// LinkNameError is a name that cannot be a Linux link name.
+type LinkNameError struct {
+	Name   string
+	Reason string
+}
+
+func (e *LinkNameError) Error() string {
+	return fmt.Sprintf("invalid link name %q: %s", e.Name, e.Reason)
+}
+
+// CheckLinkName reports whether name is a valid Linux link name: 1 to 15
+// bytes, not "." or "..", without '/', ':', NUL or white space (the
+// kernel's dev_valid_name).
+func CheckLinkName(name string) error {
+	switch {
+	case name == "":
+		return &LinkNameError{name, "empty"}
+	case len(name) > MaxLinkName:
+		return &LinkNameError{name, fmt.Sprintf("longer than %d bytes", MaxLinkName)}
+	case name == "." || name == "..":
+		return &LinkNameError{name, "'.' and '..' are not link names"}
+	case strings.ContainsAny(name, "/:\x00 \t\n\r\v\f"):
+		return &LinkNameError{name, "contains '/', ':', NUL or white space"}
+	}
+	return nil
+}
+
+func shortForm(kind, prefix, pod, want string) string {
+	if len(want) <= MaxLinkName {
+		return want
+	}
+	sum := sha256.Sum256([]byte(kind + "/" + pod))
+	return prefix + hex.EncodeToString(sum[:])[:MaxLinkName-len(prefix)]
+}
+
+// Bridge is the in-pod bridge of a pod link: "k6t-eth0".
+func Bridge(pod string) string { return shortForm("bridge", BridgePrefix, pod, BridgePrefix+pod) }
+
+// Tap is the VM's tap of a pod link: "tap" followed by the pod name after
+// its first three letters ("eth0" → "tap0", "net1" → "tap1").
+func Tap(pod string) string {
+	rest := pod
+	if len(pod) > 3 {
+		rest = pod[3:]
+	}
+	return shortForm("tap", TapPrefix, pod, TapPrefix+rest)
+}
+
+// NIC is the name the bridge binding gives the pod link before it creates
+// the dummy that keeps the pod IP: "eth0-nic".
+func NIC(pod string) string { return shortForm("nic", nicPrefix, pod, pod+NICSuffix) }
+
+// BridgeLinkLocal is the bridge binding's link-local address for the
+// interface at index i of spec.domain.devices.interfaces, as KubeVirt
+// forms it: "169.254.75.1" followed by i in decimal (i=0 → .10, i=9 → .19,
+// i=10 → .110, i=99 → .199). KubeVirt's form runs out at i=100; from there
+// on the addresses continue at 169.254.76.0.
+func BridgeLinkLocal(i int) netip.Prefix {
+	var a netip.Addr
+	switch {
+	case i < 0:
+		panic(fmt.Sprintf("names: negative interface index %d", i))
+	case i < 10:
+		a = netip.AddrFrom4([4]byte{169, 254, 75, byte(10 + i)})
+	case i < 100:
+		a = netip.AddrFrom4([4]byte{169, 254, 75, byte(100 + i)})
+	default:
+		n := i - 100
+		a = netip.AddrFrom4([4]byte{169, 254, byte(76 + n/256), byte(n % 256)})
+	}
+	return netip.PrefixFrom(a, 32)
+}
+
+// masqueradeBridgeMAC is read-only; use MasqueradeBridgeMAC for a copy.
+var masqueradeBridgeMAC = net.HardwareAddr{0x02, 0, 0, 0, 0, 0}
+
+// MasqueradeBridgeMAC returns the masquerade bridge's fixed MAC,
+// 02:00:00:00:00:00, as KubeVirt sets it.
+func MasqueradeBridgeMAC() net.HardwareAddr {
+	return append(net.HardwareAddr(nil), masqueradeBridgeMAC...)
+}
+
+// VMMAC derives a stable MAC for a VM interface from the VMI UID and the
+// interface name: SHA-256 of "<uid>/<iface>", first six bytes, with the
+// locally-administered bit set and the multicast bit cleared. It is never
+// 02:00:00:00:00:00 (the masquerade bridge's).
+func VMMAC(uid, iface string) net.HardwareAddr {
+	sum := sha256.Sum256([]byte(uid + "/" + iface))
+	mac := net.HardwareAddr(sum[:6])
+	mac[0] = (mac[0] &^ 0x01) | 0x02
+	if mac.String() == masqueradeBridgeMAC.String() {
+		mac[5] = 1
+	}
+	return append(net.HardwareAddr(nil), mac...)
+}

@@ -1,0 +1,184 @@
+package netdriver
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+)
+
+// Link types as [Link.Type] reports them (the kernel's rtnetlink kinds;
+// "device" is a link without a kind, e.g. a physical NIC or loopback).
+const (
+	TypeBridge  = "bridge"
+	TypeDummy   = "dummy"
+	TypeTuntap  = "tuntap"
+	TypeVeth    = "veth"
+	TypeMacvtap = "macvtap"
+	TypeDevice  = "device"
+)
+
+// Link is the state of one link.
+type Link struct {
+	Name  string
+	Index int
+	Type  string
+	MAC   net.HardwareAddr
+	MTU   int
+	// Master is the name of the bridge the link is enslaved to, or "".
+	Master string
+	Up     bool
+	// NoARP reports IFF_NOARP.
+	NoARP bool
+	// TapOwner, TapGroup and TapMultiQueue describe a tap (-1 when unset).
+	TapOwner, TapGroup int
+	TapMultiQueue      bool
+	// MacvtapMode is the mode of a macvtap ("bridge", "vepa", …).
+	MacvtapMode string
+	// Learning is the bridge-port learning flag of an enslaved link.
+	Learning bool
+}
+
+// Route is one route in the main table.
+type Route struct {
+	Dst      netip.Prefix
+	Gateway  netip.Addr
+	Src      netip.Addr
+	Link     string
+	Priority int
+}
+
+// Family selects IPv4 or IPv6.
+type Family int
+
+// The address families.
+const (
+	IPv4 Family = 4
+	IPv6 Family = 6
+)
+
+// Tap describes a tap to create.
+type Tap struct {
+	Name         string
+	Owner, Group int
+	// MultiQueue creates the tap with IFF_MULTI_QUEUE so that QEMU can
+	// attach several queues.
+	MultiQueue bool
+	MTU        int
+}
+
+// Driver is the kernel seam of phase1, bound to one network namespace.
+// Names are link names inside that namespace.
+type Driver interface {
+	// LinkByName returns a link or a *LinkNotFoundError.
+	LinkByName(name string) (*Link, error)
+	// LinkList returns every link of the namespace.
+	LinkList() ([]*Link, error)
+
+	// AddBridge is `ip link add NAME type bridge` with the given MTU
+	// (0: kernel default) and MAC (nil: random).
+	AddBridge(name string, mtu int, mac net.HardwareAddr) error
+	// AddDummy is `ip link add NAME type dummy`.
+	AddDummy(name string) error
+	// AddTap is `ip tuntap add NAME mode tap user U group G [multi_queue]`
+	// followed by `ip link set NAME mtu M`.
+	AddTap(tap Tap) error
+	// DeleteLink is `ip link del NAME`; a missing link is not an error.
+	DeleteLink(name string) error
+
+	// SetName is `ip link set OLD name NEW` (the link must be down).
+	SetName(old, new string) error
+	// SetUp is `ip link set NAME up`.
+	SetUp(name string) error
+	// SetDown is `ip link set NAME down`.
+	SetDown(name string) error
+	// SetMAC is `ip link set NAME address MAC`.
+	SetMAC(name string, mac net.HardwareAddr) error
+	// SetMTU is `ip link set NAME mtu MTU`.
+	SetMTU(name string, mtu int) error
+	// SetMaster is `ip link set NAME master BRIDGE` (`nomaster` for "").
+	SetMaster(name, bridge string) error
+	// SetLearning is `bridge link set dev NAME learning on|off`.
+	SetLearning(name string, on bool) error
+	// SetNoARP is `ip link set NAME arp off|on`.
+	SetNoARP(name string, on bool) error
+
+	// AddrList returns the link's global addresses of a family.
+	AddrList(name string, family Family) ([]netip.Prefix, error)
+	// AddrReplace is `ip addr replace PREFIX dev NAME`.
+	AddrReplace(name string, addr netip.Prefix) error
+	// AddrDel is `ip addr del PREFIX dev NAME`; a missing address is not
+	// an error.
+	AddrDel(name string, addr netip.Prefix) error
+
+	// RouteList returns the link's routes of a family in the main table.
+	RouteList(name string, family Family) ([]Route, error)
+	// RouteReplace is `ip route replace DST [via GW] [src SRC] dev LINK`.
+	RouteReplace(r Route) error
+
+	// Sysctl reads a sysctl under /proc/sys/net ("ipv4/ip_forward").
+	Sysctl(key string) (string, error)
+	// SetSysctl writes a sysctl under /proc/sys/net.
+	SetSysctl(key, value string) error
+
+	// TXChecksum reports whether TX checksum offload is on
+	// (`ethtool -k NAME tx`).
+	TXChecksum(name string) (bool, error)
+	// SetTXChecksum is `ethtool -K NAME tx on|off`.
+	SetTXChecksum(name string, on bool) error
+
+	// ApplyNAT makes the namespace's virtnet NAT table of nat.Family hold
+	// exactly the rules of nat (replacing what was there, atomically).
+	ApplyNAT(nat NAT) error
+	// DeleteNAT removes the virtnet NAT table of a family; a missing
+	// table is not an error.
+	DeleteNAT(family Family) error
+	// NATRules returns a readable, stable listing of the virtnet NAT
+	// table of a family, one rule a line (nil when there is no table).
+	NATRules(family Family) ([]string, error)
+}
+
+// NATPort is a port forwarded to the VM.
+type NATPort struct {
+	Protocol string // "tcp" or "udp"
+	Port     uint16
+}
+
+// NAT is the masquerade binding's rule set for one address family, after
+// KubeVirt's (see the masquerade binding's doc).
+type NAT struct {
+	Family Family
+	// PodInterface is where traffic enters and leaves the pod (eth0);
+	// Bridge is the VM's bridge (k6t-eth0).
+	PodInterface string
+	Bridge       string
+	// VM and Gateway are the VM's address and the bridge's.
+	VM      netip.Addr
+	Gateway netip.Addr
+	// Ports are forwarded to the VM; none forwards every port.
+	Ports []NATPort
+	// MigrationPorts are libvirt's migration ports from loopback that
+	// must not be forwarded (49152, 49153).
+	MigrationPorts []uint16
+}
+
+// NATTable is the name of the nftables table virtnet owns in each family.
+const NATTable = "virtnet_nat"
+
+// LinkNotFoundError is returned for a link that does not exist.
+type LinkNotFoundError struct{ Name string }
+
+func (e *LinkNotFoundError) Error() string { return fmt.Sprintf("link %q not found", e.Name) }
+
+// Is makes LinkNotFoundError match [ErrLinkNotFound].
+func (e *LinkNotFoundError) Is(target error) bool { return target == ErrLinkNotFound }
+
+// ErrLinkNotFound is matched by every [*LinkNotFoundError].
+var ErrLinkNotFound = errors.New("link not found")
+
+// ErrNotSupported is returned by the real driver on systems other than
+// Linux.
+var ErrNotSupported = errors.New("netdriver: not supported on this OS")
+
+// IsLinkNotFound reports whether err says a link does not exist.
+func IsLinkNotFound(err error) bool { return errors.Is(err, ErrLinkNotFound) }
