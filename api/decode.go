@@ -51,7 +51,7 @@ func Decode(data []byte) (*VMI, error) {
 		if err := json.Unmarshal(js, &vm); err != nil {
 			return nil, &DecodeError{Reason: "VirtualMachine", Err: err}
 		}
-		if vm.Spec.Template == nil || len(vm.Spec.Template.Spec) == 0 {
+		if vm.Spec.Template == nil || len(vm.Spec.Template.Spec) == 0 || string(vm.Spec.Template.Spec) == "null" {
 			return nil, &DecodeError{Reason: "VirtualMachine has no spec.template.spec"}
 		}
 		meta := vm.Spec.Template.Metadata

@@ -1,6 +1,9 @@
 package api
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // Pod interface names.
 const (
@@ -59,18 +62,21 @@ func Pairs(vmi *VMI) ([]Pair, error) {
 }
 
 // VCPUs is the VMI's vCPU count: cores × sockets × threads, each at least 1.
+// A product that does not fit in a uint32 saturates at [math.MaxUint32]
+// (so that [Validate] refuses it) instead of wrapping around to a small
+// count.
 func (v *VMI) VCPUs() uint32 {
 	c := v.Spec.Domain.CPU
 	if c == nil {
 		return 1
 	}
-	n := uint32(1)
+	n := uint64(1)
 	for _, x := range []uint32{c.Cores, c.Sockets, c.Threads} {
 		if x > 0 {
-			n *= x
+			n = min(n*uint64(x), math.MaxUint32)
 		}
 	}
-	return n
+	return uint32(n)
 }
 
 // MultiQueue reports whether networkInterfaceMultiqueue is set.

@@ -136,10 +136,15 @@ func (v *validator) interfaces(vmi *VMI) {
 		nets[vmi.Spec.Networks[i].Name] = &vmi.Spec.Networks[i]
 	}
 	ifaces := map[string]int{}
+	// declared holds every interface name, valid or not, so that a
+	// network is not also reported as lacking an interface whose name
+	// was already refused.
+	declared := map[string]bool{}
 	portNames := map[string]string{}
 	for i := range vmi.Spec.Domain.Devices.Interfaces {
 		iface := &vmi.Spec.Domain.Devices.Interfaces[i]
 		p := fmt.Sprintf("spec.domain.devices.interfaces[%d]", i)
+		declared[iface.Name] = true
 		if iface.Name == "" {
 			v.add(p+".name", nil, "required")
 		} else if !isDNSLabel(iface.Name) {
@@ -175,7 +180,7 @@ func (v *validator) interfaces(vmi *VMI) {
 		v.dhcp(p+".dhcpOptions", iface.DHCPOptions)
 	}
 	for i, n := range vmi.Spec.Networks {
-		if _, ok := ifaces[n.Name]; !ok && n.Name != "" {
+		if !declared[n.Name] && n.Name != "" {
 			v.add(fmt.Sprintf("spec.networks[%d].name", i), n.Name, "no interface with this name in spec.domain.devices.interfaces")
 		}
 	}

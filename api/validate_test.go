@@ -1,0 +1,338 @@
+package api_test
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/virtnet/virtnet/api"
+)
+
+// problem is one FieldError a manifest must produce: its exact path and a
+// text its message must contain (the bad value, quoted as the message
+// quotes it, or the reason when the value is missing).
+type problem struct {
+	path, text string
+}
+
+// q is a value as FieldError.Error quotes it.
+func q(v string) string { return fmt.Sprintf("(value %q)", v) }
+
+// vmiYAML wraps interfaces and networks (flow YAML lists) in a minimal VMI.
+func vmiYAML(interfaces, networks string) string {
+	return "kind: VirtualMachineInstance\nmetadata: {name: t}\nspec:\n  domain:\n    devices:\n      interfaces: " +
+		interfaces + "\n  networks: " + networks + "\n"
+}
+
+// storageYAML wraps disks and volumes (flow YAML lists) in a minimal VMI
+// with the default network.
+func storageYAML(disks, volumes string) string {
+	return "kind: VirtualMachineInstance\nmetadata: {name: t}\nspec:\n  domain:\n    devices:\n      disks: " +
+		disks + "\n  volumes: " + volumes + "\n"
+}
+
+const ifp = "spec.domain.devices.interfaces"
+
+func TestValidateInvalid(t *testing.T) {
+	long := strings.Repeat("a", 64)
+	tests := []struct {
+		name     string
+		manifest string
+		want     []problem
+	}{
+		{"interface without network",
+			vmiYAML(`[{name: a, bridge: {}}]`, `[]`),
+			[]problem{{ifp + "[0].name", q("a")}}},
+		{"network without interface",
+			vmiYAML(`[]`, `[{name: a, pod: {}}]`),
+			[]problem{{"spec.networks[0].name", q("a")}}},
+		{"duplicate interface names",
+			vmiYAML(`[{name: a, bridge: {}}, {name: a, masquerade: {}}]`, `[{name: a, pod: {}}]`),
+			[]problem{{ifp + "[1].name", q("a")}}},
+		{"duplicate network names",
+			vmiYAML(`[{name: a, bridge: {}}]`, `[{name: a, pod: {}}, {name: a, multus: {networkName: nad}}]`),
+			[]problem{{"spec.networks[1].name", q("a")}}},
+		{"no binding key",
+			vmiYAML(`[{name: a}]`, `[{name: a, pod: {}}]`),
+			[]problem{{ifp + "[0]", q("a")}}},
+		{"two binding keys",
+			vmiYAML(`[{name: a, bridge: {}, masquerade: {}}]`, `[{name: a, pod: {}}]`),
+			[]problem{{ifp + "[0]", q("bridge,masquerade")}}},
+		{"bad MAC format",
+			vmiYAML(`[{name: a, bridge: {}, macAddress: "02:00:00:00:01"}]`, `[{name: a, pod: {}}]`),
+			[]problem{{ifp + "[0].macAddress", q("02:00:00:00:01")}}},
+		{"EUI-64 MAC",
+			vmiYAML(`[{name: a, bridge: {}, macAddress: "02:00:00:00:00:00:00:01"}]`, `[{name: a, pod: {}}]`),
+			[]problem{{ifp + "[0].macAddress", q("02:00:00:00:00:00:00:01")}}},
+		{"multicast MAC",
+			vmiYAML(`[{name: a, bridge: {}, macAddress: "03:11:22:33:44:55"}]`, `[{name: a, pod: {}}]`),
+			[]problem{{ifp + "[0].macAddress", q("03:11:22:33:44:55")}}},
+		{"all-zero MAC",
+			vmiYAML(`[{name: a, bridge: {}, macAddress: "00:00:00:00:00:00"}]`, `[{name: a, pod: {}}]`),
+			[]problem{{ifp + "[0].macAddress", q("00:00:00:00:00:00")}}},
+		{"masquerade bridge MAC",
+			vmiYAML(`[{name: a, masquerade: {}, macAddress: "02:00:00:00:00:00"}]`, `[{name: a, pod: {}}]`),
+			[]problem{{ifp + "[0].macAddress", q("02:00:00:00:00:00")}}},
+		{"duplicate port names across interfaces",
+			vmiYAML(`[{name: a, masquerade: {}, ports: [{name: http, port: 80}]}, {name: b, bridge: {}, ports: [{name: http, port: 8080}]}]`,
+				`[{name: a, pod: {}}, {name: b, multus: {networkName: nad}}]`),
+			[]problem{{ifp + "[1].ports", "not bridge"}, {ifp + "[1].ports[0].name", q("http")}}},
+		{"port name with uppercase",
+			vmiYAML(`[{name: a, masquerade: {}, ports: [{name: HTTP, port: 80}]}]`, `[{name: a, pod: {}}]`),
+			[]problem{{ifp + "[0].ports[0].name", q("HTTP")}}},
+		{"port name of 16 characters",
+			vmiYAML(`[{name: a, masquerade: {}, ports: [{name: abcdefghijklmnop, port: 80}]}]`, `[{name: a, pod: {}}]`),
+			[]problem{{ifp + "[0].ports[0].name", q("abcdefghijklmnop")}}},
+		{"port name of digits only",
+			vmiYAML(`[{name: a, masquerade: {}, ports: [{name: "8080", port: 80}]}]`, `[{name: a, pod: {}}]`),
+			[]problem{{ifp + "[0].ports[0].name", q("8080")}}},
+		{"port 0",
+			vmiYAML(`[{name: a, masquerade: {}, ports: [{port: 0}]}]`, `[{name: a, pod: {}}]`),
+			[]problem{{ifp + "[0].ports[0].port", q("0")}}},
+		{"port 70000",
+			vmiYAML(`[{name: a, slirp: {}, ports: [{port: 70000}]}]`, `[{name: a, pod: {}}]`),
+			[]problem{{ifp + "[0].ports[0].port", q("70000")}}},
+		{"protocol SCTP",
+			vmiYAML(`[{name: a, masquerade: {}, ports: [{port: 80, protocol: SCTP}]}]`, `[{name: a, pod: {}}]`),
+			[]problem{{ifp + "[0].ports[0].protocol", q("SCTP")}}},
+		{"overlapping ports",
+			vmiYAML(`[{name: a, masquerade: {}, ports: [{port: 80}, {port: 443}, {port: 80, protocol: TCP}]}]`, `[{name: a, pod: {}}]`),
+			[]problem{{ifp + "[0].ports[2].port", q("80")}}},
+		{"two pod networks",
+			vmiYAML(`[{name: a, masquerade: {}}, {name: b, bridge: {}}]`, `[{name: a, pod: {}}, {name: b, pod: {}}]`),
+			[]problem{{"spec.networks[1].pod", q("b")}}},
+		{"network with neither pod nor multus",
+			vmiYAML(`[{name: a, bridge: {}}]`, `[{name: a}]`),
+			[]problem{{"spec.networks[0]", q("a")}}},
+		{"multus without networkName",
+			vmiYAML(`[{name: a, bridge: {}}]`, `[{name: a, multus: {}}]`),
+			[]problem{{"spec.networks[0].multus.networkName", "required"}}},
+		{"two multus defaults",
+			vmiYAML(`[{name: a, bridge: {}}, {name: b, bridge: {}}]`,
+				`[{name: a, multus: {networkName: n1, default: true}}, {name: b, multus: {networkName: n2, default: true}}]`),
+			[]problem{{"spec.networks[1].multus.default", q("true")}}},
+		{"pod network and multus default",
+			vmiYAML(`[{name: a, bridge: {}}, {name: b, bridge: {}}]`,
+				`[{name: a, pod: {}}, {name: b, multus: {networkName: n2, default: true}}]`),
+			[]problem{{"spec.networks", "both claim eth0"}}},
+		{"slirp on a multus network",
+			vmiYAML(`[{name: sec, slirp: {}}]`, `[{name: sec, multus: {networkName: nad}}]`),
+			[]problem{{ifp + "[0].slirp", q("sec")}}},
+		{"masquerade on a multus network",
+			vmiYAML(`[{name: sec, masquerade: {}}]`, `[{name: sec, multus: {networkName: nad}}]`),
+			[]problem{{ifp + "[0].masquerade", q("sec")}}},
+		{"passt on a multus network",
+			vmiYAML(`[{name: sec, passt: {}}]`, `[{name: sec, multus: {networkName: nad}}]`),
+			[]problem{{ifp + "[0].passt", q("sec")}}},
+		{"macvtap on the pod network",
+			vmiYAML(`[{name: p, macvtap: {}}]`, `[{name: p, pod: {}}]`),
+			[]problem{{ifp + "[0].macvtap", q("p")}}},
+		{"sriov on the pod network",
+			vmiYAML(`[{name: p, sriov: {}}]`, `[{name: p, pod: {}}]`),
+			[]problem{{ifp + "[0].sriov", q("p")}}},
+		{"dhcpOptions with slirp",
+			vmiYAML(`[{name: p, slirp: {}, dhcpOptions: {bootFileName: pxe}}]`, `[{name: p, pod: {}}]`),
+			[]problem{{ifp + "[0].dhcpOptions", q("slirp")}}},
+		{"bad pciAddress",
+			vmiYAML(`[{name: a, bridge: {}, pciAddress: "0000:81:11"}]`, `[{name: a, pod: {}}]`),
+			[]problem{{ifp + "[0].pciAddress", q("0000:81:11")}}},
+		{"pciAddress function 8",
+			vmiYAML(`[{name: a, bridge: {}, pciAddress: "0000:81:11.8"}]`, `[{name: a, pod: {}}]`),
+			[]problem{{ifp + "[0].pciAddress", q("0000:81:11.8")}}},
+		{"bad vmNetworkCIDR",
+			vmiYAML(`[{name: a, masquerade: {}}]`, `[{name: a, pod: {vmNetworkCIDR: "10.0.2.0/33"}}]`),
+			[]problem{{"spec.networks[0].pod.vmNetworkCIDR", q("10.0.2.0/33")}}},
+		{"vmNetworkCIDR /31 is too small",
+			vmiYAML(`[{name: a, masquerade: {}}]`, `[{name: a, pod: {vmNetworkCIDR: "10.0.2.0/31"}}]`),
+			[]problem{{"spec.networks[0].pod.vmNetworkCIDR", q("10.0.2.0/31")}}},
+		{"vmNetworkCIDR with host bits",
+			vmiYAML(`[{name: a, masquerade: {}}]`, `[{name: a, pod: {vmNetworkCIDR: "10.0.2.1/24"}}]`),
+			[]problem{{"spec.networks[0].pod.vmNetworkCIDR", q("10.0.2.1/24")}}},
+		{"IPv6 CIDR in the IPv4 field",
+			vmiYAML(`[{name: a, masquerade: {}}]`, `[{name: a, pod: {vmNetworkCIDR: "fd10:0:2::/120"}}]`),
+			[]problem{{"spec.networks[0].pod.vmNetworkCIDR", q("fd10:0:2::/120")}}},
+		{"IPv4 CIDR in the IPv6 field",
+			vmiYAML(`[{name: a, masquerade: {}}]`, `[{name: a, pod: {vmIPv6NetworkCIDR: "10.0.2.0/24"}}]`),
+			[]problem{{"spec.networks[0].pod.vmIPv6NetworkCIDR", q("10.0.2.0/24")}}},
+		{"private DHCP option 223",
+			vmiYAML(`[{name: a, bridge: {}, dhcpOptions: {privateOptions: [{option: 223, value: x}]}}]`, `[{name: a, pod: {}}]`),
+			[]problem{{ifp + "[0].dhcpOptions.privateOptions[0].option", q("223")}}},
+		{"private DHCP option 255",
+			vmiYAML(`[{name: a, bridge: {}, dhcpOptions: {privateOptions: [{option: 255, value: x}]}}]`, `[{name: a, pod: {}}]`),
+			[]problem{{ifp + "[0].dhcpOptions.privateOptions[0].option", q("255")}}},
+		{"duplicate private DHCP option",
+			vmiYAML(`[{name: a, bridge: {}, dhcpOptions: {privateOptions: [{option: 240, value: x}, {option: 240, value: z}]}}]`, `[{name: a, pod: {}}]`),
+			[]problem{{ifp + "[0].dhcpOptions.privateOptions[1].option", q("240")}}},
+		{"bad NTP server",
+			vmiYAML(`[{name: a, bridge: {}, dhcpOptions: {ntpServers: ["127.0.0.1", "pool.ntp.org", "::1"]}}]`, `[{name: a, pod: {}}]`),
+			[]problem{{ifp + "[0].dhcpOptions.ntpServers[1]", q("pool.ntp.org")}, {ifp + "[0].dhcpOptions.ntpServers[2]", q("::1")}}},
+		{"bootOrder 0",
+			vmiYAML(`[{name: a, bridge: {}, bootOrder: 0}]`, `[{name: a, pod: {}}]`),
+			[]problem{{ifp + "[0].bootOrder", q("0")}}},
+		{"duplicate bootOrder across disk and interface",
+			"metadata: {name: t}\nspec:\n  domain:\n    devices:\n      disks: [{name: d, bootOrder: 1}]\n" +
+				"      interfaces: [{name: a, bridge: {}, bootOrder: 1}]\n  networks: [{name: a, pod: {}}]\n" +
+				"  volumes: [{name: d, containerDisk: {image: i}}]\n",
+			[]problem{{ifp + "[0].bootOrder", "spec.domain.devices.disks[0].bootOrder"}}},
+		{"uppercase interface and network name",
+			vmiYAML(`[{name: Eth, bridge: {}}]`, `[{name: Eth, pod: {}}]`),
+			[]problem{{ifp + "[0].name", q("Eth")}, {"spec.networks[0].name", q("Eth")}}},
+		{"slash in a network name",
+			vmiYAML(`[{name: "a/b", bridge: {}}]`, `[{name: "a/b", pod: {}}]`),
+			[]problem{{ifp + "[0].name", q("a/b")}, {"spec.networks[0].name", q("a/b")}}},
+		{"dot-dot as a volume name",
+			storageYAML(`[{name: "..", disk: {}}]`, `[{name: "..", containerDisk: {image: i}}]`),
+			[]problem{{"spec.volumes[0].name", q("..")}, {"spec.domain.devices.disks[0].name", q("..")}}},
+		{"space in an interface name",
+			vmiYAML(`[{name: "my net", bridge: {}}]`, `[{name: "my net", pod: {}}]`),
+			[]problem{{ifp + "[0].name", q("my net")}, {"spec.networks[0].name", q("my net")}}},
+		{"64-character network name",
+			vmiYAML(`[{name: `+long+`, bridge: {}}]`, `[{name: `+long+`, pod: {}}]`),
+			[]problem{{ifp + "[0].name", q(long)}, {"spec.networks[0].name", q(long)}}},
+		{"underscore in an interface name",
+			vmiYAML(`[{name: my_net, bridge: {}}]`, `[{name: my_net, pod: {}}]`),
+			[]problem{{ifp + "[0].name", q("my_net")}, {"spec.networks[0].name", q("my_net")}}},
+		{"empty interface name",
+			vmiYAML(`[{name: "", bridge: {}}]`, `[{name: a, pod: {}}]`),
+			[]problem{{ifp + "[0].name", "required"}, {"spec.networks[0].name", q("a")}}},
+		{"uppercase VMI name",
+			"metadata: {name: MyVM}\nspec: {domain: {devices: {}}}\n",
+			[]problem{{"metadata.name", q("MyVM")}}},
+		{"missing VMI name",
+			"metadata: {}\nspec: {domain: {devices: {}}}\n",
+			[]problem{{"metadata.name", "required"}}},
+		{"hostname with a dot",
+			"metadata: {name: t}\nspec: {hostname: a.b, domain: {devices: {}}}\n",
+			[]problem{{"spec.hostname", q("a.b")}}},
+		{"unknown model",
+			vmiYAML(`[{name: a, bridge: {}, model: virtio-net-pci}]`, `[{name: a, pod: {}}]`),
+			[]problem{{ifp + "[0].model", q("virtio-net-pci")}}},
+		{"bridge with ports",
+			vmiYAML(`[{name: a, bridge: {}, ports: [{port: 80}]}]`, `[{name: a, pod: {}}]`),
+			[]problem{{ifp + "[0].ports", q("1")}}},
+		{"disk without volume",
+			storageYAML(`[{name: d, disk: {}}, {name: e, disk: {}}]`, `[{name: d, containerDisk: {image: i}}]`),
+			[]problem{{"spec.domain.devices.disks[1].name", q("e")}}},
+		{"two volume sources",
+			storageYAML(`[{name: d}]`, `[{name: d, containerDisk: {image: i}, emptyDisk: {capacity: 1Gi}}]`),
+			[]problem{{"spec.volumes[0]", q("d")}}},
+		{"bad emptyDisk capacity",
+			storageYAML(`[{name: d}]`, `[{name: d, emptyDisk: {capacity: 2GB}}]`),
+			[]problem{{"spec.volumes[0].emptyDisk.capacity", q("2GB")}}},
+		{"containerDisk without image",
+			storageYAML(`[{name: d}]`, `[{name: d, containerDisk: {}}]`),
+			[]problem{{"spec.volumes[0].containerDisk.image", "required"}}},
+		{"relative hostDisk path",
+			storageYAML(`[{name: d}]`, `[{name: d, hostDisk: {path: disk.img, type: Disk}}]`),
+			[]problem{{"spec.volumes[0].hostDisk.path", q("disk.img")}}},
+		{"cloud-init with two user data",
+			storageYAML(`[{name: c}]`, `[{name: c, cloudInitNoCloud: {userData: a, userDataBase64: YQ==}}]`),
+			[]problem{{"spec.volumes[0].cloudInitNoCloud", q("c")}}},
+		{"cdrom on virtio",
+			storageYAML(`[{name: c, cdrom: {bus: virtio}}]`, `[{name: c, containerDisk: {image: i}}]`),
+			[]problem{{"spec.domain.devices.disks[0].cdrom.bus", q("virtio")}}},
+		{"bios and efi",
+			"metadata: {name: t}\nspec: {domain: {devices: {}, firmware: {bootloader: {bios: {}, efi: {}}}}}\n",
+			[]problem{{"spec.domain.firmware.bootloader", "both bios and efi"}}},
+		{"bad firmware uuid",
+			"metadata: {name: t}\nspec: {domain: {devices: {}, firmware: {uuid: not-a-uuid}}}\n",
+			[]problem{{"spec.domain.firmware.uuid", q("not-a-uuid")}}},
+		{"bad memory request",
+			"metadata: {name: t}\nspec: {domain: {devices: {}, resources: {requests: {memory: 100m}}}}\n",
+			[]problem{{"spec.domain.resources.requests.memory", q("100m")}}},
+		{"vCPU product overflows uint32",
+			"metadata: {name: t}\nspec: {domain: {devices: {}, cpu: {cores: 65536, sockets: 65536, threads: 2}}}\n",
+			[]problem{{"spec.domain.cpu", q("4294967295")}}},
+		{"five problems at once",
+			vmiYAML(`[{name: a, bridge: {}, macAddress: "zz", model: rtl}, {name: b, masquerade: {}, ports: [{port: 0}]}]`,
+				`[{name: a, pod: {}}, {name: b, multus: {networkName: nad}}, {name: c, pod: {}}]`),
+			[]problem{
+				{ifp + "[0].macAddress", q("zz")},
+				{ifp + "[0].model", q("rtl")},
+				{ifp + "[1].masquerade", q("b")},
+				{ifp + "[1].ports[0].port", q("0")},
+				{"spec.networks[2].pod", q("c")},
+				{"spec.networks[2].name", q("c")},
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			vmi, err := api.Decode([]byte(tt.manifest))
+			require.NoError(t, err, "the manifest itself must decode")
+			api.SetDefaults(vmi)
+			err = api.Validate(vmi)
+			require.Error(t, err)
+			require.ErrorIs(t, err, api.ErrInvalid)
+
+			fes := api.FieldErrors(err)
+			var got, want []string
+			for _, fe := range fes {
+				got = append(got, fe.Path)
+			}
+			for _, p := range tt.want {
+				want = append(want, p.path)
+			}
+			sort.Strings(got)
+			sort.Strings(want)
+			require.Equal(t, want, got, "field paths; errors: %v", err)
+			for _, p := range tt.want {
+				found := false
+				for _, fe := range fes {
+					if fe.Path == p.path && strings.Contains(fe.Error(), p.text) {
+						found = true
+					}
+				}
+				require.True(t, found, "no error at %s containing %q in:\n%v", p.path, p.text, err)
+				require.Contains(t, err.Error(), p.path)
+			}
+
+			_, err = api.Load([]byte(tt.manifest))
+			require.ErrorIs(t, err, api.ErrInvalid, "Load validates too")
+		})
+	}
+	require.GreaterOrEqual(t, len(tests), 30)
+}
+
+// TestValidateFiveProblems checks that the problems of one manifest come
+// back together, as one joined error.
+func TestValidateFiveProblems(t *testing.T) {
+	_, err := api.Load([]byte(`
+metadata: {name: Bad_Name}
+spec:
+  domain:
+    devices:
+      interfaces: [{name: a, bridge: {}, macAddress: "01:00:5e:00:00:01", pciAddress: "x"}]
+    firmware: {bootloader: {bios: {}, efi: {}}}
+  networks: [{name: a, pod: {vmNetworkCIDR: "10.0.0.0/31"}}]
+`))
+	require.ErrorIs(t, err, api.ErrInvalid)
+	require.ElementsMatch(t, []string{
+		"metadata.name",
+		ifp + "[0].macAddress",
+		ifp + "[0].pciAddress",
+		"spec.domain.firmware.bootloader",
+		"spec.networks[0].pod.vmNetworkCIDR",
+	}, fieldPaths(err))
+}
+
+func TestValidateValid(t *testing.T) {
+	tests := []struct{ name, manifest string }{
+		{"every binding on its network", vmiYAML(
+			`[{name: p, masquerade: {}, macAddress: "02:11:22:33:44:55", ports: [{name: http, port: 80}, {port: 80, protocol: UDP}], bootOrder: 1, pciAddress: "0000:02:01.0", dhcpOptions: {ntpServers: ["10.0.0.1"], privateOptions: [{option: 224, value: x}, {option: 254, value: z}]}},`+
+				`{name: m1, bridge: {}}, {name: m2, sriov: {}}, {name: m3, macvtap: {}}]`,
+			`[{name: p, pod: {vmNetworkCIDR: "10.11.0.0/30", vmIPv6NetworkCIDR: "fd00::/64"}}, {name: m1, multus: {networkName: a}}, {name: m2, multus: {networkName: ns/b}}, {name: m3, multus: {networkName: c}}]`)},
+		{"masquerade on a multus default", vmiYAML(`[{name: d, masquerade: {}}, {name: s, bridge: {}}]`,
+			`[{name: s, multus: {networkName: x}}, {name: d, multus: {networkName: other, default: true}}]`)},
+		{"no network at all", "metadata: {name: t}\nspec: {domain: {devices: {autoattachPodInterface: false}}}\n"},
+		{"63-character names", vmiYAML(`[{name: `+strings.Repeat("b", 63)+`, passt: {}}]`, `[{name: `+strings.Repeat("b", 63)+`, pod: {}}]`)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := api.Load([]byte(tt.manifest))
+			require.NoError(t, err)
+		})
+	}
+}
