@@ -1,0 +1,360 @@
+package dhcp
+
+import (
+	"cmp"
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/virtnet/virtnet/api"
+	"github.com/virtnet/virtnet/cache"
+)
+
+// InfiniteLease is the lease time the VM gets: KubeVirt's 999 days, which
+// guests treat as "never renew".
+const InfiniteLease = 999 * 24 * time.Hour
+
+// Defaults used when the pod's resolv.conf names no IPv4 nameserver or no
+// search domain (KubeVirt's).
+var (
+	defaultDNS    = netip.AddrFrom4([4]byte{8, 8, 8, 8})
+	defaultSearch = "cluster.local"
+)
+
+// maxHostname is the longest hostname label KubeVirt derives from the VMI
+// name.
+const maxHostname = 63
+
+// Route is one classless static route (DHCP option 121). A zero Gateway
+// (0.0.0.0) means the destination is on-link.
+type Route struct {
+	Dst     netip.Prefix
+	Gateway netip.Addr
+}
+
+// PrivateOption is a DHCP option in the site-specific range 224–254 with
+// its raw value.
+type PrivateOption struct {
+	Code  uint8
+	Value string
+}
+
+// Config6 is what the DHCPv6 server and router advertisements hand out.
+type Config6 struct {
+	// Address is the VM's address with the on-link prefix
+	// (fd10:0:2::2/120).
+	Address netip.Prefix
+	// Gateway is the VM's router address (fd10:0:2::1), informational:
+	// router advertisements come from the bridge's link-local address.
+	Gateway netip.Addr
+	// Server is the address the record names for DHCPv6/RA (may be zero).
+	Server netip.Addr
+}
+
+// Config is everything one single-client DHCP server serves, computed once
+// by [NewConfig]. It is plain data: tests build it directly.
+type Config struct {
+	// Interface is the VMI interface name, for logs.
+	Interface string
+	// Bridge is the in-pod bridge the server binds to (k6t-eth0).
+	Bridge string
+	// MAC is the only client answered; nil answers any client.
+	MAC net.HardwareAddr
+
+	// Address is the VM's IPv4 address with its prefix (option 1 is the
+	// mask); Router the default gateway (option 3, zero: none);
+	// ServerID the server identifier (option 54).
+	Address  netip.Prefix
+	Router   netip.Addr
+	ServerID netip.Addr
+	// MTU is option 26 (0: not sent).
+	MTU uint16
+	// Lease is option 51.
+	Lease time.Duration
+
+	// DNS (option 6) and Search (option 119) come from resolv.conf;
+	// DomainName (option 15) is the longest search domain.
+	DNS        []netip.Addr
+	Search     []string
+	DomainName string
+	// Hostname is option 12 ("" not sent).
+	Hostname string
+	// Routes is option 121 (nil: not sent), default routes last.
+	Routes []Route
+
+	// From the interface's dhcpOptions: options 66, 67, 42 and 224–254.
+	TFTPServerName string
+	BootFileName   string
+	NTPServers     []netip.Addr
+	Private        []PrivateOption
+
+	// IPv6 is set for masquerade with an IPv6 address: DHCPv6 and router
+	// advertisements run too.
+	IPv6 *Config6
+
+	// Ignored lists inputs that were dropped rather than refused (an
+	// invalid search domain, an IPv6 route); [Server.Serve] logs them.
+	Ignored []string
+}
+
+// NewConfig builds the configuration of the DHCP server for one interface
+// from the VMI (hostname, subdomain, name), the interface (its
+// dhcpOptions; may be nil), the phase1 cache record and the content of the
+// pod's resolv.conf (read by the caller, usually /etc/resolv.conf inside
+// the pod; nil means empty and yields KubeVirt's defaults).
+//
+// It returns [ErrIPAMDisabled] when there is no IPv4 address to serve, and
+// a [*FieldError] naming the field for any other bad input.
+func NewConfig(vmi *api.VMI, iface *api.Interface, rec *cache.Interface, resolvConf []byte) (*Config, error) {
+	if rec == nil {
+		return nil, &FieldError{Field: "record", Value: "<nil>", Reason: "a cache record is required"}
+	}
+	if rec.IPAMDisabled || rec.IPv4 == "" {
+		return nil, fmt.Errorf("interface %q: %w", rec.Interface, ErrIPAMDisabled)
+	}
+	binding := rec.Binding
+	if binding == "" && iface != nil {
+		binding = iface.Binding()
+	}
+	if binding != api.BindingBridge && binding != api.BindingMasquerade {
+		return nil, &FieldError{Field: "Binding", Value: binding, Reason: "DHCP is served only for bridge and masquerade"}
+	}
+	if rec.Bridge == "" {
+		return nil, &FieldError{Field: "Bridge", Value: "", Reason: "the bridge to serve on is required"}
+	}
+	c := &Config{Interface: rec.Interface, Bridge: rec.Bridge, Lease: InfiniteLease}
+
+	var err error
+	if rec.MAC != "" {
+		if c.MAC, err = net.ParseMAC(rec.MAC); err != nil || len(c.MAC) != 6 {
+			return nil, &FieldError{Field: "MAC", Value: rec.MAC, Reason: "not a 48-bit MAC address"}
+		}
+	} else if binding == api.BindingBridge {
+		return nil, &FieldError{Field: "MAC", Value: "", Reason: "the VM's MAC is required for the bridge binding"}
+	}
+	if c.Address, err = netip.ParsePrefix(rec.IPv4); err != nil || !c.Address.Addr().Is4() {
+		return nil, &FieldError{Field: "IPv4", Value: rec.IPv4, Reason: "not an IPv4 address with prefix (a.b.c.d/len)"}
+	}
+	if rec.Gateway != "" {
+		if c.Router, err = parse4(rec.Gateway); err != nil {
+			return nil, &FieldError{Field: "Gateway", Value: rec.Gateway, Reason: err.Error()}
+		}
+	}
+	if c.ServerID, err = parse4(rec.ServerIPv4); err != nil {
+		return nil, &FieldError{Field: "ServerIPv4", Value: rec.ServerIPv4, Reason: err.Error()}
+	}
+	if rec.MTU != 0 {
+		if rec.MTU < 68 || rec.MTU > 65535 {
+			return nil, &FieldError{Field: "MTU", Value: fmt.Sprint(rec.MTU), Reason: "not between 68 and 65535"}
+		}
+		c.MTU = uint16(rec.MTU)
+	}
+	if c.Routes, err = c.routes(rec.Routes); err != nil {
+		return nil, err
+	}
+
+	rc := ParseResolvConf(resolvConf)
+	c.DNS = rc.Nameservers
+	if len(c.DNS) == 0 {
+		c.DNS = []netip.Addr{defaultDNS}
+	}
+	search := rc.Search
+	if len(search) == 0 {
+		search = []string{defaultSearch}
+	}
+	if vmi != nil {
+		search = WithSubdomain(search, vmi.Spec.Subdomain)
+		c.Hostname = Hostname(vmi)
+	}
+	for _, d := range search {
+		if err := checkDomain(d); err != nil {
+			c.Ignored = append(c.Ignored, fmt.Sprintf("resolv.conf search domain %q: %v", d, err))
+			continue
+		}
+		c.Search = append(c.Search, d)
+	}
+	if n := len(searchBytes(c.Search)); n > 255 {
+		return nil, &FieldError{Field: "resolv.conf search", Value: strings.Join(c.Search, " "),
+			Reason: fmt.Sprintf("encodes to %d bytes, over the 255 of one DHCP option", n)}
+	}
+	c.DomainName = longest(c.Search)
+
+	if iface != nil && iface.DHCPOptions != nil {
+		if err := c.dhcpOptions(iface.DHCPOptions); err != nil {
+			return nil, err
+		}
+	}
+
+	if rec.IPv6 != "" {
+		if binding != api.BindingMasquerade {
+			c.Ignored = append(c.Ignored, fmt.Sprintf("IPv6 %q: DHCPv6 is served only for masquerade", rec.IPv6))
+		} else if c.IPv6, err = newConfig6(rec); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+func newConfig6(rec *cache.Interface) (*Config6, error) {
+	c := &Config6{}
+	var err error
+	if c.Address, err = netip.ParsePrefix(rec.IPv6); err != nil || !c.Address.Addr().Is6() || c.Address.Addr().Is4In6() {
+		return nil, &FieldError{Field: "IPv6", Value: rec.IPv6, Reason: "not an IPv6 address with prefix"}
+	}
+	if rec.GatewayIPv6 != "" {
+		if c.Gateway, err = netip.ParseAddr(rec.GatewayIPv6); err != nil || !c.Gateway.Is6() {
+			return nil, &FieldError{Field: "GatewayIPv6", Value: rec.GatewayIPv6, Reason: "not an IPv6 address"}
+		}
+	}
+	if rec.ServerIPv6 != "" {
+		if c.Server, err = netip.ParseAddr(rec.ServerIPv6); err != nil || !c.Server.Is6() {
+			return nil, &FieldError{Field: "ServerIPv6", Value: rec.ServerIPv6, Reason: "not an IPv6 address"}
+		}
+	}
+	return c, nil
+}
+
+func parse4(s string) (netip.Addr, error) {
+	a, err := netip.ParseAddr(s)
+	if err != nil || !a.Is4() {
+		return netip.Addr{}, fmt.Errorf("not an IPv4 address")
+	}
+	return a, nil
+}
+
+// routes converts the record's routes into option 121 routes. KubeVirt
+// sends the option only when the pod had more than one IPv4 route; default
+// routes go last (RFC 3442 clients ignore option 3 when 121 is present, so
+// the default route must be in it).
+func (c *Config) routes(in []cache.Route) ([]Route, error) {
+	var out []Route
+	for i, r := range in {
+		dst, err := netip.ParsePrefix(r.Dst)
+		if err != nil {
+			return nil, &FieldError{Field: fmt.Sprintf("Routes[%d].dst", i), Value: r.Dst, Reason: "not a CIDR"}
+		}
+		if !dst.Addr().Is4() {
+			c.Ignored = append(c.Ignored, fmt.Sprintf("route %s: option 121 carries IPv4 routes only", r.Dst))
+			continue
+		}
+		gw := netip.IPv4Unspecified()
+		if r.Gateway != "" {
+			if gw, err = parse4(r.Gateway); err != nil {
+				return nil, &FieldError{Field: fmt.Sprintf("Routes[%d].gateway", i), Value: r.Gateway, Reason: err.Error()}
+			}
+		}
+		out = append(out, Route{Dst: dst.Masked(), Gateway: gw})
+	}
+	if len(out) < 2 {
+		return nil, nil
+	}
+	slices.SortStableFunc(out, func(a, b Route) int {
+		return cmp.Compare(isDefault(a.Dst), isDefault(b.Dst))
+	})
+	return out, nil
+}
+
+func isDefault(p netip.Prefix) int {
+	if p.Bits() == 0 {
+		return 1
+	}
+	return 0
+}
+
+func (c *Config) dhcpOptions(o *api.DHCPOptions) error {
+	c.TFTPServerName = o.TFTPServerName
+	c.BootFileName = o.BootFileName
+	for i, s := range o.NTPServers {
+		a, err := parse4(s)
+		if err != nil {
+			return &FieldError{Field: fmt.Sprintf("dhcpOptions.ntpServers[%d]", i), Value: s, Reason: "NTP servers must be IPv4 addresses"}
+		}
+		c.NTPServers = append(c.NTPServers, a)
+	}
+	seen := map[int]bool{}
+	for i, p := range o.PrivateOptions {
+		field := fmt.Sprintf("dhcpOptions.privateOptions[%d].option", i)
+		if p.Option < 224 || p.Option > 254 {
+			return &FieldError{Field: field, Value: fmt.Sprint(p.Option), Reason: "private options are 224–254"}
+		}
+		if seen[p.Option] {
+			return &FieldError{Field: field, Value: fmt.Sprint(p.Option), Reason: "option given twice"}
+		}
+		seen[p.Option] = true
+		c.Private = append(c.Private, PrivateOption{Code: uint8(p.Option), Value: p.Value})
+	}
+	return nil
+}
+
+// Hostname is the VM's hostname (option 12): spec.hostname, else the VMI
+// name cut at the first '.' and at 63 characters, as the pod's hostname is.
+func Hostname(vmi *api.VMI) string {
+	if vmi.Spec.Hostname != "" {
+		return vmi.Spec.Hostname
+	}
+	name, _, _ := strings.Cut(vmi.Metadata.Name, ".")
+	if len(name) > maxHostname {
+		name = name[:maxHostname]
+	}
+	return name
+}
+
+// WithSubdomain prepends "<subdomain>.<the longest search domain holding
+// .svc.>" to the search list, as KubeVirt does for a VMI with
+// spec.subdomain, unless it is already there or there is no such domain.
+func WithSubdomain(search []string, subdomain string) []string {
+	if subdomain == "" {
+		return search
+	}
+	var svc string
+	for _, d := range search {
+		if strings.Contains(d, ".svc.") && len(d) > len(svc) {
+			svc = d
+		}
+	}
+	if svc == "" {
+		return search
+	}
+	full := strings.ToLower(subdomain) + "." + svc
+	if slices.Contains(search, full) {
+		return search
+	}
+	return append([]string{full}, search...)
+}
+
+// longest returns the longest domain, the first of equals.
+func longest(ds []string) string {
+	var l string
+	for _, d := range ds {
+		if len(d) > len(l) {
+			l = d
+		}
+	}
+	return l
+}
+
+// checkDomain accepts a DNS name of letters, digits and hyphens, labels of
+// 1–63 bytes not starting or ending with '-', at most 253 bytes.
+func checkDomain(d string) error {
+	if d == "" || len(d) > 253 {
+		return fmt.Errorf("length %d not in 1–253", len(d))
+	}
+	for _, l := range strings.Split(d, ".") {
+		if l == "" || len(l) > 63 {
+			return fmt.Errorf("label %q length not in 1–63", l)
+		}
+		if l[0] == '-' || l[len(l)-1] == '-' {
+			return fmt.Errorf("label %q starts or ends with '-'", l)
+		}
+		for i := 0; i < len(l); i++ {
+			ch := l[i]
+			if !(ch >= 'a' && ch <= 'z' || ch >= '0' && ch <= '9' || ch == '-' || ch >= 'A' && ch <= 'Z') {
+				return fmt.Errorf("label %q has character %q", l, ch)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,46 @@
+package dhcp
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrIPAMDisabled is returned by [NewConfig] when the interface has no IPv4
+// address to hand out (the record's IPAMDisabled, or no IPv4): the VM gets
+// layer 2 only and no DHCP server must run. It is not a failure.
+var ErrIPAMDisabled = errors.New("dhcp: IPAM disabled, no DHCP server for this interface")
+
+// ErrInvalidConfig is matched (with [errors.Is]) by every [FieldError].
+var ErrInvalidConfig = errors.New("dhcp: invalid configuration")
+
+// FieldError is an input [NewConfig] refuses: the field it came from (a
+// cache record field such as "IPv4", a VMI path such as
+// "dhcpOptions.ntpServers[1]", or "resolv.conf search"), the bad value and
+// why.
+type FieldError struct {
+	Field  string
+	Value  string
+	Reason string
+}
+
+func (e *FieldError) Error() string {
+	return fmt.Sprintf("dhcp: %s %q: %s", e.Field, e.Value, e.Reason)
+}
+
+// Is makes every FieldError match [ErrInvalidConfig].
+func (e *FieldError) Is(target error) bool { return target == ErrInvalidConfig }
+
+// BindError is a socket [Server.Serve] could not open on the bridge: the
+// interface, what was being opened ("dhcpv4 :67", "dhcpv6 :547",
+// "router advertisements", "netns …") and the cause.
+type BindError struct {
+	Interface string
+	Op        string
+	Err       error
+}
+
+func (e *BindError) Error() string {
+	return fmt.Sprintf("dhcp: interface %q: %s: %v", e.Interface, e.Op, e.Err)
+}
+
+func (e *BindError) Unwrap() error { return e.Err }

@@ -1,0 +1,200 @@
+package dhcp
+
+import (
+	"bytes"
+	"encoding/binary"
+	"log/slog"
+	"net"
+	"net/netip"
+	"sync"
+
+	"github.com/insomniacslk/dhcp/dhcpv4"
+	"github.com/insomniacslk/dhcp/iana"
+	"github.com/insomniacslk/dhcp/rfc1035label"
+)
+
+// maxForeignLogged bounds the set of foreign MACs remembered for
+// log-once: past it, one more line says logging stopped.
+const maxForeignLogged = 64
+
+// Handler4 maps one DHCPv4 request to its reply. It is safe for concurrent
+// use and touches no socket.
+type Handler4 struct {
+	cfg  *Config
+	log  *slog.Logger
+	opts []dhcpv4.Option // options of OFFER and ACK, encoded once
+
+	mu      sync.Mutex
+	foreign map[string]struct{}
+	full    bool
+}
+
+// NewHandler4 encodes the configuration's options once and returns the
+// handler. log receives one line per ignored client MAC (bounded) and one
+// per reply at debug level.
+func NewHandler4(cfg *Config, log *slog.Logger) *Handler4 {
+	return &Handler4{cfg: cfg, log: log, opts: Options4(cfg), foreign: map[string]struct{}{}}
+}
+
+// Options4 returns the options every OFFER and ACK carries besides the
+// message type, in option-code order.
+func Options4(c *Config) []dhcpv4.Option {
+	gen := func(code dhcpv4.OptionCode, v interface{ ToBytes() []byte }) dhcpv4.Option {
+		return dhcpv4.OptGeneric(code, v.ToBytes())
+	}
+	var o []dhcpv4.Option
+	o = append(o, dhcpv4.OptSubnetMask(net.CIDRMask(c.Address.Bits(), 32)))
+	if c.Router.IsValid() {
+		o = append(o, dhcpv4.OptRouter(c.Router.AsSlice()))
+	}
+	if len(c.DNS) > 0 {
+		o = append(o, dhcpv4.OptDNS(ips(c.DNS)...))
+	}
+	if c.Hostname != "" {
+		o = append(o, dhcpv4.OptHostName(c.Hostname))
+	}
+	if c.DomainName != "" {
+		o = append(o, dhcpv4.OptDomainName(c.DomainName))
+	}
+	if c.MTU != 0 {
+		o = append(o, dhcpv4.OptGeneric(dhcpv4.OptionInterfaceMTU, binary.BigEndian.AppendUint16(nil, c.MTU)))
+	}
+	if len(c.NTPServers) > 0 {
+		o = append(o, dhcpv4.OptNTPServers(ips(c.NTPServers)...))
+	}
+	o = append(o, dhcpv4.OptIPAddressLeaseTime(c.Lease))
+	o = append(o, dhcpv4.OptServerIdentifier(c.ServerID.AsSlice()))
+	if c.TFTPServerName != "" {
+		o = append(o, dhcpv4.OptTFTPServerName(c.TFTPServerName))
+	}
+	if c.BootFileName != "" {
+		o = append(o, dhcpv4.OptBootFileName(c.BootFileName))
+	}
+	if len(c.Search) > 0 {
+		o = append(o, dhcpv4.OptGeneric(dhcpv4.OptionDNSDomainSearchList, searchBytes(c.Search)))
+	}
+	if len(c.Routes) > 0 {
+		rs := make(dhcpv4.Routes, 0, len(c.Routes))
+		for _, r := range c.Routes {
+			rs = append(rs, &dhcpv4.Route{
+				Dest:   &net.IPNet{IP: r.Dst.Addr().AsSlice(), Mask: net.CIDRMask(r.Dst.Bits(), 32)},
+				Router: r.Gateway.AsSlice(),
+			})
+		}
+		o = append(o, gen(dhcpv4.OptionClasslessStaticRoute, rs))
+	}
+	for _, p := range c.Private {
+		o = append(o, dhcpv4.OptGeneric(dhcpv4.GenericOptionCode(p.Code), []byte(p.Value)))
+	}
+	// Encode every value now: the library's label type is not safe for
+	// concurrent ToBytes, and replies then only copy bytes.
+	for i := range o {
+		o[i] = dhcpv4.OptGeneric(o[i].Code, o[i].Value.ToBytes())
+	}
+	return o
+}
+
+func ips(as []netip.Addr) []net.IP {
+	out := make([]net.IP, len(as))
+	for i, a := range as {
+		out[i] = a.AsSlice()
+	}
+	return out
+}
+
+// searchBytes is the RFC 1035 encoding of option 119 (no compression).
+func searchBytes(ds []string) []byte {
+	if len(ds) == 0 {
+		return nil
+	}
+	return (&rfc1035label.Labels{Labels: ds}).ToBytes()
+}
+
+// Handle returns the reply to req, or nil when req gets none: not a
+// BOOTREQUEST from an Ethernet client, another client's MAC, relayed,
+// addressed to another server, or a message type other than DISCOVER and
+// REQUEST. DISCOVER gets an OFFER of the VM's address; a REQUEST for that
+// address gets an ACK, for any other a NAK.
+func (h *Handler4) Handle(req *dhcpv4.DHCPv4) *dhcpv4.DHCPv4 {
+	if req == nil || req.OpCode != dhcpv4.OpcodeBootRequest ||
+		req.HWType != iana.HWTypeEthernet || len(req.ClientHWAddr) != 6 {
+		return nil
+	}
+	if h.cfg.MAC != nil && !bytes.Equal(req.ClientHWAddr, h.cfg.MAC) {
+		h.logForeign(req.ClientHWAddr)
+		return nil
+	}
+	if gi := req.GatewayIPAddr; gi != nil && !gi.IsUnspecified() {
+		return nil // single-client server on a bridge: no relays
+	}
+	vmIP := h.cfg.Address.Addr().AsSlice()
+	switch req.MessageType() {
+	case dhcpv4.MessageTypeDiscover:
+		return h.reply(req, dhcpv4.MessageTypeOffer, vmIP)
+	case dhcpv4.MessageTypeRequest:
+		if sid := req.ServerIdentifier(); sid != nil && !sid.Equal(h.cfg.ServerID.AsSlice()) {
+			return nil // the client chose another server
+		}
+		want := req.RequestedIPAddress()
+		if want == nil || want.IsUnspecified() {
+			want = req.ClientIPAddr // RENEWING/REBINDING: ciaddr
+		}
+		if want == nil || !want.Equal(vmIP) {
+			h.log.Info("dhcp: NAK: requested address is not the VM's", "interface", h.cfg.Bridge,
+				"mac", req.ClientHWAddr.String(), "requested", want.String(), "offered", h.cfg.Address.Addr().String())
+			return h.reply(req, dhcpv4.MessageTypeNak, nil)
+		}
+		return h.reply(req, dhcpv4.MessageTypeAck, vmIP)
+	default:
+		return nil
+	}
+}
+
+func (h *Handler4) reply(req *dhcpv4.DHCPv4, typ dhcpv4.MessageType, yiaddr net.IP) *dhcpv4.DHCPv4 {
+	r := &dhcpv4.DHCPv4{
+		OpCode:        dhcpv4.OpcodeBootReply,
+		HWType:        req.HWType,
+		TransactionID: req.TransactionID,
+		Flags:         req.Flags,
+		ClientHWAddr:  req.ClientHWAddr,
+		ClientIPAddr:  net.IPv4zero,
+		YourIPAddr:    net.IPv4zero,
+		ServerIPAddr:  net.IPv4zero,
+		GatewayIPAddr: net.IPv4zero,
+		Options:       dhcpv4.Options{},
+	}
+	if cid := req.Options.Get(dhcpv4.OptionClientIdentifier); cid != nil { // RFC 6842
+		r.UpdateOption(dhcpv4.OptGeneric(dhcpv4.OptionClientIdentifier, cid))
+	}
+	r.UpdateOption(dhcpv4.OptMessageType(typ))
+	if typ == dhcpv4.MessageTypeNak {
+		r.UpdateOption(dhcpv4.OptServerIdentifier(h.cfg.ServerID.AsSlice()))
+		return r
+	}
+	if typ == dhcpv4.MessageTypeAck {
+		r.ClientIPAddr = req.ClientIPAddr
+	}
+	r.YourIPAddr = yiaddr
+	for _, o := range h.opts {
+		r.UpdateOption(o)
+	}
+	h.log.Debug("dhcp: reply", "interface", h.cfg.Bridge, "type", typ.String(), "mac", req.ClientHWAddr.String())
+	return r
+}
+
+// logForeign logs a MAC the server does not answer, once per MAC and for
+// at most maxForeignLogged MACs.
+func (h *Handler4) logForeign(mac net.HardwareAddr) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.foreign[string(mac)]; ok || h.full {
+		return
+	}
+	if len(h.foreign) >= maxForeignLogged {
+		h.full = true
+		h.log.Warn("dhcp: too many foreign clients, no longer logging them", "interface", h.cfg.Bridge, "limit", maxForeignLogged)
+		return
+	}
+	h.foreign[string(mac)] = struct{}{}
+	h.log.Warn("dhcp: ignoring client that is not the VM", "interface", h.cfg.Bridge, "mac", mac.String(), "vmMAC", h.cfg.MAC.String())
+}

@@ -1,0 +1,235 @@
+package dhcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/insomniacslk/dhcp/dhcpv4"
+	"github.com/insomniacslk/dhcp/dhcpv4/server4"
+	"github.com/insomniacslk/dhcp/dhcpv6"
+	"github.com/insomniacslk/dhcp/dhcpv6/server6"
+	"github.com/mdlayher/ndp"
+)
+
+// maxInFlight bounds the requests handled at once; more are dropped (the
+// library starts one goroutine per packet, a flooding guest must not make
+// that unbounded).
+const maxInFlight = 8
+
+// Option configures a [Server].
+type Option func(*Server)
+
+// WithNetNS makes [Server.Serve] create its sockets inside the network
+// namespace at path (e.g. /var/run/netns/pod or /proc/<pid>/ns/net). Phase2
+// already runs in the pod's namespace and needs no option; tests use it.
+func WithNetNS(path string) Option { return func(s *Server) { s.netns = path } }
+
+// WithRAInterval sets the period of unsolicited router advertisements
+// (default 60s; RA runs only when the configuration has IPv6).
+func WithRAInterval(d time.Duration) Option { return func(s *Server) { s.raInterval = d } }
+
+// WithLinkLocalWait bounds how long Serve waits for the bridge's IPv6
+// link-local address to finish duplicate address detection before it
+// gives up on router advertisements (default 10s).
+func WithLinkLocalWait(d time.Duration) Option { return func(s *Server) { s.llWait = d } }
+
+// Server is the single-client DHCP server of one bridge: DHCPv4 always,
+// DHCPv6 and router advertisements when the configuration has IPv6.
+type Server struct {
+	cfg        *Config
+	log        *slog.Logger
+	netns      string
+	raInterval time.Duration
+	llWait     time.Duration
+	ready      chan struct{}
+	once       sync.Once
+	sem        chan struct{}
+}
+
+// NewServer returns a server for cfg logging to log.
+func NewServer(cfg *Config, log *slog.Logger, opts ...Option) (*Server, error) {
+	if cfg == nil {
+		return nil, &FieldError{Field: "config", Value: "<nil>", Reason: "a configuration is required"}
+	}
+	if log == nil {
+		return nil, &FieldError{Field: "logger", Value: "<nil>", Reason: "a logger is required"}
+	}
+	s := &Server{cfg: cfg, log: log, raInterval: time.Minute, llWait: 10 * time.Second,
+		ready: make(chan struct{}), sem: make(chan struct{}, maxInFlight)}
+	for _, o := range opts {
+		o(s)
+	}
+	if s.raInterval <= 0 {
+		return nil, &FieldError{Field: "RAInterval", Value: s.raInterval.String(), Reason: "must be positive"}
+	}
+	return s, nil
+}
+
+// Ready is closed once Serve has bound every socket.
+func (s *Server) Ready() <-chan struct{} { return s.ready }
+
+// sockets are what Serve opens, in the target namespace.
+type sockets struct {
+	v4    net.PacketConn
+	v6    *server6.Server
+	ra    *ndp.Conn
+	brMAC net.HardwareAddr
+}
+
+func (k *sockets) close() {
+	if k.v4 != nil {
+		k.v4.Close()
+	}
+	if k.v6 != nil {
+		k.v6.Close()
+	}
+	if k.ra != nil {
+		k.ra.Close()
+	}
+}
+
+// Serve binds to the bridge named in the configuration (SO_BINDTODEVICE)
+// and answers the VM until ctx ends, then closes every socket, waits for
+// requests in flight and returns nil. A socket that cannot be opened is a
+// [*BindError] naming the bridge; a socket failing while serving ends
+// Serve with that error. Serve may be called once.
+func (s *Server) Serve(ctx context.Context) error {
+	first := false
+	s.once.Do(func() { first = true })
+	if !first {
+		return errors.New("dhcp: Serve called twice")
+	}
+	for _, msg := range s.cfg.Ignored {
+		s.log.Warn("dhcp: ignored input", "interface", s.cfg.Bridge, "what", msg)
+	}
+	var k sockets
+	if err := inNetNS(s.netns, func() error { return s.open(ctx, &k) }); err != nil {
+		k.close()
+		var be *BindError
+		if !errors.As(err, &be) {
+			err = &BindError{Interface: s.cfg.Bridge, Op: "enter namespace", Err: err}
+		}
+		return err
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	errc := make(chan error, 3)
+	run := func(name string, f func() error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := f(); err != nil && ctx.Err() == nil {
+				errc <- fmt.Errorf("dhcp: interface %q: %s: %w", s.cfg.Bridge, name, err)
+				cancel()
+			}
+		}()
+	}
+
+	h4 := NewHandler4(s.cfg, s.log)
+	srv4, _ := server4.NewServer("", nil, s.handle4(h4), server4.WithConn(k.v4)) // cannot fail with WithConn
+	run("dhcpv4", srv4.Serve)
+	if k.v6 != nil {
+		run("dhcpv6", k.v6.Serve)
+	}
+	if k.ra != nil {
+		run("router advertisements", func() error { return s.advertise(ctx, k.ra, k.brMAC) })
+	}
+	s.log.Info("dhcp: serving", "interface", s.cfg.Bridge, "vmMAC", s.cfg.MAC.String(),
+		"address", s.cfg.Address.String(), "ipv6", k.v6 != nil)
+	close(s.ready)
+
+	<-ctx.Done()
+	k.close()
+	wg.Wait()
+	for range maxInFlight { // wait for handlers in flight
+		s.sem <- struct{}{}
+	}
+	s.log.Info("dhcp: stopped", "interface", s.cfg.Bridge)
+	select {
+	case err := <-errc:
+		return err
+	default:
+		return nil
+	}
+}
+
+// open binds the sockets; it runs in the target namespace.
+func (s *Server) open(ctx context.Context, k *sockets) error {
+	br := s.cfg.Bridge
+	conn4, err := server4.NewIPv4UDPConn(br, &net.UDPAddr{IP: net.IPv4zero, Port: dhcpv4.ServerPort})
+	if err != nil {
+		return &BindError{Interface: br, Op: "dhcpv4 udp :67", Err: err}
+	}
+	k.v4 = conn4
+	if s.cfg.IPv6 == nil {
+		return nil
+	}
+	ifi, err := net.InterfaceByName(br)
+	if err != nil {
+		return &BindError{Interface: br, Op: "dhcpv6: look up bridge", Err: err}
+	}
+	k.brMAC = ifi.HardwareAddr
+	h6 := NewHandler6(s.cfg, ifi.HardwareAddr, s.log)
+	if k.v6, err = server6.NewServer(br, nil, s.handle6(h6)); err != nil {
+		return &BindError{Interface: br, Op: "dhcpv6 udp [::]:547", Err: err}
+	}
+	if k.ra, err = s.listenRA(ctx, ifi); err != nil {
+		return &BindError{Interface: br, Op: "router advertisements", Err: err}
+	}
+	return nil
+}
+
+// acquire takes an in-flight slot, or reports that the packet must be
+// dropped.
+func (s *Server) acquire() bool {
+	select {
+	case s.sem <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+func (s *Server) release() { <-s.sem }
+
+func (s *Server) handle4(h *Handler4) server4.Handler {
+	// Replies are broadcast: with the bridge binding the VM's address is
+	// local to the pod namespace too, so a unicast would stay inside it.
+	dst := &net.UDPAddr{IP: net.IPv4bcast, Port: dhcpv4.ClientPort}
+	return func(conn net.PacketConn, _ net.Addr, m *dhcpv4.DHCPv4) {
+		if !s.acquire() {
+			return
+		}
+		defer s.release()
+		r := h.Handle(m)
+		if r == nil {
+			return
+		}
+		if _, err := conn.WriteTo(r.ToBytes(), dst); err != nil {
+			s.log.Warn("dhcp: send reply", "interface", s.cfg.Bridge, "err", err)
+		}
+	}
+}
+
+func (s *Server) handle6(h *Handler6) server6.Handler {
+	return func(conn net.PacketConn, peer net.Addr, m dhcpv6.DHCPv6) {
+		if !s.acquire() {
+			return
+		}
+		defer s.release()
+		r := h.Handle(m)
+		if r == nil {
+			return
+		}
+		if _, err := conn.WriteTo(r.ToBytes(), peer); err != nil {
+			s.log.Warn("dhcpv6: send reply", "interface", s.cfg.Bridge, "peer", peer.String(), "err", err)
+		}
+	}
+}
