@@ -46,6 +46,9 @@ type Route struct {
 	Src      netip.Addr
 	Link     string
 	Priority int
+	// Kernel marks a route the kernel added for an address (proto
+	// kernel); it comes back by itself when the address does.
+	Kernel bool
 }
 
 // Family selects IPv4 or IPv6.

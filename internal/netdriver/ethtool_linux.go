@@ -1,0 +1,42 @@
+package netdriver
+
+import (
+	"fmt"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+const (
+	ethtoolGTXCSUM = 0x00000016 // ETHTOOL_GTXCSUM
+	ethtoolSTXCSUM = 0x00000017 // ETHTOOL_STXCSUM
+)
+
+type ethtoolValue struct {
+	cmd  uint32
+	data uint32
+}
+
+type ifreqData struct {
+	name [unix.IFNAMSIZ]byte
+	data unsafe.Pointer
+	_    [16]byte
+}
+
+// ethtool runs one ETHTOOL_[GS]TXCSUM ioctl on a socket of the current
+// thread's namespace (call it through Do).
+func ethtool(name string, cmd, value uint32) (uint32, error) {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return 0, fmt.Errorf("ethtool socket: %w", err)
+	}
+	defer unix.Close(fd)
+	ev := ethtoolValue{cmd: cmd, data: value}
+	var req ifreqData
+	copy(req.name[:unix.IFNAMSIZ-1], name)
+	req.data = unsafe.Pointer(&ev)
+	if _, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.SIOCETHTOOL, uintptr(unsafe.Pointer(&req))); errno != 0 {
+		return 0, fmt.Errorf("ethtool ioctl %#x on %s: %w", cmd, name, errno)
+	}
+	return ev.data, nil
+}

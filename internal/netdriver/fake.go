@@ -1,0 +1,573 @@
+package netdriver
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"sort"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// Fake is a stateful in-memory [Driver] for unit tests. It behaves like the
+// kernel where phase1 depends on it (EEXIST on a taken name, EBUSY when
+// renaming a link that is up, routes that vanish with their link's address
+// or when it goes down), records every mutating call in order, and can be
+// told to fail the Nth mutating call. It is safe for concurrent use.
+type Fake struct {
+	mu      sync.Mutex
+	links   map[string]*Link
+	addrs   map[int][]netip.Prefix // by link index
+	routes  []Route                // static routes; Link is the index as name at use
+	rlinks  []int                  // link index of routes[i]
+	sysctls map[string]string
+	txcsum  map[int]bool
+	nat     map[Family]NAT
+	next    int
+	calls   []string
+	failAt  int
+	failErr error
+}
+
+var _ Driver = (*Fake)(nil)
+
+// NewFake returns an empty namespace holding only "lo".
+func NewFake() *Fake {
+	f := &Fake{
+		links:   map[string]*Link{},
+		addrs:   map[int][]netip.Prefix{},
+		sysctls: map[string]string{},
+		txcsum:  map[int]bool{},
+		nat:     map[Family]NAT{},
+		next:    1,
+	}
+	f.addLink(&Link{Name: "lo", Type: TypeDevice, MTU: 65536, Up: true})
+	return f
+}
+
+// PodLink describes a pod link as a CNI plugin leaves it, for [Fake.SeedPodLink].
+type PodLink struct {
+	Name      string
+	Type      string // TypeVeth when empty
+	MAC       net.HardwareAddr
+	MTU       int
+	Addresses []netip.Prefix
+	// Routes are added with Link set to Name; a route with an invalid
+	// Dst is skipped.
+	Routes []Route
+}
+
+// SeedPodLink adds an up link with its addresses and routes, bypassing
+// the call log and failure injection.
+func (f *Fake) SeedPodLink(p PodLink) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	typ := p.Type
+	if typ == "" {
+		typ = TypeVeth
+	}
+	l := f.addLink(&Link{Name: p.Name, Type: typ, MAC: p.MAC, MTU: p.MTU, Up: true, TapOwner: -1, TapGroup: -1})
+	f.addrs[l.Index] = append([]netip.Prefix(nil), p.Addresses...)
+	for _, r := range p.Routes {
+		if r.Dst.IsValid() {
+			f.routes = append(f.routes, r)
+			f.rlinks = append(f.rlinks, l.Index)
+		}
+	}
+}
+
+// FailAt makes the nth mutating call (counted from 1 over the Fake's
+// life) return err; n <= 0 disables failure injection.
+func (f *Fake) FailAt(n int, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.failAt, f.failErr = n, err
+}
+
+// Calls returns the mutating calls made so far, e.g. "AddBridge k6t-eth0".
+func (f *Fake) Calls() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.calls)
+}
+
+// Snapshot is a comparable picture of the Fake's namespace.
+type Snapshot struct {
+	Links   []Link
+	Addrs   map[string][]netip.Prefix
+	Routes  []Route
+	Sysctls map[string]string
+	TXOff   []string
+	NAT     map[Family][]string
+}
+
+// Snapshot returns the namespace's state in a stable order (for tests
+// comparing the result of two runs).
+func (f *Fake) Snapshot() Snapshot {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s := Snapshot{Addrs: map[string][]netip.Prefix{}, Sysctls: map[string]string{}, NAT: map[Family][]string{}}
+	names := make([]string, 0, len(f.links))
+	for n := range f.links {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		l := *f.links[n]
+		l.Index = 0 // indexes differ between runs that recreate links
+		s.Links = append(s.Links, l)
+		if a := f.addrs[f.links[n].Index]; len(a) > 0 {
+			s.Addrs[n] = slices.Clone(a)
+		}
+		if on, ok := f.txcsum[f.links[n].Index]; ok && !on {
+			s.TXOff = append(s.TXOff, n)
+		}
+	}
+	s.Routes = f.routesLocked(0, 0)
+	sort.Slice(s.Routes, func(i, j int) bool {
+		return s.Routes[i].Link+s.Routes[i].Dst.String() < s.Routes[j].Link+s.Routes[j].Dst.String()
+	})
+	for k, v := range f.sysctls {
+		s.Sysctls[k] = v
+	}
+	for fam, nat := range f.nat {
+		s.NAT[fam], _ = natListing(nat)
+	}
+	return s
+}
+
+func (f *Fake) addLink(l *Link) *Link {
+	l.Index = f.next
+	f.next++
+	if l.MAC == nil && l.Type != TypeDevice {
+		l.MAC = net.HardwareAddr{0x0a, 0x58, 0, 0, byte(l.Index >> 8), byte(l.Index)}
+	}
+	if l.MTU == 0 {
+		l.MTU = 1500
+	}
+	f.links[l.Name] = l
+	return l
+}
+
+// step records a mutating call and reports the injected failure, if this
+// is the call to fail.
+func (f *Fake) step(format string, args ...any) error {
+	call := fmt.Sprintf(format, args...)
+	f.calls = append(f.calls, call)
+	if f.failAt > 0 && len(f.calls) == f.failAt {
+		return fmt.Errorf("fake: %s: %w", call, f.failErr)
+	}
+	return nil
+}
+
+func (f *Fake) get(name string) (*Link, error) {
+	l, ok := f.links[name]
+	if !ok {
+		return nil, &LinkNotFoundError{Name: name}
+	}
+	return l, nil
+}
+
+func (f *Fake) copyLink(l *Link) *Link {
+	c := *l
+	c.MAC = slices.Clone(l.MAC)
+	return &c
+}
+
+// LinkByName implements [Driver].
+func (f *Fake) LinkByName(name string) (*Link, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	l, err := f.get(name)
+	if err != nil {
+		return nil, err
+	}
+	return f.copyLink(l), nil
+}
+
+// LinkList implements [Driver].
+func (f *Fake) LinkList() ([]*Link, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]*Link, 0, len(f.links))
+	for _, l := range f.links {
+		out = append(out, f.copyLink(l))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Index < out[j].Index })
+	return out, nil
+}
+
+func (f *Fake) add(kind string, l *Link) error {
+	if err := f.step("Add%s %s", kind, l.Name); err != nil {
+		return err
+	}
+	if _, ok := f.links[l.Name]; ok {
+		return fmt.Errorf("add %s %q: %w", kind, l.Name, unix.EEXIST)
+	}
+	if len(l.Name) > 15 {
+		return fmt.Errorf("add %s %q: %w", kind, l.Name, unix.EINVAL)
+	}
+	f.addLink(l)
+	return nil
+}
+
+// AddBridge implements [Driver].
+func (f *Fake) AddBridge(name string, mtu int, mac net.HardwareAddr) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	err := f.add("Bridge", &Link{Name: name, Type: TypeBridge, MTU: mtu, MAC: slices.Clone(mac), TapOwner: -1, TapGroup: -1})
+	if err == nil {
+		f.txcsum[f.links[name].Index] = true
+	}
+	return err
+}
+
+// AddDummy implements [Driver].
+func (f *Fake) AddDummy(name string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.add("Dummy", &Link{Name: name, Type: TypeDummy, TapOwner: -1, TapGroup: -1})
+}
+
+// AddTap implements [Driver].
+func (f *Fake) AddTap(tap Tap) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.add("Tap", &Link{Name: tap.Name, Type: TypeTuntap, MTU: tap.MTU, TapOwner: tap.Owner, TapGroup: tap.Group, TapMultiQueue: tap.MultiQueue})
+}
+
+// DeleteLink implements [Driver].
+func (f *Fake) DeleteLink(name string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.step("DeleteLink %s", name); err != nil {
+		return err
+	}
+	l, ok := f.links[name]
+	if !ok {
+		return nil
+	}
+	delete(f.links, name)
+	delete(f.addrs, l.Index)
+	delete(f.txcsum, l.Index)
+	f.dropRoutes(l.Index, netip.Prefix{})
+	for _, other := range f.links {
+		if other.Master == name {
+			other.Master, other.Learning = "", false
+		}
+	}
+	return nil
+}
+
+func (f *Fake) mutate(call, name string, fn func(*Link) error) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.step("%s %s", call, name); err != nil {
+		return err
+	}
+	l, err := f.get(name)
+	if err != nil {
+		return fmt.Errorf("%s: %w", call, err)
+	}
+	return fn(l)
+}
+
+// SetName implements [Driver].
+func (f *Fake) SetName(old, new string) error {
+	return f.mutate("SetName "+new, old, func(l *Link) error {
+		if l.Up {
+			return fmt.Errorf("rename %q: %w", old, unix.EBUSY)
+		}
+		if _, taken := f.links[new]; taken {
+			return fmt.Errorf("rename %q to %q: %w", old, new, unix.EEXIST)
+		}
+		delete(f.links, old)
+		l.Name = new
+		f.links[new] = l
+		for _, other := range f.links {
+			if other.Master == old {
+				other.Master = new
+			}
+		}
+		return nil
+	})
+}
+
+// SetUp implements [Driver].
+func (f *Fake) SetUp(name string) error {
+	return f.mutate("SetUp", name, func(l *Link) error { l.Up = true; return nil })
+}
+
+// SetDown implements [Driver]: like the kernel, it drops the link's
+// static routes.
+func (f *Fake) SetDown(name string) error {
+	return f.mutate("SetDown", name, func(l *Link) error {
+		l.Up = false
+		f.dropRoutes(l.Index, netip.Prefix{})
+		return nil
+	})
+}
+
+// SetMAC implements [Driver].
+func (f *Fake) SetMAC(name string, mac net.HardwareAddr) error {
+	return f.mutate("SetMAC "+mac.String(), name, func(l *Link) error { l.MAC = slices.Clone(mac); return nil })
+}
+
+// SetMTU implements [Driver].
+func (f *Fake) SetMTU(name string, mtu int) error {
+	return f.mutate(fmt.Sprintf("SetMTU %d", mtu), name, func(l *Link) error { l.MTU = mtu; return nil })
+}
+
+// SetMaster implements [Driver].
+func (f *Fake) SetMaster(name, bridge string) error {
+	return f.mutate("SetMaster "+bridge, name, func(l *Link) error {
+		if bridge == "" {
+			l.Master, l.Learning = "", false
+			return nil
+		}
+		b, err := f.get(bridge)
+		if err != nil {
+			return err
+		}
+		if b.Type != TypeBridge {
+			return fmt.Errorf("set master %q of %q: %w", bridge, name, unix.EOPNOTSUPP)
+		}
+		if l.Master != bridge {
+			l.Master, l.Learning = bridge, true
+		}
+		return nil
+	})
+}
+
+// SetLearning implements [Driver].
+func (f *Fake) SetLearning(name string, on bool) error {
+	return f.mutate(fmt.Sprintf("SetLearning %v", on), name, func(l *Link) error {
+		if l.Master == "" {
+			return fmt.Errorf("set learning of %q: %w", name, unix.EOPNOTSUPP)
+		}
+		l.Learning = on
+		return nil
+	})
+}
+
+// SetNoARP implements [Driver].
+func (f *Fake) SetNoARP(name string, on bool) error {
+	return f.mutate(fmt.Sprintf("SetNoARP %v", on), name, func(l *Link) error { l.NoARP = on; return nil })
+}
+
+// AddrList implements [Driver].
+func (f *Fake) AddrList(name string, family Family) ([]netip.Prefix, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	l, err := f.get(name)
+	if err != nil {
+		return nil, err
+	}
+	var out []netip.Prefix
+	for _, a := range f.addrs[l.Index] {
+		if a.Addr().Is4() == (family == IPv4) {
+			out = append(out, a)
+		}
+	}
+	return out, nil
+}
+
+// AddrReplace implements [Driver].
+func (f *Fake) AddrReplace(name string, addr netip.Prefix) error {
+	return f.mutate("AddrReplace "+addr.String(), name, func(l *Link) error {
+		as := f.addrs[l.Index]
+		for i, a := range as {
+			if a.Addr() == addr.Addr() {
+				as[i] = addr
+				return nil
+			}
+		}
+		f.addrs[l.Index] = append(as, addr)
+		return nil
+	})
+}
+
+// AddrDel implements [Driver]: like the kernel, it drops the routes whose
+// gateway was reachable only through that address.
+func (f *Fake) AddrDel(name string, addr netip.Prefix) error {
+	return f.mutate("AddrDel "+addr.String(), name, func(l *Link) error {
+		as := f.addrs[l.Index]
+		for i, a := range as {
+			if a.Addr() == addr.Addr() {
+				f.addrs[l.Index] = append(as[:i:i], as[i+1:]...)
+				f.dropRoutes(l.Index, addr.Masked())
+				return nil
+			}
+		}
+		return nil
+	})
+}
+
+// dropRoutes removes the static routes of a link: all of them, or (when
+// via is valid) those whose gateway lies in via.
+func (f *Fake) dropRoutes(index int, via netip.Prefix) {
+	var rs []Route
+	var ls []int
+	for i, r := range f.routes {
+		if f.rlinks[i] == index && (!via.IsValid() || (r.Gateway.IsValid() && via.Contains(r.Gateway)) || r.Src.IsValid()) {
+			continue
+		}
+		rs, ls = append(rs, r), append(ls, f.rlinks[i])
+	}
+	f.routes, f.rlinks = rs, ls
+}
+
+func (f *Fake) linkName(index int) string {
+	for _, l := range f.links {
+		if l.Index == index {
+			return l.Name
+		}
+	}
+	return ""
+}
+
+// routesLocked returns the routes of a link index (0: all) and family (0:
+// both), the kernel's connected routes included.
+func (f *Fake) routesLocked(index int, family Family) []Route {
+	var out []Route
+	for _, l := range f.links {
+		if (index != 0 && l.Index != index) || !l.Up {
+			continue
+		}
+		for _, a := range f.addrs[l.Index] {
+			if family != 0 && a.Addr().Is4() != (family == IPv4) || a.Bits() == a.Addr().BitLen() {
+				continue
+			}
+			r := Route{Dst: a.Masked(), Link: l.Name, Kernel: true}
+			if a.Addr().Is4() {
+				r.Src = a.Addr()
+			}
+			out = append(out, r)
+		}
+	}
+	for i, r := range f.routes {
+		if (index != 0 && f.rlinks[i] != index) || (family != 0 && r.Dst.Addr().Is4() != (family == IPv4)) {
+			continue
+		}
+		r.Link = f.linkName(f.rlinks[i])
+		out = append(out, r)
+	}
+	return out
+}
+
+// RouteList implements [Driver].
+func (f *Fake) RouteList(name string, family Family) ([]Route, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	l, err := f.get(name)
+	if err != nil {
+		return nil, err
+	}
+	return f.routesLocked(l.Index, family), nil
+}
+
+// RouteReplace implements [Driver].
+func (f *Fake) RouteReplace(r Route) error {
+	return f.mutate("RouteReplace "+r.Dst.String(), r.Link, func(l *Link) error {
+		if r.Kernel {
+			return nil
+		}
+		r.Kernel = false
+		for i, old := range f.routes {
+			if f.rlinks[i] == l.Index && old.Dst == r.Dst && old.Priority == r.Priority {
+				f.routes[i] = r
+				return nil
+			}
+		}
+		f.routes = append(f.routes, r)
+		f.rlinks = append(f.rlinks, l.Index)
+		return nil
+	})
+}
+
+// Sysctl implements [Driver]; unset keys read "0".
+func (f *Fake) Sysctl(key string) (string, error) {
+	if _, err := sysctlPath(key); err != nil {
+		return "", err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if v, ok := f.sysctls[key]; ok {
+		return v, nil
+	}
+	return "0", nil
+}
+
+// SetSysctl implements [Driver].
+func (f *Fake) SetSysctl(key, value string) error {
+	if _, err := sysctlPath(key); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.step("SetSysctl %s=%s", key, value); err != nil {
+		return err
+	}
+	f.sysctls[key] = value
+	return nil
+}
+
+// TXChecksum implements [Driver]; links start with it on.
+func (f *Fake) TXChecksum(name string) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	l, err := f.get(name)
+	if err != nil {
+		return false, err
+	}
+	on, ok := f.txcsum[l.Index]
+	return on || !ok, nil
+}
+
+// SetTXChecksum implements [Driver].
+func (f *Fake) SetTXChecksum(name string, on bool) error {
+	return f.mutate(fmt.Sprintf("SetTXChecksum %v", on), name, func(l *Link) error {
+		f.txcsum[l.Index] = on
+		return nil
+	})
+}
+
+// ApplyNAT implements [Driver].
+func (f *Fake) ApplyNAT(nat NAT) error {
+	if err := validateNAT(nat); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.step("ApplyNAT ipv%d", nat.Family); err != nil {
+		return err
+	}
+	nat.Ports = slices.Clone(nat.Ports)
+	nat.MigrationPorts = slices.Clone(nat.MigrationPorts)
+	f.nat[nat.Family] = nat
+	return nil
+}
+
+// DeleteNAT implements [Driver].
+func (f *Fake) DeleteNAT(family Family) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.step("DeleteNAT ipv%d", family); err != nil {
+		return err
+	}
+	delete(f.nat, family)
+	return nil
+}
+
+// NATRules implements [Driver].
+func (f *Fake) NATRules(family Family) ([]string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	nat, ok := f.nat[family]
+	if !ok {
+		return nil, nil
+	}
+	return natListing(nat)
+}

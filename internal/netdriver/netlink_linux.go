@@ -1,0 +1,550 @@
+package netdriver
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+
+	"github.com/google/nftables"
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+)
+
+// Netlink is the real [Driver], bound to one network namespace.
+type Netlink struct {
+	nsPath string
+	ns     netns.NsHandle
+	h      *netlink.Handle
+	// requests counts the kernel round trips (netlink requests, ioctls,
+	// sysctl files, nftables batches) made through this driver.
+	requests atomic.Int64
+}
+
+var _ Driver = (*Netlink)(nil)
+
+// Open returns a driver for the network namespace at nsPath (a file such as
+// /var/run/netns/NAME or /proc/PID/ns/net). Close it when done.
+func Open(nsPath string) (*Netlink, error) {
+	ns, err := netns.GetFromPath(nsPath)
+	if err != nil {
+		return nil, fmt.Errorf("open network namespace %s: %w", nsPath, err)
+	}
+	h, err := netlink.NewHandleAt(ns)
+	if err != nil {
+		ns.Close()
+		return nil, fmt.Errorf("netlink handle in %s: %w", nsPath, err)
+	}
+	return &Netlink{nsPath: nsPath, ns: ns, h: h}, nil
+}
+
+// Close releases the namespace handle and the netlink sockets.
+func (n *Netlink) Close() error {
+	n.h.Close()
+	return n.ns.Close()
+}
+
+// Requests is the number of kernel round trips made so far.
+func (n *Netlink) Requests() int64 { return n.requests.Load() }
+
+func (n *Netlink) count(k int64) { n.requests.Add(k) }
+
+// dumpRetries bounds the retries of a dump the kernel interrupted
+// (NLM_F_DUMP_INTR) because the table changed meanwhile.
+const dumpRetries = 5
+
+func retryDump[T any](f func() (T, error)) (T, error) {
+	var v T
+	var err error
+	for range dumpRetries {
+		v, err = f()
+		if !errors.Is(err, netlink.ErrDumpInterrupted) {
+			return v, err
+		}
+	}
+	return v, err
+}
+
+func (n *Netlink) link(name string) (netlink.Link, error) {
+	n.count(1)
+	l, err := n.h.LinkByName(name)
+	if err != nil {
+		var nf netlink.LinkNotFoundError
+		if errors.As(err, &nf) || errors.Is(err, unix.ENODEV) {
+			return nil, &LinkNotFoundError{Name: name}
+		}
+		return nil, fmt.Errorf("link %q: %w", name, err)
+	}
+	return l, nil
+}
+
+func linkType(l netlink.Link) string {
+	switch l.Type() {
+	case "bridge", "dummy", "tuntap", "veth", "macvtap":
+		return l.Type()
+	case "device":
+		return TypeDevice
+	}
+	return l.Type()
+}
+
+func (n *Netlink) convert(l netlink.Link, masters map[int]string) *Link {
+	a := l.Attrs()
+	out := &Link{
+		Name:     a.Name,
+		Index:    a.Index,
+		Type:     linkType(l),
+		MAC:      append(net.HardwareAddr(nil), a.HardwareAddr...),
+		MTU:      a.MTU,
+		Up:       a.Flags&net.FlagUp != 0,
+		NoARP:    a.RawFlags&unix.IFF_NOARP != 0,
+		TapOwner: -1,
+		TapGroup: -1,
+	}
+	if a.MasterIndex != 0 {
+		if name, ok := masters[a.MasterIndex]; ok {
+			out.Master = name
+		} else {
+			n.count(1)
+			if m, err := n.h.LinkByIndex(a.MasterIndex); err == nil {
+				out.Master = m.Attrs().Name
+			}
+		}
+		if a.Protinfo != nil {
+			out.Learning = a.Protinfo.Learning
+		} else {
+			n.count(1)
+			if pi, err := n.h.LinkGetProtinfo(l); err == nil {
+				out.Learning = pi.Learning
+			}
+		}
+	}
+	switch t := l.(type) {
+	case *netlink.Tuntap:
+		out.TapOwner, out.TapGroup = int(t.Owner), int(t.Group)
+		out.TapMultiQueue = t.Flags&netlink.TUNTAP_MULTI_QUEUE != 0
+	case *netlink.Macvtap:
+		out.MacvtapMode = macvlanModeName(t.Mode)
+	}
+	return out
+}
+
+func macvlanModeName(m netlink.MacvlanMode) string {
+	switch m {
+	case netlink.MACVLAN_MODE_PRIVATE:
+		return "private"
+	case netlink.MACVLAN_MODE_VEPA:
+		return "vepa"
+	case netlink.MACVLAN_MODE_BRIDGE:
+		return "bridge"
+	case netlink.MACVLAN_MODE_PASSTHRU:
+		return "passthru"
+	case netlink.MACVLAN_MODE_SOURCE:
+		return "source"
+	}
+	return "default"
+}
+
+// LinkByName implements [Driver].
+func (n *Netlink) LinkByName(name string) (*Link, error) {
+	l, err := n.link(name)
+	if err != nil {
+		return nil, err
+	}
+	return n.convert(l, nil), nil
+}
+
+// LinkList implements [Driver].
+func (n *Netlink) LinkList() ([]*Link, error) {
+	n.count(1)
+	ls, err := retryDump(n.h.LinkList)
+	if err != nil {
+		return nil, fmt.Errorf("list links: %w", err)
+	}
+	masters := make(map[int]string, len(ls))
+	for _, l := range ls {
+		masters[l.Attrs().Index] = l.Attrs().Name
+	}
+	out := make([]*Link, 0, len(ls))
+	for _, l := range ls {
+		out = append(out, n.convert(l, masters))
+	}
+	return out, nil
+}
+
+// AddBridge implements [Driver].
+func (n *Netlink) AddBridge(name string, mtu int, mac net.HardwareAddr) error {
+	attrs := netlink.NewLinkAttrs()
+	attrs.Name, attrs.MTU, attrs.HardwareAddr = name, mtu, mac
+	n.count(1)
+	if err := n.h.LinkAdd(&netlink.Bridge{LinkAttrs: attrs}); err != nil {
+		return fmt.Errorf("add bridge %q: %w", name, err)
+	}
+	return nil
+}
+
+// AddDummy implements [Driver].
+func (n *Netlink) AddDummy(name string) error {
+	attrs := netlink.NewLinkAttrs()
+	attrs.Name = name
+	n.count(1)
+	if err := n.h.LinkAdd(&netlink.Dummy{LinkAttrs: attrs}); err != nil {
+		return fmt.Errorf("add dummy %q: %w", name, err)
+	}
+	return nil
+}
+
+// AddTap implements [Driver]. The tap is persistent and owned by
+// tap.Owner/tap.Group so that the unprivileged QEMU can open it.
+func (n *Netlink) AddTap(tap Tap) error {
+	attrs := netlink.NewLinkAttrs()
+	attrs.Name = tap.Name
+	t := &netlink.Tuntap{
+		LinkAttrs: attrs,
+		Mode:      netlink.TUNTAP_MODE_TAP,
+		Owner:     uint32(tap.Owner),
+		Group:     uint32(tap.Group),
+		Flags:     netlink.TUNTAP_DEFAULTS | netlink.TUNTAP_NO_PI | netlink.TUNTAP_VNET_HDR,
+	}
+	if tap.MultiQueue {
+		// One queue is opened to create the device; QEMU attaches the
+		// others. The flag must match what QEMU asks for.
+		t.Queues = 1
+		t.Flags = netlink.TUNTAP_MULTI_QUEUE_DEFAULTS | netlink.TUNTAP_VNET_HDR
+	}
+	n.count(3)
+	err := Do(n.nsPath, func() error {
+		err := netlink.LinkAdd(t)
+		for _, f := range t.Fds {
+			f.Close()
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("add tap %q: %w", tap.Name, err)
+	}
+	if tap.MTU > 0 {
+		return n.SetMTU(tap.Name, tap.MTU)
+	}
+	return nil
+}
+
+// DeleteLink implements [Driver].
+func (n *Netlink) DeleteLink(name string) error {
+	l, err := n.link(name)
+	if IsLinkNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	n.count(1)
+	if err := n.h.LinkDel(l); err != nil && !errors.Is(err, unix.ENODEV) {
+		return fmt.Errorf("delete link %q: %w", name, err)
+	}
+	return nil
+}
+
+func (n *Netlink) set(name, what string, f func(netlink.Link) error) error {
+	l, err := n.link(name)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	n.count(1)
+	if err := f(l); err != nil {
+		return fmt.Errorf("%s of %q: %w", what, name, err)
+	}
+	return nil
+}
+
+// SetName implements [Driver].
+func (n *Netlink) SetName(old, new string) error {
+	return n.set(old, "rename to "+new, func(l netlink.Link) error { return n.h.LinkSetName(l, new) })
+}
+
+// SetUp implements [Driver].
+func (n *Netlink) SetUp(name string) error {
+	return n.set(name, "set up", n.h.LinkSetUp)
+}
+
+// SetDown implements [Driver].
+func (n *Netlink) SetDown(name string) error {
+	return n.set(name, "set down", n.h.LinkSetDown)
+}
+
+// SetMAC implements [Driver].
+func (n *Netlink) SetMAC(name string, mac net.HardwareAddr) error {
+	return n.set(name, "set MAC "+mac.String(), func(l netlink.Link) error { return n.h.LinkSetHardwareAddr(l, mac) })
+}
+
+// SetMTU implements [Driver].
+func (n *Netlink) SetMTU(name string, mtu int) error {
+	return n.set(name, fmt.Sprintf("set MTU %d", mtu), func(l netlink.Link) error { return n.h.LinkSetMTU(l, mtu) })
+}
+
+// SetMaster implements [Driver].
+func (n *Netlink) SetMaster(name, bridge string) error {
+	if bridge == "" {
+		return n.set(name, "set nomaster", n.h.LinkSetNoMaster)
+	}
+	b, err := n.link(bridge)
+	if err != nil {
+		return fmt.Errorf("set master of %q: %w", name, err)
+	}
+	return n.set(name, "set master "+bridge, func(l netlink.Link) error { return n.h.LinkSetMasterByIndex(l, b.Attrs().Index) })
+}
+
+// SetLearning implements [Driver].
+func (n *Netlink) SetLearning(name string, on bool) error {
+	return n.set(name, fmt.Sprintf("set learning %v", on), func(l netlink.Link) error { return n.h.LinkSetLearning(l, on) })
+}
+
+// SetNoARP implements [Driver].
+func (n *Netlink) SetNoARP(name string, on bool) error {
+	return n.set(name, fmt.Sprintf("set noarp %v", on), func(l netlink.Link) error {
+		if on {
+			return n.h.LinkSetARPOff(l)
+		}
+		return n.h.LinkSetARPOn(l)
+	})
+}
+
+func nlFamily(f Family) int {
+	if f == IPv6 {
+		return netlink.FAMILY_V6
+	}
+	return netlink.FAMILY_V4
+}
+
+func prefixOf(ipn *net.IPNet) (netip.Prefix, bool) {
+	if ipn == nil {
+		return netip.Prefix{}, false
+	}
+	a, ok := netip.AddrFromSlice(ipn.IP)
+	if !ok {
+		return netip.Prefix{}, false
+	}
+	ones, _ := ipn.Mask.Size()
+	return netip.PrefixFrom(a.Unmap(), ones), true
+}
+
+func ipNet(p netip.Prefix) *net.IPNet {
+	bits := p.Addr().BitLen()
+	return &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), bits)}
+}
+
+// AddrList implements [Driver]: addresses of universe (global) scope.
+func (n *Netlink) AddrList(name string, family Family) ([]netip.Prefix, error) {
+	l, err := n.link(name)
+	if err != nil {
+		return nil, err
+	}
+	n.count(1)
+	addrs, err := retryDump(func() ([]netlink.Addr, error) { return n.h.AddrList(l, nlFamily(family)) })
+	if err != nil {
+		return nil, fmt.Errorf("list addresses of %q: %w", name, err)
+	}
+	var out []netip.Prefix
+	for _, a := range addrs {
+		if a.Scope != unix.RT_SCOPE_UNIVERSE {
+			continue
+		}
+		if p, ok := prefixOf(a.IPNet); ok {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// AddrReplace implements [Driver]. IPv6 addresses skip duplicate address
+// detection so that they are usable at once.
+func (n *Netlink) AddrReplace(name string, addr netip.Prefix) error {
+	return n.set(name, "replace address "+addr.String(), func(l netlink.Link) error {
+		a := &netlink.Addr{IPNet: ipNet(addr)}
+		if addr.Addr().Is6() {
+			a.Flags = unix.IFA_F_NODAD
+		}
+		return n.h.AddrReplace(l, a)
+	})
+}
+
+// AddrDel implements [Driver].
+func (n *Netlink) AddrDel(name string, addr netip.Prefix) error {
+	err := n.set(name, "delete address "+addr.String(), func(l netlink.Link) error {
+		return n.h.AddrDel(l, &netlink.Addr{IPNet: ipNet(addr)})
+	})
+	if errors.Is(err, unix.EADDRNOTAVAIL) || errors.Is(err, unix.ENOENT) {
+		return nil
+	}
+	return err
+}
+
+// RouteList implements [Driver]: the link's routes in the main table,
+// without IPv6 link-local and multicast routes.
+func (n *Netlink) RouteList(name string, family Family) ([]Route, error) {
+	l, err := n.link(name)
+	if err != nil {
+		return nil, err
+	}
+	n.count(1)
+	filter := &netlink.Route{LinkIndex: l.Attrs().Index, Table: unix.RT_TABLE_MAIN}
+	rs, err := retryDump(func() ([]netlink.Route, error) {
+		return n.h.RouteListFiltered(nlFamily(family), filter, netlink.RT_FILTER_OIF|netlink.RT_FILTER_TABLE)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list routes of %q: %w", name, err)
+	}
+	var out []Route
+	for _, r := range rs {
+		dst, ok := prefixOf(r.Dst)
+		if !ok {
+			if family == IPv6 {
+				dst = netip.MustParsePrefix("::/0")
+			} else {
+				dst = netip.MustParsePrefix("0.0.0.0/0")
+			}
+		}
+		if dst.Addr().IsLinkLocalUnicast() && dst.Addr().Is6() || dst.Addr().IsMulticast() {
+			continue
+		}
+		rt := Route{Dst: dst, Link: name, Priority: r.Priority, Kernel: r.Protocol == unix.RTPROT_KERNEL}
+		if a, ok := netip.AddrFromSlice(r.Gw); ok {
+			rt.Gateway = a.Unmap()
+		}
+		if a, ok := netip.AddrFromSlice(r.Src); ok {
+			rt.Src = a.Unmap()
+		}
+		out = append(out, rt)
+	}
+	return out, nil
+}
+
+// RouteReplace implements [Driver].
+func (n *Netlink) RouteReplace(r Route) error {
+	return n.set(r.Link, "replace route "+r.Dst.String(), func(l netlink.Link) error {
+		nr := &netlink.Route{LinkIndex: l.Attrs().Index, Dst: ipNet(r.Dst), Priority: r.Priority}
+		if r.Gateway.IsValid() {
+			nr.Gw = r.Gateway.AsSlice()
+		} else {
+			nr.Scope = netlink.SCOPE_LINK
+		}
+		if r.Src.IsValid() {
+			nr.Src = r.Src.AsSlice()
+		}
+		return n.h.RouteReplace(nr)
+	})
+}
+
+func sysctlPath(key string) (string, error) {
+	clean := filepath.Clean("/" + key)
+	if key == "" || strings.Contains(key, "..") || clean != "/"+key {
+		return "", fmt.Errorf("sysctl key %q is not a path under /proc/sys/net", key)
+	}
+	return "/proc/sys/net" + clean, nil
+}
+
+// Sysctl implements [Driver].
+func (n *Netlink) Sysctl(key string) (string, error) {
+	p, err := sysctlPath(key)
+	if err != nil {
+		return "", err
+	}
+	var v []byte
+	n.count(1)
+	err = Do(n.nsPath, func() error {
+		var err error
+		v, err = os.ReadFile(p)
+		return err
+	})
+	if err != nil {
+		return "", fmt.Errorf("read sysctl %s: %w", key, err)
+	}
+	return strings.TrimSpace(string(v)), nil
+}
+
+// SetSysctl implements [Driver].
+func (n *Netlink) SetSysctl(key, value string) error {
+	p, err := sysctlPath(key)
+	if err != nil {
+		return err
+	}
+	n.count(1)
+	if err := Do(n.nsPath, func() error { return os.WriteFile(p, []byte(value), 0o644) }); err != nil {
+		return fmt.Errorf("set sysctl %s=%s: %w", key, value, err)
+	}
+	return nil
+}
+
+// TXChecksum implements [Driver].
+func (n *Netlink) TXChecksum(name string) (bool, error) {
+	var v uint32
+	n.count(1)
+	err := Do(n.nsPath, func() error {
+		var err error
+		v, err = ethtool(name, ethtoolGTXCSUM, 0)
+		return err
+	})
+	if err != nil {
+		return false, err
+	}
+	return v != 0, nil
+}
+
+// SetTXChecksum implements [Driver].
+func (n *Netlink) SetTXChecksum(name string, on bool) error {
+	var v uint32
+	if on {
+		v = 1
+	}
+	n.count(1)
+	return Do(n.nsPath, func() error {
+		_, err := ethtool(name, ethtoolSTXCSUM, v)
+		return err
+	})
+}
+
+func (n *Netlink) nft() (*nftables.Conn, error) {
+	c, err := nftables.New(nftables.WithNetNSFd(int(n.ns)))
+	if err != nil {
+		return nil, fmt.Errorf("nftables in %s: %w", n.nsPath, err)
+	}
+	return c, nil
+}
+
+// ApplyNAT implements [Driver].
+func (n *Netlink) ApplyNAT(nat NAT) error {
+	c, err := n.nft()
+	if err != nil {
+		return err
+	}
+	defer c.CloseLasting()
+	n.count(1)
+	return applyNAT(c, nat)
+}
+
+// DeleteNAT implements [Driver].
+func (n *Netlink) DeleteNAT(family Family) error {
+	c, err := n.nft()
+	if err != nil {
+		return err
+	}
+	defer c.CloseLasting()
+	n.count(1)
+	return deleteNAT(c, family)
+}
+
+// NATRules implements [Driver].
+func (n *Netlink) NATRules(family Family) ([]string, error) {
+	c, err := n.nft()
+	if err != nil {
+		return nil, err
+	}
+	defer c.CloseLasting()
+	n.count(1)
+	return listNAT(c, family)
+}
