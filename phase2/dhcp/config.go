@@ -318,10 +318,11 @@ func WithSubdomain(search []string, subdomain string) []string {
 	if svc == "" {
 		return search
 	}
-	full := strings.ToLower(subdomain) + "." + svc
-	if slices.Contains(search, full) {
-		return search
+	sub := strings.ToLower(subdomain)
+	if rest, ok := strings.CutPrefix(svc, sub+"."); ok && slices.Contains(search, rest) {
+		return search // prepended before (the list came through here already)
 	}
+	full := sub + "." + svc
 	return append([]string{full}, search...)
 }
 
