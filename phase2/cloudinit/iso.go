@@ -1,0 +1,187 @@
+package cloudinit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/diskfs/go-diskfs/backend/file"
+	"github.com/diskfs/go-diskfs/filesystem/iso9660"
+)
+
+// Volume labels (ISO 9660 volume identifiers) the guest looks for.
+const (
+	NoCloudLabel     = "cidata"
+	ConfigDriveLabel = "config-2"
+	SysprepLabel     = "unattendCD"
+)
+
+// stagingSuffix is appended to an image's path while it is being written.
+const stagingSuffix = ".staging"
+
+// isoFile is one file of an image: a slash-separated path relative to the
+// image root, and its content.
+type isoFile struct {
+	name string
+	data []byte
+}
+
+// writeISO writes files as an ISO 9660 image with Rock Ridge and Joliet,
+// labelled label, to isoPath: through "<isoPath>.staging", synced, mode
+// 0644, renamed into place, the directory synced. On error nothing new is
+// left behind and an existing image at isoPath is untouched.
+func writeISO(ctx context.Context, isoPath, label string, files []isoFile) (err error) {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	dir := filepath.Dir(isoPath)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("cloudinit: image %s: %w", isoPath, err)
+	}
+	// The scratch tree holds decoded user data, which may be secret: a 0700
+	// directory beside the image (so it never lands in a shared /tmp), with
+	// a 0755 root inside it because Rock Ridge records the root's mode.
+	scratch, err := os.MkdirTemp(dir, "."+filepath.Base(isoPath)+".work-")
+	if err != nil {
+		return fmt.Errorf("cloudinit: image %s: scratch directory: %w", isoPath, err)
+	}
+	defer func() {
+		if rerr := os.RemoveAll(scratch); rerr != nil && err == nil {
+			err = fmt.Errorf("cloudinit: image %s: remove scratch directory: %w", isoPath, rerr)
+		}
+	}()
+	root := filepath.Join(scratch, "root")
+	if err := os.Mkdir(root, 0o755); err != nil {
+		return fmt.Errorf("cloudinit: image %s: %w", isoPath, err)
+	}
+	for _, f := range files {
+		if err := writeScratch(root, f); err != nil {
+			return fmt.Errorf("cloudinit: image %s: file %q: %w", isoPath, f.name, err)
+		}
+	}
+
+	staging := isoPath + stagingSuffix
+	out, err := os.OpenFile(staging, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("cloudinit: image %s: %w", isoPath, err)
+	}
+	defer func() {
+		if err != nil {
+			_ = out.Close() // already failing (a second Close is harmless)
+			_ = os.Remove(staging)
+		}
+	}()
+	fsys, err := iso9660.Create(file.New(out, false), 0, 0, 2048, root)
+	if err != nil {
+		return fmt.Errorf("cloudinit: image %s: %w", isoPath, err)
+	}
+	if err := fsys.Finalize(iso9660.FinalizeOptions{RockRidge: true, Joliet: true, VolumeIdentifier: label}); err != nil {
+		return fmt.Errorf("cloudinit: image %s: write ISO 9660: %w", isoPath, err)
+	}
+	if err := fixDescriptors(out); err != nil {
+		return fmt.Errorf("cloudinit: image %s: %w", isoPath, err)
+	}
+	// Chmod beats the umask: the image must be readable by QEMU's user.
+	if err := out.Chmod(0o644); err != nil {
+		return fmt.Errorf("cloudinit: image %s: %w", isoPath, err)
+	}
+	if err := out.Sync(); err != nil {
+		return fmt.Errorf("cloudinit: image %s: sync: %w", isoPath, err)
+	}
+	if err := out.Close(); err != nil {
+		return fmt.Errorf("cloudinit: image %s: close: %w", isoPath, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := os.Rename(staging, isoPath); err != nil {
+		return fmt.Errorf("cloudinit: image %s: %w", isoPath, err)
+	}
+	return syncDir(dir)
+}
+
+// writeScratch writes f under root, creating its parent directories.
+func writeScratch(root string, f isoFile) error {
+	clean := path.Clean("/" + f.name)
+	if clean == "/" || strings.Contains(f.name, "\\") {
+		return errors.New("not a file path")
+	}
+	p := filepath.Join(root, filepath.FromSlash(clean))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(p, f.data, 0o644)
+}
+
+// syncDir makes a rename in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("cloudinit: sync directory %s: %w", dir, err)
+	}
+	defer func() { _ = d.Close() }() // read-only handle
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("cloudinit: sync directory %s: %w", dir, err)
+	}
+	return nil
+}
+
+// Offsets in an ISO 9660 volume descriptor (ECMA-119 8.4 and 8.5).
+const (
+	sectorSize       = 2048
+	firstDescriptor  = 16 * sectorSize
+	volumeIDOffset   = 40
+	volumeIDLength   = 32
+	expirationOffset = 847
+	dateLength       = 17
+	typePrimary      = 1
+	typeSupplement   = 2 // Joliet
+	typeTerminator   = 255
+	maxDescriptors   = 8
+)
+
+// fixDescriptors corrects two fields go-diskfs v1.9.4 writes differently
+// from ECMA-119 and from xorrisofs: the volume identifier is padded with
+// NULs instead of spaces (UCS-2 spaces in the Joliet descriptor), and the
+// volume expiration date is the creation time, which says the data is
+// already obsolete, instead of "not specified" (sixteen '0' digits and a
+// zero offset).
+func fixDescriptors(f *os.File) error {
+	buf := make([]byte, sectorSize)
+	for i := range maxDescriptors {
+		off := int64(firstDescriptor + i*sectorSize)
+		if _, err := f.ReadAt(buf, off); err != nil {
+			return fmt.Errorf("read volume descriptor %d: %w", i, err)
+		}
+		switch buf[0] {
+		case typeTerminator:
+			return nil
+		case typePrimary, typeSupplement:
+		default:
+			continue
+		}
+		id := buf[volumeIDOffset : volumeIDOffset+volumeIDLength]
+		if buf[0] == typePrimary {
+			for j := len(id) - 1; j >= 0 && id[j] == 0; j-- {
+				id[j] = ' '
+			}
+		} else {
+			for j := len(id) - 2; j >= 0 && id[j] == 0 && id[j+1] == 0; j -= 2 {
+				id[j+1] = ' '
+			}
+		}
+		exp := buf[expirationOffset : expirationOffset+dateLength]
+		for j := range dateLength - 1 {
+			exp[j] = '0'
+		}
+		exp[dateLength-1] = 0
+		if _, err := f.WriteAt(buf, off); err != nil {
+			return fmt.Errorf("write volume descriptor %d: %w", i, err)
+		}
+	}
+	return errors.New("no volume descriptor set terminator")
+}

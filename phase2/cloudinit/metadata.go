@@ -1,0 +1,97 @@
+package cloudinit
+
+import (
+	"strings"
+
+	"github.com/virtnet/virtnet/api"
+)
+
+// Annotations KubeVirt v0.53 reads the instance type from; the cluster-wide
+// one wins.
+const (
+	ClusterFlavorAnnotation = "kubevirt.io/cluster-flavor-name"
+	FlavorAnnotation        = "kubevirt.io/flavor-name"
+)
+
+// NoCloudMetadata is the meta-data file of a NoCloud image. KubeVirt writes
+// it as compact JSON (which cloud-init reads as YAML), and so does
+// [NoCloud].
+type NoCloudMetadata struct {
+	InstanceType  string `json:"instance-type,omitempty"`
+	InstanceID    string `json:"instance-id"`
+	LocalHostname string `json:"local-hostname,omitempty"`
+}
+
+// ConfigDriveMetadata is openstack/latest/meta_data.json of a ConfigDrive
+// image. Devices (device role tags) and PublicKeys (SSH keys from access
+// credentials) are left for the caller to fill: virtnet's VMI subset
+// carries neither.
+type ConfigDriveMetadata struct {
+	InstanceType  string            `json:"instance_type,omitempty"`
+	InstanceID    string            `json:"instance_id"`
+	LocalHostname string            `json:"local_hostname,omitempty"`
+	Hostname      string            `json:"hostname,omitempty"`
+	UUID          string            `json:"uuid,omitempty"`
+	Devices       []DeviceMetadata  `json:"devices,omitempty"`
+	PublicKeys    map[string]string `json:"public_keys,omitempty"`
+}
+
+// DeviceMetadata is one entry of ConfigDriveMetadata.Devices.
+type DeviceMetadata struct {
+	Type    string   `json:"type"`
+	Bus     string   `json:"bus"`
+	Address string   `json:"address"`
+	MAC     string   `json:"mac,omitempty"`
+	Serial  string   `json:"serial,omitempty"`
+	Tags    []string `json:"tags"`
+}
+
+// NewNoCloudMetadata is KubeVirt's default NoCloud metadata for vmi:
+// instance-id "<name>.<namespace>", local-hostname [Hostname].
+func NewNoCloudMetadata(vmi *api.VMI) NoCloudMetadata {
+	return NoCloudMetadata{
+		InstanceType:  instanceType(vmi),
+		InstanceID:    instanceID(vmi),
+		LocalHostname: Hostname(vmi),
+	}
+}
+
+// NewConfigDriveMetadata is KubeVirt's default ConfigDrive metadata for
+// vmi: instance_id "<name>.<namespace>", hostname [Hostname], uuid the VMI's
+// metadata.uid. Where the manifest has no uid (a VMI not yet seen by the API
+// server), spec.domain.firmware.uuid is used instead.
+func NewConfigDriveMetadata(vmi *api.VMI) ConfigDriveMetadata {
+	uuid := vmi.Metadata.UID
+	if uuid == "" && vmi.Spec.Domain.Firmware != nil {
+		uuid = vmi.Spec.Domain.Firmware.UUID
+	}
+	return ConfigDriveMetadata{
+		InstanceType: instanceType(vmi),
+		InstanceID:   instanceID(vmi),
+		Hostname:     Hostname(vmi),
+		UUID:         uuid,
+	}
+}
+
+// Hostname is the guest's host name as KubeVirt derives it: spec.hostname
+// if set, else the VMI name cut at its first "." and to 63 bytes (a DNS
+// label).
+func Hostname(vmi *api.VMI) string {
+	if vmi.Spec.Hostname != "" {
+		return vmi.Spec.Hostname
+	}
+	h, _, _ := strings.Cut(vmi.Metadata.Name, ".")
+	if len(h) > 63 {
+		h = h[:63]
+	}
+	return h
+}
+
+func instanceID(vmi *api.VMI) string { return vmi.Metadata.Name + "." + vmi.Metadata.Namespace }
+
+func instanceType(vmi *api.VMI) string {
+	if t := vmi.Metadata.Annotations[ClusterFlavorAnnotation]; t != "" {
+		return t
+	}
+	return vmi.Metadata.Annotations[FlavorAnnotation]
+}

@@ -1,0 +1,151 @@
+package cloudinit
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/virtnet/virtnet/api"
+)
+
+// Size limits. KubeVirt v0.53's admission webhook refuses inline user data
+// and inline network data (userData/networkData, or what
+// userDataBase64/networkDataBase64 decode to) over 2048 bytes each, and
+// points to the secret references for anything larger; it sets no limit on
+// secrets, so MaxSecretData is Kubernetes' own cap on a secret's size.
+const (
+	MaxInlineUserData    = 2048
+	MaxInlineNetworkData = 2048
+	MaxSecretData        = 1 << 20
+)
+
+// Key file names of a mounted cloud-init secret, in the order they are
+// tried (KubeVirt mounts the secret's key under both spellings).
+var (
+	userDataKeys    = [...]string{"userdata", "userData"}
+	networkDataKeys = [...]string{"networkdata", "networkData"}
+)
+
+// Data is the decoded input of one cloud-init volume.
+type Data struct {
+	UserData    []byte
+	NetworkData []byte
+}
+
+// DecodeSource decodes src, the volume source at fieldPath (for example
+// "spec.volumes[0].cloudInitNoCloud"). Inline values are taken as they are,
+// base64 values are decoded with the standard alphabet, and secret
+// references are read from secretDir, the directory the volume's secrets are
+// mounted in (<SecretDir>/<volume>, see [Builder]). At most one user data
+// source and one network data source may be set, and at least one of the
+// two must yield data.
+func DecodeSource(src *api.CloudInitSource, fieldPath, secretDir string) (Data, error) {
+	if src == nil {
+		return Data{}, &SourceError{Path: fieldPath, Err: ErrNoData}
+	}
+	user, err := decodeOne(fieldPath, secretDir, part{
+		raw: src.UserData, rawKey: "userData",
+		b64: src.UserDataBase64, b64Key: "userDataBase64",
+		ref: src.UserDataSecretRef, refKey: "secretRef",
+		keys: userDataKeys[:], max: MaxInlineUserData,
+	})
+	if err != nil {
+		return Data{}, err
+	}
+	network, err := decodeOne(fieldPath, secretDir, part{
+		raw: src.NetworkData, rawKey: "networkData",
+		b64: src.NetworkDataBase64, b64Key: "networkDataBase64",
+		ref: src.NetworkDataSecretRef, refKey: "networkDataSecretRef",
+		keys: networkDataKeys[:], max: MaxInlineNetworkData,
+	})
+	if err != nil {
+		return Data{}, err
+	}
+	if len(user) == 0 && len(network) == 0 {
+		return Data{}, &SourceError{Path: fieldPath, Err: ErrNoData}
+	}
+	return Data{UserData: user, NetworkData: network}, nil
+}
+
+// part is one of user data and network data: its three possible sources
+// and their JSON keys.
+type part struct {
+	raw, rawKey string
+	b64, b64Key string
+	ref         *api.LocalObjectReference
+	refKey      string
+	keys        []string
+	max         int
+}
+
+func decodeOne(fieldPath, secretDir string, p part) ([]byte, error) {
+	n := 0
+	for _, set := range []bool{p.raw != "", p.b64 != "", p.ref != nil} {
+		if set {
+			n++
+		}
+	}
+	if n > 1 {
+		return nil, &SourceError{Path: fieldPath, Err: fmt.Errorf("%w: more than one of %s, %s, %s",
+			ErrAmbiguous, p.rawKey, p.b64Key, p.refKey)}
+	}
+	switch {
+	case p.raw != "":
+		if len(p.raw) > p.max {
+			return nil, &SourceError{Path: fieldPath + "." + p.rawKey,
+				Err: fmt.Errorf("%w: %d bytes, limit %d; use %s", ErrTooLarge, len(p.raw), p.max, p.refKey)}
+		}
+		return []byte(p.raw), nil
+	case p.b64 != "":
+		b, err := base64.StdEncoding.DecodeString(p.b64)
+		if err != nil {
+			return nil, &SourceError{Path: fieldPath + "." + p.b64Key, Err: fmt.Errorf("%w: %w", ErrBadBase64, err)}
+		}
+		if len(b) > p.max {
+			return nil, &SourceError{Path: fieldPath + "." + p.b64Key,
+				Err: fmt.Errorf("%w: %d bytes decoded, limit %d; use %s", ErrTooLarge, len(b), p.max, p.refKey)}
+		}
+		return b, nil
+	case p.ref != nil:
+		return readSecret(fieldPath+"."+p.refKey, secretDir, p.keys)
+	}
+	return nil, nil
+}
+
+// readSecret reads the first of keys present in dir.
+func readSecret(fieldPath, dir string, keys []string) ([]byte, error) {
+	if dir == "" {
+		return nil, &SourceError{Path: fieldPath, Err: fmt.Errorf("%w: no secret directory configured", ErrSecretMissing)}
+	}
+	if _, err := os.Stat(dir); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			err = fmt.Errorf("%w: %w", ErrSecretMissing, err)
+		}
+		return nil, &SourceError{Path: fieldPath, File: dir, Err: err}
+	}
+	for _, k := range keys {
+		name := filepath.Join(dir, k)
+		f, err := os.Open(name)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, &SourceError{Path: fieldPath, File: name, Err: err}
+		}
+		b, err := io.ReadAll(io.LimitReader(f, MaxSecretData+1))
+		_ = f.Close() // read-only: a close error changes nothing
+		if err != nil {
+			return nil, &SourceError{Path: fieldPath, File: name, Err: err}
+		}
+		if len(b) > MaxSecretData {
+			return nil, &SourceError{Path: fieldPath, File: name,
+				Err: fmt.Errorf("%w: over %d bytes", ErrTooLarge, MaxSecretData)}
+		}
+		return b, nil
+	}
+	return nil, &SourceError{Path: fieldPath, File: dir, Err: fmt.Errorf("%w: no key %q or %q", ErrSecretMissing, keys[0], keys[1])}
+}
