@@ -66,6 +66,9 @@ type Link struct {
 	Type string `json:"type"`
 	MAC  string `json:"mac"`
 	MTU  int    `json:"mtu"`
+	// Ifindex is the link's index in the pod namespace, when a binding
+	// needs it (macvtap: QEMU's /dev/tap<ifindex>).
+	Ifindex int `json:"ifindex,omitempty"`
 	// Addresses are the link's global addresses as CIDRs, IPv4 first.
 	Addresses []string `json:"addresses,omitempty"`
 	// Routes are the link's IPv4 and IPv6 routes in the main table.

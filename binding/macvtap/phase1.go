@@ -2,32 +2,104 @@ package macvtap
 
 import (
 	"context"
-	"errors"
+	"fmt"
+	"net"
 
 	"github.com/virtnet/virtnet/binding"
 	"github.com/virtnet/virtnet/cache"
 	"github.com/virtnet/virtnet/internal/netdriver"
 )
 
-// NeedsRecord reports whether Render needs phase1's record.
+// NeedsRecord is true: Render needs the macvtap's name, MAC and MTU.
 func (Binding) NeedsRecord() bool { return true }
 
-// Discover reads the pod link.
+// Discover reads the macvtap link named after the pod interface
+// (`ip -d link show net1`). It fails with the driver's
+// *netdriver.LinkNotFoundError when there is none and a *WrongTypeError
+// when the link is not a macvtap.
 func (Binding) Discover(ctx context.Context, d netdriver.Driver, in binding.Input) (*cache.Link, error) {
-	return nil, errors.New("macvtap: phase1 not implemented yet")
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	name := in.Pair.PodInterface
+	l, err := d.LinkByName(name)
+	if err != nil {
+		return nil, fmt.Errorf("macvtap: interface %q: discover pod link %q: %w", in.Pair.Interface.Name, name, err)
+	}
+	if l.Type != netdriver.TypeMacvtap {
+		return nil, &WrongTypeError{Interface: in.Pair.Interface.Name, Link: name, Type: l.Type}
+	}
+	in.Logger.Debug("discovered macvtap", "interface", in.Pair.Interface.Name, "link", name,
+		"ifindex", l.Index, "mac", l.MAC.String(), "mtu", l.MTU, "mode", l.MacvtapMode)
+	return &cache.Link{Name: l.Name, Type: l.Type, MAC: l.MAC.String(), MTU: l.MTU, Ifindex: l.Index}, nil
 }
 
-// Plan computes the interface record.
+// Plan records the macvtap as the VM's target, with the VM's MAC (the
+// interface's macAddress, else the link's).
 func (Binding) Plan(in binding.Input, link *cache.Link) (*cache.Interface, error) {
-	return nil, errors.New("macvtap: phase1 not implemented yet")
+	if link == nil {
+		return nil, fmt.Errorf("macvtap: interface %q: plan without a discovered link", in.Pair.Interface.Name)
+	}
+	mac := link.MAC
+	if m := in.Pair.Interface.MacAddress; m != "" {
+		hw, err := net.ParseMAC(m)
+		if err != nil {
+			return nil, &MACError{Interface: in.Pair.Interface.Name, Value: m, Err: err}
+		}
+		mac = hw.String()
+	}
+	return &cache.Interface{
+		Version:      cache.Version,
+		Interface:    in.Pair.Interface.Name,
+		PodInterface: in.Pair.PodInterface,
+		Binding:      in.Pair.Binding(),
+		Target:       link.Name,
+		Ifindex:      link.Ifindex,
+		MAC:          mac,
+		MTU:          link.MTU,
+	}, nil
 }
 
-// Prepare makes the namespace match the record.
+// Prepare gives the macvtap the VM's MAC when it has another one
+// (`ip link set net1 address MAC`); see the package doc for why.
 func (Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input, link *cache.Link, rec *cache.Interface) error {
-	return errors.New("macvtap: phase1 not implemented yet")
+	if rec == nil || rec.Target == "" {
+		return &MissingRecordError{Interface: in.Pair.Interface.Name}
+	}
+	return setMAC(ctx, d, in, rec.Target, rec.MAC)
 }
 
-// Cleanup undoes Prepare.
+// Cleanup gives the macvtap back its discovered MAC. A missing link or a
+// pair that was never discovered is not an error.
 func (Binding) Cleanup(ctx context.Context, d netdriver.Driver, in binding.Input, link *cache.Link, rec *cache.Interface) error {
+	if link == nil {
+		return nil
+	}
+	err := setMAC(ctx, d, in, link.Name, link.MAC)
+	if netdriver.IsLinkNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+func setMAC(ctx context.Context, d netdriver.Driver, in binding.Input, name, mac string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	want, err := net.ParseMAC(mac)
+	if err != nil {
+		return &MACError{Interface: in.Pair.Interface.Name, Value: mac, Err: err}
+	}
+	l, err := d.LinkByName(name)
+	if err != nil {
+		return fmt.Errorf("macvtap: interface %q: read link %q: %w", in.Pair.Interface.Name, name, err)
+	}
+	if l.MAC.String() == want.String() {
+		return nil
+	}
+	in.Logger.Info("setting macvtap MAC", "interface", in.Pair.Interface.Name, "link", name, "from", l.MAC.String(), "to", want.String())
+	if err := d.SetMAC(name, want); err != nil {
+		return fmt.Errorf("macvtap: interface %q: set MAC of %q to %s: %w", in.Pair.Interface.Name, name, want, err)
+	}
 	return nil
 }

@@ -1,14 +1,42 @@
 package macvtap
 
 import (
-	"errors"
+	"fmt"
 
 	"libvirt.org/go/libvirtxml"
 
 	"github.com/virtnet/virtnet/binding"
+	"github.com/virtnet/virtnet/binding/internal/nicxml"
 )
 
-// Render adds the interface's device to the domain.
+// Render appends the macvtap's <interface type='ethernet'> with
+// <target dev='<macvtap>' managed='no'/> (see the package doc).
 func (Binding) Render(in binding.RenderInput, dom *libvirtxml.Domain) error {
-	return errors.New("macvtap: phase2 not implemented yet")
+	iface := in.Pair.Interface
+	rec := in.Record
+	if rec == nil || rec.Target == "" {
+		return &MissingRecordError{Interface: iface.Name}
+	}
+	addr, err := nicxml.GuestAddress(iface)
+	if err != nil {
+		return fmt.Errorf("macvtap: interface %q: pciAddress: %w", iface.Name, err)
+	}
+	boot, rom := nicxml.BootOrROM(iface)
+	di := libvirtxml.DomainInterface{
+		Source:  &libvirtxml.DomainInterfaceSource{Ethernet: &libvirtxml.DomainInterfaceSourceEthernet{}},
+		MAC:     nicxml.MAC(rec.MAC),
+		Target:  &libvirtxml.DomainInterfaceTarget{Dev: rec.Target, Managed: "no"},
+		Model:   &libvirtxml.DomainInterfaceModel{Type: nicxml.Model(in.VMI, iface)},
+		Driver:  nicxml.Driver(in.VMI, iface),
+		Boot:    boot,
+		ROM:     rom,
+		Alias:   nicxml.Alias(iface.Name),
+		Address: addr,
+	}
+	if rec.MTU > 0 {
+		di.MTU = &libvirtxml.DomainInterfaceMTU{Size: uint(rec.MTU)}
+	}
+	devs := nicxml.Devices(dom)
+	devs.Interfaces = append(devs.Interfaces, di)
+	return nil
 }

@@ -1,0 +1,138 @@
+package nicxml
+
+import (
+	"strconv"
+	"strings"
+
+	"libvirt.org/go/libvirtxml"
+
+	"github.com/virtnet/virtnet/api"
+)
+
+// AliasPrefix is the prefix libvirt requires of user-chosen aliases and
+// KubeVirt's api.UserAliasPrefix: a device of interface "x" has alias
+// "ua-x".
+const AliasPrefix = "ua-"
+
+// Alias is the alias of the device of a VMI interface: "ua-" + name.
+func Alias(name string) *libvirtxml.DomainAlias {
+	return &libvirtxml.DomainAlias{Name: AliasPrefix + name}
+}
+
+// Model is the libvirt model of an interface: KubeVirt turns "virtio"
+// into "virtio-non-transitional" ("virtio-transitional" when the VMI sets
+// useVirtioTransitional) so that the device is a modern virtio 1.0 PCI
+// device; other models are passed as they are. An empty model is virtio.
+func Model(vmi *api.VMI, iface *api.Interface) string {
+	m := iface.Model
+	if m == "" {
+		m = api.DefaultModel
+	}
+	if m != "virtio" {
+		return m
+	}
+	if t := vmi.Spec.Domain.Devices.UseVirtioTransitional; t != nil && *t {
+		return "virtio-transitional"
+	}
+	return "virtio-non-transitional"
+}
+
+// IsVirtio reports whether the interface's model is virtio.
+func IsVirtio(iface *api.Interface) bool { return iface.Model == "" || iface.Model == "virtio" }
+
+// Driver is the <driver> of a virtio interface with multiqueue: vhost with
+// one queue per vCPU (see [api.VMI.Queues]); nil otherwise.
+func Driver(vmi *api.VMI, iface *api.Interface) *libvirtxml.DomainInterfaceDriver {
+	q := vmi.Queues()
+	if q == 0 || !IsVirtio(iface) {
+		return nil
+	}
+	return &libvirtxml.DomainInterfaceDriver{Name: "vhost", Queues: uint(q)}
+}
+
+// MAC is the <mac> of an address, or nil for "" (libvirt then generates
+// one).
+func MAC(mac string) *libvirtxml.DomainInterfaceMAC {
+	if mac == "" {
+		return nil
+	}
+	return &libvirtxml.DomainInterfaceMAC{Address: strings.ToLower(mac)}
+}
+
+// BootOrROM returns the <boot order> of an interface with a bootOrder, or
+// else a <rom enabled='no'/>: KubeVirt disables the option ROM of every
+// NIC that is not a boot device, so that no iPXE is loaded.
+func BootOrROM(iface *api.Interface) (*libvirtxml.DomainDeviceBoot, *libvirtxml.DomainROM) {
+	if iface.BootOrder != nil {
+		return &libvirtxml.DomainDeviceBoot{Order: *iface.BootOrder}, nil
+	}
+	return nil, &libvirtxml.DomainROM{Enabled: "no"}
+}
+
+// Boot returns the <boot order> of an interface with a bootOrder, or nil.
+func Boot(iface *api.Interface) *libvirtxml.DomainDeviceBoot {
+	b, _ := BootOrROM(iface)
+	return b
+}
+
+// GuestAddress is the guest <address type='pci'> of an interface's
+// pciAddress, or nil when it has none.
+func GuestAddress(iface *api.Interface) (*libvirtxml.DomainAddress, error) {
+	if iface.PciAddress == "" {
+		return nil, nil
+	}
+	pci, err := ParsePCIAddress(iface.PciAddress)
+	if err != nil {
+		return nil, err
+	}
+	return &libvirtxml.DomainAddress{PCI: pci}, nil
+}
+
+// ParsePCIAddress parses dddd:bb:ss.f (hexadecimal; the domain may have 1
+// to 4 digits, bus and slot 1 or 2, the function is 0-7), the form of
+// sysfs, of the SR-IOV device plugin and of a VMI's pciAddress. A slot
+// above 0x1f is refused as PCI has 32 slots.
+func ParsePCIAddress(s string) (*libvirtxml.DomainAddressPCI, error) {
+	bad := func(reason string) error { return &PCIAddressError{Value: s, Reason: reason} }
+	dbs, fn, ok := strings.Cut(s, ".")
+	if !ok {
+		return nil, bad("no '.' before the function")
+	}
+	parts := strings.Split(dbs, ":")
+	if len(parts) != 3 {
+		return nil, bad("want domain:bus:slot.function")
+	}
+	var vals [4]uint
+	for i, f := range []struct {
+		name   string
+		text   string
+		digits int
+		max    uint64
+	}{
+		{"domain", parts[0], 4, 0xffff},
+		{"bus", parts[1], 2, 0xff},
+		{"slot", parts[2], 2, 0x1f},
+		{"function", fn, 1, 7},
+	} {
+		if f.text == "" || len(f.text) > f.digits {
+			return nil, bad(f.name + " must have 1 to " + strconv.Itoa(f.digits) + " hex digits")
+		}
+		v, err := strconv.ParseUint(f.text, 16, 16)
+		if err != nil {
+			return nil, bad(f.name + " is not hexadecimal")
+		}
+		if v > f.max {
+			return nil, bad(f.name + " above 0x" + strconv.FormatUint(f.max, 16))
+		}
+		vals[i] = uint(v)
+	}
+	return &libvirtxml.DomainAddressPCI{Domain: &vals[0], Bus: &vals[1], Slot: &vals[2], Function: &vals[3]}, nil
+}
+
+// Devices returns the domain's device list, creating it if needed.
+func Devices(dom *libvirtxml.Domain) *libvirtxml.DomainDeviceList {
+	if dom.Devices == nil {
+		dom.Devices = &libvirtxml.DomainDeviceList{}
+	}
+	return dom.Devices
+}
