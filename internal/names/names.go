@@ -128,3 +128,9 @@ func VMMAC(uid, iface string) net.HardwareAddr {
 	}
 	return append(net.HardwareAddr(nil), mac...)
 }
+
+// BridgeMAC derives the bridge binding's bridge MAC (which the pod NIC
+// takes over) from the VMI UID and interface name, like [VMMAC] but from
+// a different input, so that re-runs set the same MAC. KubeVirt v0.53 lets
+// the kernel pick a random one.
+func BridgeMAC(uid, iface string) net.HardwareAddr { return VMMAC(uid, "bridge/"+iface) }

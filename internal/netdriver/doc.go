@@ -6,7 +6,7 @@
 // bound to that namespace (netlink.NewHandleAt), so the process never
 // switches namespace as a whole; the few operations that only work from
 // inside (opening /dev/net/tun, /proc/sys/net, the ethtool ioctl) run
-// through [Do], on a locked OS thread that is discarded if it cannot switch
+// through nsexec.Do, on a locked OS thread that is discarded if it cannot switch
 // back. [Fake] is a stateful in-memory driver for unit tests: it records
 // every call, can fail at call N, and returns the same typed errors.
 //

@@ -13,6 +13,8 @@ import (
 	"github.com/google/nftables"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+
+	"github.com/virtnet/virtnet/internal/nsexec"
 	"golang.org/x/sys/unix"
 )
 
@@ -218,7 +220,7 @@ func (n *Netlink) AddTap(tap Tap) error {
 		t.Flags = netlink.TUNTAP_MULTI_QUEUE_DEFAULTS | netlink.TUNTAP_VNET_HDR
 	}
 	n.count(3)
-	err := Do(n.nsPath, func() error {
+	err := nsexec.Do(n.nsPath, func() error {
 		err := netlink.LinkAdd(t)
 		for _, f := range t.Fds {
 			f.Close()
@@ -456,7 +458,7 @@ func (n *Netlink) Sysctl(key string) (string, error) {
 	}
 	var v []byte
 	n.count(1)
-	err = Do(n.nsPath, func() error {
+	err = nsexec.Do(n.nsPath, func() error {
 		var err error
 		v, err = os.ReadFile(p)
 		return err
@@ -474,7 +476,7 @@ func (n *Netlink) SetSysctl(key, value string) error {
 		return err
 	}
 	n.count(1)
-	if err := Do(n.nsPath, func() error { return os.WriteFile(p, []byte(value), 0o644) }); err != nil {
+	if err := nsexec.Do(n.nsPath, func() error { return os.WriteFile(p, []byte(value), 0o644) }); err != nil {
 		return fmt.Errorf("set sysctl %s=%s: %w", key, value, err)
 	}
 	return nil
@@ -484,7 +486,7 @@ func (n *Netlink) SetSysctl(key, value string) error {
 func (n *Netlink) TXChecksum(name string) (bool, error) {
 	var v uint32
 	n.count(1)
-	err := Do(n.nsPath, func() error {
+	err := nsexec.Do(n.nsPath, func() error {
 		var err error
 		v, err = ethtool(name, ethtoolGTXCSUM, 0)
 		return err
@@ -502,7 +504,7 @@ func (n *Netlink) SetTXChecksum(name string, on bool) error {
 		v = 1
 	}
 	n.count(1)
-	return Do(n.nsPath, func() error {
+	return nsexec.Do(n.nsPath, func() error {
 		_, err := ethtool(name, ethtoolSTXCSUM, v)
 		return err
 	})

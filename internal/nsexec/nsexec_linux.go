@@ -1,4 +1,4 @@
-package netdriver
+package nsexec
 
 import (
 	"fmt"

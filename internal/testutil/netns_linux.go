@@ -1,0 +1,172 @@
+package testutil
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"net"
+	"runtime"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+
+	"github.com/virtnet/virtnet/internal/nsexec"
+)
+
+// NS is a throwaway named network namespace (/var/run/netns/<Name>).
+type NS struct {
+	Name string
+	Path string
+	// Handle is a netlink handle inside the namespace for assertions.
+	Handle *netlink.Handle
+}
+
+// Do runs fn inside the namespace on a locked thread (sockets created in
+// fn stay in the namespace).
+func (ns *NS) Do(fn func() error) error { return nsexec.Do(ns.Path, fn) }
+
+// NewNS creates a named network namespace with "lo" up and removes it when
+// the test ends. It skips (see [Skip]) without root.
+func NewNS(tb testing.TB, prefix string) *NS {
+	tb.Helper()
+	RequireRoot(tb)
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	name := prefix + "-" + hex.EncodeToString(b[:])
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		orig, err := netns.Get()
+		if err != nil {
+			errc <- err
+			return
+		}
+		defer orig.Close()
+		h, err := netns.NewNamed(name)
+		if err != nil {
+			runtime.UnlockOSThread()
+			errc <- err
+			return
+		}
+		h.Close()
+		if err := netns.Set(orig); err != nil {
+			errc <- err // thread stays locked and dies
+			return
+		}
+		runtime.UnlockOSThread()
+		errc <- nil
+	}()
+	require.NoError(tb, <-errc, "create network namespace %s", name)
+	ns := &NS{Name: name, Path: "/var/run/netns/" + name}
+	tb.Cleanup(func() { _ = netns.DeleteNamed(name) })
+	h, err := netns.GetFromName(name)
+	require.NoError(tb, err)
+	nh, err := netlink.NewHandleAt(h)
+	h.Close()
+	require.NoError(tb, err)
+	ns.Handle = nh
+	tb.Cleanup(nh.Close)
+	lo, err := nh.LinkByName("lo")
+	require.NoError(tb, err)
+	require.NoError(tb, nh.LinkSetUp(lo))
+	return ns
+}
+
+// Pod is a pod-like namespace as a CNI plugin leaves it: a veth named
+// PodLink (eth0) holding PodIP/24 with MTU 1440 and a default route via
+// Gateway, whose peer sits in Node holding Gateway/24.
+type Pod struct {
+	Pod, Node *NS
+	PodLink   string
+	PodIP     net.IP
+	Gateway   net.IP
+	PodMAC    net.HardwareAddr
+	MTU       int
+	// NodeLink is the peer's name in Node.
+	NodeLink string
+}
+
+// PodConfig selects the pod link's name and addresses; the zero value is
+// eth0 with 10.244.1.7/24 via 10.244.1.1, MTU 1440.
+type PodConfig struct {
+	Link    string
+	CIDR    string // pod address with prefix, "" for none (IPAM off)
+	Gateway string
+	MTU     int
+	// IPv6 adds an IPv6 address (with prefix) and a default route via
+	// GatewayV6 when set.
+	IPv6, GatewayV6 string
+}
+
+// NewPod creates the pod and node namespaces with the default PodConfig.
+func NewPod(tb testing.TB) *Pod { return NewPodWith(tb, PodConfig{}) }
+
+// NewPodWith creates a pod namespace and a node namespace joined by a veth.
+func NewPodWith(tb testing.TB, cfg PodConfig) *Pod {
+	tb.Helper()
+	if cfg.Link == "" {
+		cfg.Link = "eth0"
+	}
+	if cfg.CIDR == "" && cfg.Gateway == "" {
+		cfg.CIDR, cfg.Gateway = "10.244.1.7/24", "10.244.1.1"
+	}
+	if cfg.MTU == 0 {
+		cfg.MTU = 1440
+	}
+	pod := NewNS(tb, "vn-pod")
+	node := NewNS(tb, "vn-node")
+	p := &Pod{Pod: pod, Node: node, PodLink: cfg.Link, MTU: cfg.MTU, NodeLink: "veth-" + pod.Name[len(pod.Name)-8:]}
+	AddVeth(tb, node, p.NodeLink, pod, cfg.Link, cfg.MTU)
+	podL, err := pod.Handle.LinkByName(cfg.Link)
+	require.NoError(tb, err)
+	p.PodMAC = podL.Attrs().HardwareAddr
+	nodeL, err := node.Handle.LinkByName(p.NodeLink)
+	require.NoError(tb, err)
+	if cfg.Gateway != "" {
+		_, gwNet, err := net.ParseCIDR(cfg.CIDR)
+		require.NoError(tb, err)
+		p.Gateway = net.ParseIP(cfg.Gateway)
+		gw := &net.IPNet{IP: p.Gateway, Mask: gwNet.Mask}
+		require.NoError(tb, node.Handle.AddrAdd(nodeL, &netlink.Addr{IPNet: gw}))
+	}
+	if cfg.CIDR != "" {
+		addr, err := netlink.ParseAddr(cfg.CIDR)
+		require.NoError(tb, err)
+		p.PodIP = addr.IP
+		require.NoError(tb, pod.Handle.AddrAdd(podL, addr))
+		require.NoError(tb, pod.Handle.RouteAdd(&netlink.Route{LinkIndex: podL.Attrs().Index, Gw: p.Gateway}))
+	}
+	if cfg.IPv6 != "" {
+		addr, err := netlink.ParseAddr(cfg.IPv6)
+		require.NoError(tb, err)
+		addr.Flags = 0x80 // IFA_F_NODAD
+		require.NoError(tb, pod.Handle.AddrAdd(podL, addr))
+		if cfg.GatewayV6 != "" {
+			gw := &netlink.Addr{IPNet: &net.IPNet{IP: net.ParseIP(cfg.GatewayV6), Mask: addr.Mask}, Flags: 0x80}
+			require.NoError(tb, node.Handle.AddrAdd(nodeL, gw))
+			require.NoError(tb, pod.Handle.RouteAdd(&netlink.Route{LinkIndex: podL.Attrs().Index, Gw: net.ParseIP(cfg.GatewayV6)}))
+		}
+	}
+	return p
+}
+
+// AddVeth creates a veth pair with one end (aName) in a and the other
+// (bName) in b, both up, with the given MTU.
+func AddVeth(tb testing.TB, a *NS, aName string, b *NS, bName string, mtu int) {
+	tb.Helper()
+	bns, err := netns.GetFromName(b.Name)
+	require.NoError(tb, err)
+	defer bns.Close()
+	attrs := netlink.NewLinkAttrs()
+	attrs.Name, attrs.MTU = aName, mtu
+	veth := &netlink.Veth{LinkAttrs: attrs, PeerName: bName, PeerNamespace: netlink.NsFd(bns)}
+	require.NoError(tb, a.Handle.LinkAdd(veth), "add veth %s/%s", aName, bName)
+	la, err := a.Handle.LinkByName(aName)
+	require.NoError(tb, err)
+	require.NoError(tb, a.Handle.LinkSetUp(la))
+	lb, err := b.Handle.LinkByName(bName)
+	require.NoError(tb, err)
+	require.NoError(tb, b.Handle.LinkSetMTU(lb, mtu))
+	require.NoError(tb, b.Handle.LinkSetUp(lb))
+}

@@ -1,0 +1,77 @@
+package phase1
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"slices"
+	"strings"
+
+	"github.com/virtnet/virtnet/api"
+	"github.com/virtnet/virtnet/cache"
+)
+
+// Cleanup undoes [Run] for every interface of the VMI, in reverse order,
+// returning the namespace to how the CNI left it (as recorded in the
+// caches), then deletes the VMI's cache records. Interfaces that phase1
+// never touched are skipped; running Cleanup twice, or without Run, is not
+// an error. Sysctls that Run set (forwarding, arp_ignore) are left as they
+// are: other users of the namespace may rely on them.
+func Cleanup(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.Store, opts Options) error {
+	opts.fill()
+	pairs, err := pairsOf(vmi)
+	if err != nil {
+		return err
+	}
+	d, closeFn, err := driverFor(netnsPath, opts)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	uid := vmi.Metadata.UID
+	var errs []error
+	for _, p := range slices.Backward(pairs) {
+		name := p.Interface.Name
+		pod, err := store.ReadPodInterface(uid, name)
+		if errors.Is(err, cache.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			errs = append(errs, &Error{Interface: name, Step: StepRead, Err: err})
+			continue
+		}
+		rec, err := store.ReadInterface(uid, name)
+		if err != nil && !errors.Is(err, cache.ErrNotExist) {
+			errs = append(errs, &Error{Interface: name, Step: StepRead, Err: err})
+			continue
+		}
+		b, err := opts.Registry.Lookup(pod.Binding)
+		if err != nil {
+			errs = append(errs, &Error{Interface: name, Step: StepCleanup, Err: err})
+			continue
+		}
+		in := InputFor(vmi, p, opts.Logger)
+		if err := b.Cleanup(ctx, d, in, pod.Discovered, rec); err != nil {
+			errs = append(errs, &Error{Interface: name, Step: StepCleanup, Err: err})
+			continue
+		}
+		if err := store.Delete(uid, name); err != nil {
+			errs = append(errs, &Error{Interface: name, Step: StepCleanup, Err: err})
+		}
+	}
+	if len(errs) == 0 {
+		if err := store.DeleteVMI(uid); err != nil {
+			errs = append(errs, &Error{Step: StepCleanup, Err: err})
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func cutPrefix(s string) (ip string, bits string, ok bool) {
+	return strings.Cut(s, "/")
+}
+
+func isV4(ip string) bool {
+	a, err := netip.ParseAddr(ip)
+	return err == nil && a.Is4()
+}

@@ -1,0 +1,210 @@
+package phase1
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+
+	"github.com/virtnet/virtnet/api"
+	"github.com/virtnet/virtnet/binding"
+	"github.com/virtnet/virtnet/binding/registry"
+	"github.com/virtnet/virtnet/cache"
+	"github.com/virtnet/virtnet/internal/names"
+	"github.com/virtnet/virtnet/internal/netdriver"
+)
+
+// Options tune [Run] and [Cleanup]. The zero value is ready to use.
+type Options struct {
+	// Registry maps binding methods to implementations; nil means
+	// registry.Default().
+	Registry binding.Registry
+	// Logger receives progress; nil discards it.
+	Logger *slog.Logger
+	// Driver, when set, is used instead of opening netnsPath (tests and
+	// the example's simulated pod use netdriver.Fake).
+	Driver netdriver.Driver
+}
+
+func (o *Options) fill() {
+	if o.Registry == nil {
+		o.Registry = registry.Default()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Run runs phase1 for every interface of a validated VMI in the network
+// namespace at netnsPath, writing the caches to store. It returns the
+// first failure as an [*Error]; running it again resumes and converges.
+func Run(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.Store, opts Options) error {
+	opts.fill()
+	pairs, err := pairsOf(vmi)
+	if err != nil {
+		return err
+	}
+	d, closeFn, err := driverFor(netnsPath, opts)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	for _, p := range pairs {
+		if err := ctx.Err(); err != nil {
+			return &Error{Interface: p.Interface.Name, Step: StepPrepare, Err: err}
+		}
+		if err := runPair(ctx, d, vmi, p, store, opts); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pairsOf validates the VMI and every name phase1 will give the kernel,
+// before any kernel call.
+func pairsOf(vmi *api.VMI) ([]api.Pair, error) {
+	if err := api.Validate(vmi); err != nil {
+		return nil, &Error{Step: StepValidate, Err: err}
+	}
+	if err := cache.CheckName("VMI UID", vmi.Metadata.UID); err != nil {
+		return nil, &Error{Step: StepValidate, Err: fmt.Errorf("metadata.uid: %w", err)}
+	}
+	pairs, err := api.Pairs(vmi)
+	if err != nil {
+		return nil, &Error{Step: StepValidate, Err: err}
+	}
+	for _, p := range pairs {
+		if err := names.CheckLinkName(p.PodInterface); err != nil {
+			return nil, &Error{Interface: p.Interface.Name, Step: StepValidate, Err: err}
+		}
+	}
+	return pairs, nil
+}
+
+func driverFor(netnsPath string, opts Options) (netdriver.Driver, func(), error) {
+	if opts.Driver != nil {
+		return opts.Driver, func() {}, nil
+	}
+	nl, err := netdriver.Open(netnsPath)
+	if err != nil {
+		return nil, nil, &Error{Step: StepOpen, Err: err}
+	}
+	return nl, func() { nl.Close() }, nil
+}
+
+// InputFor builds the binding input of a pair.
+func InputFor(vmi *api.VMI, p api.Pair, logger *slog.Logger) binding.Input {
+	return binding.Input{
+		VMI:  vmi,
+		Pair: p,
+		Names: binding.Names{
+			Pod:    p.PodInterface,
+			NIC:    names.NIC(p.PodInterface),
+			Bridge: names.Bridge(p.PodInterface),
+			Tap:    names.Tap(p.PodInterface),
+		},
+		Logger: logger.With("interface", p.Interface.Name, "podInterface", p.PodInterface, "binding", p.Binding()),
+	}
+}
+
+func runPair(ctx context.Context, d netdriver.Driver, vmi *api.VMI, p api.Pair, store *cache.Store, opts Options) error {
+	name := p.Interface.Name
+	fail := func(step string, err error) error { return &Error{Interface: name, Step: step, Err: err} }
+	b, err := opts.Registry.Lookup(p.Binding())
+	if err != nil {
+		return fail(StepValidate, err)
+	}
+	in := InputFor(vmi, p, opts.Logger)
+	uid := vmi.Metadata.UID
+
+	pod, err := store.ReadPodInterface(uid, name)
+	switch {
+	case errors.Is(err, cache.ErrNotExist):
+		pod = &cache.PodInterface{}
+	case err != nil:
+		return fail(StepRead, err)
+	}
+	if pod.Binding != "" && (pod.Binding != p.Binding() || pod.PodInterface != p.PodInterface) {
+		return fail(StepRead, fmt.Errorf("cache says binding %s on %s, the VMI says %s on %s: clean up first",
+			pod.Binding, pod.PodInterface, p.Binding(), p.PodInterface))
+	}
+	link := pod.Discovered
+	if pod.State == cache.Pending {
+		link, err = b.Discover(ctx, d, in)
+		if err != nil {
+			return fail(StepDiscover, err)
+		}
+		in.Logger.Info("discovered pod link", "link", link)
+	} else {
+		in.Logger.Info("resuming from the recorded discovery", "state", pod.State)
+	}
+	want := &cache.PodInterface{
+		Interface:    name,
+		Network:      p.Network.Name,
+		PodInterface: p.PodInterface,
+		Binding:      p.Binding(),
+		State:        max(pod.State, cache.Started),
+		PodIPs:       podIPs(link),
+		Discovered:   link,
+	}
+	if err := writePod(store, uid, pod, want); err != nil {
+		return fail(StepRecord, err)
+	}
+	rec, err := b.Plan(in, link)
+	if err != nil {
+		return fail(StepPlan, err)
+	}
+	if rec != nil {
+		rec.Interface, rec.PodInterface, rec.Binding = name, p.PodInterface, p.Binding()
+		if err := store.WriteInterface(uid, rec); err != nil {
+			return fail(StepRecord, err)
+		}
+	}
+	if err := b.Prepare(ctx, d, in, link, rec); err != nil {
+		return fail(StepPrepare, err)
+	}
+	done := *want
+	done.State = cache.Finished
+	if err := writePod(store, uid, want, &done); err != nil {
+		return fail(StepRecord, err)
+	}
+	in.Logger.Info("interface ready")
+	return nil
+}
+
+// writePod writes want unless the stored record already says the same.
+func writePod(store *cache.Store, uid string, have, want *cache.PodInterface) error {
+	h, w := *have, *want
+	h.Version, w.Version = 0, 0
+	if reflect.DeepEqual(h, w) {
+		return nil
+	}
+	return store.WritePodInterface(uid, want)
+}
+
+// podIPs are the first global IPv4 and IPv6 addresses of the link, IPv4
+// first (KubeVirt orders them after MY_POD_IP; virtnet always puts IPv4
+// first).
+func podIPs(l *cache.Link) []string {
+	if l == nil {
+		return nil
+	}
+	var v4, v6 string
+	for _, a := range l.Addresses {
+		ip, _, _ := cutPrefix(a)
+		switch {
+		case isV4(ip) && v4 == "":
+			v4 = ip
+		case !isV4(ip) && v6 == "":
+			v6 = ip
+		}
+	}
+	var out []string
+	for _, ip := range []string{v4, v6} {
+		if ip != "" {
+			out = append(out, ip)
+		}
+	}
+	return out
+}
