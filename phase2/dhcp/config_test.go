@@ -104,8 +104,8 @@ func TestNewConfig(t *testing.T) {
 			require.Len(t, c.Ignored, 1)
 		},
 	}, {
-		name: "one route: no option 121",
-		rec:  func(r *cache.Interface) { r.Routes = []cache.Route{{Dst: "0.0.0.0/0", Gateway: "10.244.1.1"}} },
+		name:  "one route: no option 121",
+		rec:   func(r *cache.Interface) { r.Routes = []cache.Route{{Dst: "0.0.0.0/0", Gateway: "10.244.1.1"}} },
 		check: func(t *testing.T, c *Config) { require.Nil(t, c.Routes) },
 	}, {
 		name: "dhcpOptions",

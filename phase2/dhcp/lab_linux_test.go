@@ -94,7 +94,10 @@ func testLogger(t testing.TB) *slog.Logger {
 
 type tWriter struct{ t testing.TB }
 
-func (w tWriter) Write(b []byte) (int, error) { w.t.Log(strings.TrimSuffix(string(b), "\n")); return len(b), nil }
+func (w tWriter) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimSuffix(string(b), "\n"))
+	return len(b), nil
+}
 
 func needBinary(t testing.TB, name, pkg string) string {
 	t.Helper()
