@@ -1,14 +1,47 @@
 package sriov
 
 import (
-	"errors"
+	"fmt"
 
 	"libvirt.org/go/libvirtxml"
 
 	"github.com/virtnet/virtnet/binding"
+	"github.com/virtnet/virtnet/binding/internal/nicxml"
 )
 
-// Render adds the interface's device to the domain.
+// AliasPrefix follows [nicxml.AliasPrefix] in an SR-IOV hostdev's alias:
+// "ua-sriov-<name>" (KubeVirt's sriov.AliasPrefix), which tells SR-IOV
+// host devices apart from other ones.
+const AliasPrefix = "sriov-"
+
+// Render appends the VF's <hostdev> (see the package doc).
 func (Binding) Render(in binding.RenderInput, dom *libvirtxml.Domain) error {
-	return errors.New("sriov: phase2 not implemented yet")
+	iface := in.Pair.Interface
+	a := allocate(in.VMI, in.Options.Env)[iface.Name]
+	if a.err != nil {
+		return a.err
+	}
+	if a.address == "" {
+		return fmt.Errorf("sriov: interface %q: not an SR-IOV interface of the VMI", iface.Name)
+	}
+	host, err := nicxml.ParsePCIAddress(a.address)
+	if err != nil {
+		return fmt.Errorf("sriov: interface %q: host address: %w", iface.Name, err)
+	}
+	guest, err := nicxml.GuestAddress(iface)
+	if err != nil {
+		return fmt.Errorf("sriov: interface %q: pciAddress: %w", iface.Name, err)
+	}
+	hd := libvirtxml.DomainHostdev{
+		Managed: "no",
+		SubsysPCI: &libvirtxml.DomainHostdevSubsysPCI{
+			Source: &libvirtxml.DomainHostdevSubsysPCISource{Address: host},
+		},
+		Boot:    nicxml.Boot(iface),
+		Alias:   nicxml.Alias(AliasPrefix + iface.Name),
+		Address: guest,
+	}
+	devs := nicxml.Devices(dom)
+	devs.Hostdevs = append(devs.Hostdevs, hd)
+	return nil
 }

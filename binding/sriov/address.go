@@ -1,0 +1,157 @@
+package sriov
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/virtnet/virtnet/api"
+	"github.com/virtnet/virtnet/binding/internal/nicxml"
+)
+
+// Environment variables and annotation the addresses come from.
+const (
+	// ResourceEnvPrefix + interface name is the resource of an SR-IOV
+	// interface ("intel.com/sriov_netdevice").
+	ResourceEnvPrefix = "KUBEVIRT_RESOURCE_NAME_"
+	// PCIDeviceEnvPrefix + the resource in [PCIDeviceEnvVar] form lists
+	// the resource's addresses allocated to the pod.
+	PCIDeviceEnvPrefix = "PCIDEVICE_"
+	// NetworkStatusAnnotation is the Multus annotation with the devices it
+	// attached.
+	NetworkStatusAnnotation = "k8s.v1.cni.cncf.io/network-status"
+)
+
+// ResourceEnvVar is the variable naming an interface's resource:
+// KUBEVIRT_RESOURCE_NAME_<interface name>.
+func ResourceEnvVar(iface string) string { return ResourceEnvPrefix + iface }
+
+// PCIDeviceEnvVar is the device plugin's variable of a resource:
+// "intel.com/sriov.net" → PCIDEVICE_INTEL_COM_SRIOV_NET.
+func PCIDeviceEnvVar(resource string) string {
+	return PCIDeviceEnvPrefix + strings.NewReplacer("/", "_", ".", "_").Replace(strings.ToUpper(resource))
+}
+
+// networkStatus is the part of one Multus network-status entry read here.
+type networkStatus struct {
+	Name       string `json:"name"`
+	Interface  string `json:"interface"`
+	DeviceInfo *struct {
+		Type string `json:"type"`
+		PCI  *struct {
+			Address string `json:"pci-address"`
+		} `json:"pci"`
+	} `json:"device-info"`
+}
+
+// assignment is the host PCI address of one SR-IOV interface, or why
+// there is none.
+type assignment struct {
+	address string
+	err     error
+}
+
+// Addresses returns the host PCI address of every SR-IOV interface of
+// vmi, keyed by interface name, following the package doc's precedence.
+// An interface whose address cannot be found is left out and its error
+// is in the returned map of errors; an unparsable network-status
+// annotation fails every interface.
+func Addresses(vmi *api.VMI, env map[string]string) (map[string]string, map[string]error) {
+	as := allocate(vmi, env)
+	addrs, errs := map[string]string{}, map[string]error{}
+	for name, a := range as {
+		if a.err != nil {
+			errs[name] = a.err
+		} else {
+			addrs[name] = a.address
+		}
+	}
+	return addrs, errs
+}
+
+func allocate(vmi *api.VMI, env map[string]string) map[string]assignment {
+	out := map[string]assignment{}
+	pairs, err := api.Pairs(vmi)
+	if err != nil {
+		return out
+	}
+	var sriov []api.Pair
+	for _, p := range pairs {
+		if p.Interface.SRIOV != nil {
+			sriov = append(sriov, p)
+		}
+	}
+	slices.SortFunc(sriov, func(a, b api.Pair) int { return a.Index - b.Index })
+
+	taken := map[string]bool{}
+	// 1. Multus network-status.
+	if raw, ok := vmi.Metadata.Annotations[NetworkStatusAnnotation]; ok {
+		var entries []networkStatus
+		if err := json.Unmarshal([]byte(raw), &entries); err != nil {
+			for _, p := range sriov {
+				out[p.Interface.Name] = assignment{err: &AddressError{Interface: p.Interface.Name,
+					Variable: NetworkStatusAnnotation, Value: raw, Err: fmt.Errorf("%w: %w", ErrBadNetworkStatus, err)}}
+			}
+			return out
+		}
+		byPod := map[string]string{}
+		for _, e := range entries {
+			if e.Interface != "" && e.DeviceInfo != nil && e.DeviceInfo.PCI != nil && e.DeviceInfo.PCI.Address != "" {
+				byPod[e.Interface] = e.DeviceInfo.PCI.Address
+			}
+		}
+		for _, p := range sriov {
+			a, ok := byPod[p.PodInterface]
+			if !ok {
+				continue
+			}
+			key := strings.ToLower(a)
+			if _, err := nicxml.ParsePCIAddress(a); err != nil {
+				out[p.Interface.Name] = assignment{err: &AddressError{Interface: p.Interface.Name,
+					Variable: NetworkStatusAnnotation, Value: a, Err: fmt.Errorf("%w: %w", ErrBadAddress, err)}}
+				continue
+			}
+			out[p.Interface.Name] = assignment{address: key}
+			taken[key] = true
+		}
+	}
+	// 2. Device plugin environment, in interface order.
+	for _, p := range sriov {
+		name := p.Interface.Name
+		if _, done := out[name]; done {
+			continue
+		}
+		out[name] = fromEnv(name, env, taken)
+	}
+	return out
+}
+
+func fromEnv(name string, env map[string]string, taken map[string]bool) assignment {
+	rv := ResourceEnvVar(name)
+	resource, ok := env[rv]
+	if !ok || resource == "" {
+		return assignment{err: &AddressError{Interface: name, Variable: rv, Value: resource, Err: ErrNotSet}}
+	}
+	pv := PCIDeviceEnvVar(resource)
+	list, ok := env[pv]
+	if !ok {
+		return assignment{err: &AddressError{Interface: name, Variable: pv, Err: ErrNotSet}}
+	}
+	for _, a := range strings.Split(strings.TrimSuffix(list, ","), ",") {
+		a = strings.TrimSpace(a)
+		if a == "" {
+			continue
+		}
+		key := strings.ToLower(a)
+		if taken[key] {
+			continue
+		}
+		if _, err := nicxml.ParsePCIAddress(a); err != nil {
+			return assignment{err: &AddressError{Interface: name, Variable: pv, Value: list, Err: fmt.Errorf("%w: %w", ErrBadAddress, err)}}
+		}
+		taken[key] = true
+		return assignment{address: key}
+	}
+	return assignment{err: &AddressError{Interface: name, Variable: pv, Value: list, Err: ErrExhausted}}
+}
