@@ -1,0 +1,375 @@
+package domxml
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+
+	"libvirt.org/go/libvirtxml"
+
+	"github.com/virtnet/virtnet/api"
+)
+
+// DefaultMachine is the machine type of a VMI that names none.
+const DefaultMachine = "q35"
+
+// DomainName is the libvirt name of a VMI's domain: "<namespace>_<name>".
+func DomainName(vmi *api.VMI) string {
+	return vmi.Metadata.Namespace + "_" + vmi.Metadata.Name
+}
+
+// Build returns the domain of a validated VMI (see the package
+// documentation for what it renders and [Options] for where files are).
+// Network interfaces are added only by [Options.Interfaces]. A VMI with
+// unsupported features gets an errors.Join of one [*api.UnsupportedError]
+// per field.
+func Build(vmi *api.VMI, opts Options) (*libvirtxml.Domain, error) {
+	if len(vmi.Unsupported) > 0 {
+		errs := make([]error, len(vmi.Unsupported))
+		for i, p := range vmi.Unsupported {
+			errs[i] = &api.UnsupportedError{Path: p}
+		}
+		return nil, errors.Join(errs...)
+	}
+	o := opts.withDefaults()
+	mem, err := guestMemory(vmi)
+	if err != nil {
+		return nil, err
+	}
+	dom := &libvirtxml.Domain{
+		Type:     "kvm",
+		Name:     DomainName(vmi),
+		UUID:     DomainUUID(vmi),
+		Memory:   &libvirtxml.DomainMemory{Value: uint(mem), Unit: "b"},
+		VCPU:     &libvirtxml.DomainVCPU{Placement: "static", Value: uint(vmi.VCPUs())},
+		SysInfo:  sysInfo(vmi),
+		OS:       osSection(vmi, o),
+		Features: features(vmi),
+		CPU:      cpu(vmi),
+		Clock:    clock(vmi),
+		Devices:  &libvirtxml.DomainDeviceList{},
+	}
+	if dom.SysInfo != nil {
+		dom.OS.SMBios = &libvirtxml.DomainSMBios{Mode: "sysinfo"}
+	}
+	if err := devices(vmi, o, dom.Devices); err != nil {
+		return nil, err
+	}
+	if o.Interfaces != nil {
+		if err := o.Interfaces(dom); err != nil {
+			return nil, err
+		}
+	}
+	if err := EnsureRootPorts(dom); err != nil {
+		return nil, err
+	}
+	return dom, nil
+}
+
+// guestMemory is spec.domain.memory.guest, else resources.requests.memory,
+// else resources.limits.memory, else DefaultMemory.
+func guestMemory(vmi *api.VMI) (uint64, error) {
+	d := &vmi.Spec.Domain
+	for _, c := range []struct{ path, q string }{
+		{"spec.domain.memory.guest", func() string {
+			if d.Memory != nil {
+				return d.Memory.Guest
+			}
+			return ""
+		}()},
+		{"spec.domain.resources.requests.memory", d.Resources.Requests["memory"]},
+		{"spec.domain.resources.limits.memory", d.Resources.Limits["memory"]},
+	} {
+		if c.q == "" {
+			continue
+		}
+		b, err := api.ParseQuantity(c.q)
+		if err != nil {
+			return 0, &FieldError{Path: c.path, Value: c.q, Err: err}
+		}
+		if b == 0 {
+			return 0, &FieldError{Path: c.path, Value: c.q, Err: errors.New("zero memory")}
+		}
+		return b, nil
+	}
+	return DefaultMemory, nil
+}
+
+func sysInfo(vmi *api.VMI) []libvirtxml.DomainSysInfo {
+	f := vmi.Spec.Domain.Firmware
+	if f == nil || f.Serial == "" {
+		return nil
+	}
+	return []libvirtxml.DomainSysInfo{{SMBIOS: &libvirtxml.DomainSysInfoSMBIOS{
+		System: &libvirtxml.DomainSysInfoSystem{Entry: []libvirtxml.DomainSysInfoEntry{
+			{Name: "serial", Value: f.Serial},
+			{Name: "uuid", Value: DomainUUID(vmi)},
+		}},
+	}}}
+}
+
+func machine(vmi *api.VMI) string {
+	if m := vmi.Spec.Domain.Machine; m != nil && m.Type != "" {
+		return m.Type
+	}
+	return DefaultMachine
+}
+
+// efi returns whether the VMI boots EFI and whether with secure boot.
+func efi(vmi *api.VMI) (on, secure bool) {
+	f := vmi.Spec.Domain.Firmware
+	if f == nil || f.Bootloader == nil || f.Bootloader.EFI == nil {
+		return false, false
+	}
+	sb := f.Bootloader.EFI.SecureBoot
+	return true, sb == nil || *sb
+}
+
+func osSection(vmi *api.VMI, o Options) *libvirtxml.DomainOS {
+	os := &libvirtxml.DomainOS{
+		Type: &libvirtxml.DomainOSType{Arch: "x86_64", Machine: machine(vmi), Type: "hvm"},
+	}
+	if f := vmi.Spec.Domain.Firmware; f != nil && f.Bootloader != nil && f.Bootloader.BIOS != nil &&
+		f.Bootloader.BIOS.UseSerial != nil && *f.Bootloader.BIOS.UseSerial {
+		os.BIOS = &libvirtxml.DomainBIOS{UseSerial: "yes"}
+	}
+	on, secure := efi(vmi)
+	if !on {
+		return os
+	}
+	code, vars, yes := OVMFCode, OVMFVars, "no"
+	if secure {
+		code, vars, yes = OVMFCodeSecureBoot, OVMFVarsSecureBoot, "yes"
+	}
+	os.Firmware = "efi"
+	os.FirmwareInfo = &libvirtxml.DomainOSFirmwareInfo{Features: []libvirtxml.DomainOSFirmwareFeature{
+		{Enabled: yes, Name: "enrolled-keys"},
+		{Enabled: yes, Name: "secure-boot"},
+	}}
+	os.Loader = &libvirtxml.DomainLoader{
+		Path: filepath.Join(o.OVMFDir, code), Readonly: "yes", Secure: yes, Type: "pflash",
+	}
+	os.NVRam = &libvirtxml.DomainNVRam{
+		NVRam:    filepath.Join(o.NVRAMDir, vmi.Metadata.Name+"_VARS.fd"),
+		Template: filepath.Join(o.OVMFDir, vars),
+	}
+	return os
+}
+
+func features(vmi *api.VMI) *libvirtxml.DomainFeatureList {
+	fl := &libvirtxml.DomainFeatureList{}
+	f := vmi.Spec.Domain.Features
+	// KubeVirt switches ACPI on unless it is explicitly disabled.
+	if f == nil || f.ACPI.Enabled == nil || *f.ACPI.Enabled {
+		fl.ACPI = &libvirtxml.DomainFeature{}
+	}
+	if f != nil && f.APIC.On() {
+		fl.APIC = &libvirtxml.DomainFeatureAPIC{}
+	}
+	_, secure := efi(vmi)
+	if secure || (f != nil && f.SMM.On()) {
+		fl.SMM = &libvirtxml.DomainFeatureSMM{State: "on"}
+	}
+	if f != nil && f.HyperV != nil {
+		fl.HyperV = hyperV(f.HyperV)
+	}
+	return fl
+}
+
+func state(fs *api.FeatureState) *libvirtxml.DomainFeatureState {
+	if fs == nil {
+		return nil
+	}
+	if fs.On() {
+		return &libvirtxml.DomainFeatureState{State: "on"}
+	}
+	return &libvirtxml.DomainFeatureState{State: "off"}
+}
+
+// DefaultSpinlockRetries is the hyperv spinlocks retry count when the VMI
+// enables spinlocks without one (KubeVirt's default).
+const DefaultSpinlockRetries = 4096
+
+func hyperV(h *api.HyperV) *libvirtxml.DomainFeatureHyperV {
+	hv := &libvirtxml.DomainFeatureHyperV{
+		Mode:            "custom",
+		Relaxed:         state(h.Relaxed),
+		VAPIC:           state(h.VAPIC),
+		VPIndex:         state(h.VPIndex),
+		Runtime:         state(h.Runtime),
+		Synic:           state(h.SyNIC),
+		Reset:           state(h.Reset),
+		Frequencies:     state(h.Frequencies),
+		ReEnlightenment: state(h.Reenlightenment),
+		IPI:             state(h.IPI),
+	}
+	if s := state(h.SyNICTimer); s != nil {
+		hv.STimer = &libvirtxml.DomainFeatureHyperVSTimer{DomainFeatureState: *s}
+	}
+	if s := state(h.TLBFlush); s != nil {
+		hv.TLBFlush = &libvirtxml.DomainFeatureHyperVTLBFlush{DomainFeatureState: *s}
+	}
+	if sp := h.Spinlocks; sp != nil {
+		if sp.Enabled == nil || *sp.Enabled {
+			retries := uint(DefaultSpinlockRetries)
+			if sp.Retries != nil {
+				retries = uint(*sp.Retries)
+			}
+			hv.Spinlocks = &libvirtxml.DomainFeatureHyperVSpinlocks{
+				DomainFeatureState: libvirtxml.DomainFeatureState{State: "on"}, Retries: retries,
+			}
+		} else {
+			hv.Spinlocks = &libvirtxml.DomainFeatureHyperVSpinlocks{DomainFeatureState: libvirtxml.DomainFeatureState{State: "off"}}
+		}
+	}
+	return hv
+}
+
+func cpu(vmi *api.VMI) *libvirtxml.DomainCPU {
+	c := &libvirtxml.DomainCPU{Mode: "host-model"}
+	topo := &libvirtxml.DomainCPUTopology{Sockets: 1, Cores: 1, Threads: 1}
+	if s := vmi.Spec.Domain.CPU; s != nil {
+		switch s.Model {
+		case "", "host-model":
+		case "host-passthrough":
+			c.Mode = "host-passthrough"
+		default:
+			c.Mode, c.Match = "custom", "exact"
+			c.Model = &libvirtxml.DomainCPUModel{Value: s.Model, Fallback: "forbid"}
+		}
+		for _, p := range []struct {
+			dst *int
+			v   uint32
+		}{{&topo.Sockets, s.Sockets}, {&topo.Cores, s.Cores}, {&topo.Threads, s.Threads}} {
+			if p.v > 0 {
+				*p.dst = int(p.v)
+			}
+		}
+	}
+	c.Topology = topo
+	return c
+}
+
+func clock(vmi *api.VMI) *libvirtxml.DomainClock {
+	c := &libvirtxml.DomainClock{Offset: "utc"}
+	s := vmi.Spec.Domain.Clock
+	if s == nil {
+		return c
+	}
+	switch {
+	case s.Timezone != "":
+		c.Offset, c.TimeZone = "timezone", s.Timezone
+	case s.UTC != nil && s.UTC.OffsetSeconds != nil:
+		c.Adjustment = strconv.Itoa(*s.UTC.OffsetSeconds)
+	}
+	if t := s.Timer; t != nil {
+		for _, tm := range []struct {
+			name string
+			a    *api.TimerAttrs
+		}{{"hpet", t.HPET}, {"kvmclock", t.KVM}, {"pit", t.PIT}, {"rtc", t.RTC}, {"hypervclock", t.HyperV}} {
+			if tm.a == nil {
+				continue
+			}
+			dt := libvirtxml.DomainTimer{Name: tm.name, TickPolicy: tm.a.TickPolicy, Track: tm.a.Track, Present: "yes"}
+			if tm.a.Present != nil && !*tm.a.Present {
+				dt.Present = "no"
+			}
+			c.Timer = append(c.Timer, dt)
+		}
+	}
+	return c
+}
+
+// VirtioModel is the model name of virtio devices: virtio-non-transitional,
+// or virtio-transitional with spec.domain.devices.useVirtioTransitional.
+func VirtioModel(vmi *api.VMI) string {
+	if t := vmi.Spec.Domain.Devices.UseVirtioTransitional; t != nil && *t {
+		return "virtio-transitional"
+	}
+	return "virtio-non-transitional"
+}
+
+func uintp(u uint) *uint { return &u }
+
+func isTrue(b *bool, def bool) bool {
+	if b == nil {
+		return def
+	}
+	return *b
+}
+
+func devices(vmi *api.VMI, o Options, d *libvirtxml.DomainDeviceList) error {
+	vd := &vmi.Spec.Domain.Devices
+	d.Controllers = append(d.Controllers,
+		libvirtxml.DomainController{Type: "usb", Index: uintp(0), Model: "none"},
+	)
+	if isQ35(machine(vmi)) {
+		d.Controllers = append(d.Controllers, libvirtxml.DomainController{Type: "pci", Index: uintp(0), Model: "pcie-root"})
+	}
+	if err := disks(vmi, o, d); err != nil {
+		return err
+	}
+	d.Controllers = append(d.Controllers, libvirtxml.DomainController{Type: "virtio-serial", Index: uintp(0), Model: VirtioModel(vmi)})
+	if isTrue(vd.AutoattachSerialConsole, true) {
+		d.Serials = []libvirtxml.DomainSerial{{
+			Source: &libvirtxml.DomainChardevSource{Pty: &libvirtxml.DomainChardevSourcePty{}},
+			Target: &libvirtxml.DomainSerialTarget{Type: "isa-serial", Port: uintp(0)},
+		}}
+		d.Consoles = []libvirtxml.DomainConsole{{
+			Source: &libvirtxml.DomainChardevSource{Pty: &libvirtxml.DomainChardevSourcePty{}},
+			Target: &libvirtxml.DomainConsoleTarget{Type: "serial", Port: uintp(0)},
+		}}
+	}
+	d.Channels = []libvirtxml.DomainChannel{{
+		Source: &libvirtxml.DomainChardevSource{UNIX: &libvirtxml.DomainChardevSourceUNIX{Mode: "bind"}},
+		Target: &libvirtxml.DomainChannelTarget{VirtIO: &libvirtxml.DomainChannelTargetVirtIO{Name: GuestAgentChannel}},
+	}}
+	if isTrue(vd.AutoattachGraphicsDevice, true) {
+		d.Graphics = []libvirtxml.DomainGraphic{{VNC: &libvirtxml.DomainGraphicVNC{
+			Listeners: []libvirtxml.DomainGraphicListener{{Socket: &libvirtxml.DomainGraphicListenerSocket{
+				Socket: filepath.Join(o.PrivateDir, instanceKey(vmi), "virt-vnc"),
+			}}},
+		}}}
+		d.Videos = []libvirtxml.DomainVideo{{Model: libvirtxml.DomainVideoModel{Type: "vga", Heads: 1, VRam: 16384}}}
+	}
+	if vd.TPM != nil {
+		d.TPMs = []libvirtxml.DomainTPM{{
+			Model:   "tpm-tis",
+			Backend: &libvirtxml.DomainTPMBackend{Emulator: &libvirtxml.DomainTPMBackendEmulator{Version: "2.0"}},
+		}}
+	}
+	if isTrue(vd.AutoattachMemBalloon, true) {
+		d.MemBalloon = &libvirtxml.DomainMemBalloon{Model: VirtioModel(vmi), Stats: &libvirtxml.DomainMemBalloonStats{Period: 10}}
+	} else {
+		d.MemBalloon = &libvirtxml.DomainMemBalloon{Model: "none"}
+	}
+	if vd.Rng != nil {
+		d.RNGs = []libvirtxml.DomainRNG{{
+			Model:   VirtioModel(vmi),
+			Backend: &libvirtxml.DomainRNGBackend{Random: &libvirtxml.DomainRNGBackendRandom{Device: "/dev/urandom"}},
+		}}
+	}
+	return nil
+}
+
+// GuestAgentChannel is the virtio-serial channel of the QEMU guest agent.
+const GuestAgentChannel = "org.qemu.guest_agent.0"
+
+// instanceKey names the VMI's private directory: its uid, as KubeVirt's,
+// else "<namespace>_<name>".
+func instanceKey(vmi *api.VMI) string {
+	if vmi.Metadata.UID != "" {
+		return vmi.Metadata.UID
+	}
+	return DomainName(vmi)
+}
+
+func isQ35(m string) bool {
+	return m == "q35" || (len(m) > 7 && m[:7] == "pc-q35-")
+}
+
+// errorf builds a FieldError.
+func errorf(path string, value any, format string, args ...any) error {
+	return &FieldError{Path: path, Value: value, Err: fmt.Errorf(format, args...)}
+}

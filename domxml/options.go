@@ -1,0 +1,145 @@
+package domxml
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"libvirt.org/go/libvirtxml"
+
+	"github.com/virtnet/virtnet/api"
+	"github.com/virtnet/virtnet/phase2/cloudinit"
+)
+
+// KubeVirt's directories inside virt-launcher; the defaults of [Options].
+const (
+	// DefaultPrivateDir holds PVC mounts (vmi-disks/<vol>/disk.img), the
+	// EFI variable stores and the VNC socket.
+	DefaultPrivateDir = "/var/run/kubevirt-private"
+	// DefaultEphemeralDir holds the container-disk overlays
+	// (disk-data/<vol>/disk.qcow2) and, by default, the cloud-init and
+	// sysprep ISOs.
+	DefaultEphemeralDir = "/var/run/kubevirt-ephemeral-disks"
+	// DefaultContainerDiskDir is where the container disks appear,
+	// disk_<volume index>.img.
+	DefaultContainerDiskDir = "/var/run/kubevirt/container-disks"
+	// DefaultEmptyDiskDir holds emptyDisk images, <vol>.qcow2.
+	DefaultEmptyDiskDir = "/var/run/libvirt/empty-disks"
+	// DefaultOVMFDir is Debian's OVMF directory (package ovmf).
+	DefaultOVMFDir = "/usr/share/OVMF"
+)
+
+// OVMF file names in [Options.OVMFDir] (Debian 12's ovmf package).
+const (
+	OVMFCodeSecureBoot = "OVMF_CODE_4M.secboot.fd"
+	OVMFVarsSecureBoot = "OVMF_VARS_4M.ms.fd"
+	OVMFCode           = "OVMF_CODE_4M.fd"
+	OVMFVars           = "OVMF_VARS_4M.fd"
+)
+
+// DefaultMemory is the guest memory of a VMI that states none (64 MiB).
+const DefaultMemory = 64 << 20
+
+// Options are the environment of the domain: directories (empty means the
+// KubeVirt default above) and the interface hook.
+type Options struct {
+	PrivateDir       string
+	EphemeralDir     string
+	ContainerDiskDir string
+	EmptyDiskDir     string
+	// CloudInitDir is the Dir of the cloudinit.Builder that writes the
+	// cloud-init and sysprep ISOs (see cloudinit.ISOPath):
+	// <CloudInitDir>/cloud-init-data/<namespace>/<name>/noCloud.iso (or
+	// configdrive.iso) and <CloudInitDir>/sysprep-disks/<volume>.iso.
+	// Empty means EphemeralDir, where KubeVirt's virt-launcher puts the
+	// cloud-init ISOs.
+	CloudInitDir string
+	OVMFDir      string
+	// NVRAMDir holds each EFI VM's variable store <name>_VARS.fd; empty
+	// means <PrivateDir>/libvirt/qemu/nvram.
+	NVRAMDir string
+	// BlockVolumes names the persistentVolumeClaim and dataVolume volumes
+	// whose claim is in volumeMode Block: they are rendered as
+	// <disk type='block'> on /dev/<volume> (where KubeVirt maps block
+	// PVCs) instead of a file. The caller knows the claim's mode; the VMI
+	// does not say it.
+	BlockVolumes map[string]bool
+	// Interfaces, when set, adds the VMI's network devices to the domain;
+	// Build calls it after every other device and before sizing the PCI
+	// controllers (phase2.Domain sets it).
+	Interfaces func(dom *libvirtxml.Domain) error
+}
+
+func (o Options) withDefaults() Options {
+	def := func(s *string, d string) {
+		if *s == "" {
+			*s = d
+		}
+	}
+	def(&o.PrivateDir, DefaultPrivateDir)
+	def(&o.EphemeralDir, DefaultEphemeralDir)
+	def(&o.ContainerDiskDir, DefaultContainerDiskDir)
+	def(&o.EmptyDiskDir, DefaultEmptyDiskDir)
+	def(&o.CloudInitDir, o.EphemeralDir)
+	def(&o.OVMFDir, DefaultOVMFDir)
+	def(&o.NVRAMDir, filepath.Join(o.PrivateDir, "libvirt", "qemu", "nvram"))
+	return o
+}
+
+// DiskSource is where a volume's data is and in which format.
+type DiskSource struct {
+	// Type is "file" or "block".
+	Type string
+	// Path is the file or block device.
+	Path string
+	// Format is the qemu driver type, "raw" or "qcow2".
+	Format string
+	// Backing, for a container disk, is the read-only image under the
+	// qcow2 overlay Path (storage prep creates the overlay with
+	// `qemu-img create -f qcow2 -F raw -b <Backing> <Path>`).
+	Backing string
+	// ReadOnly is set when the source itself is read-only (a read-only
+	// PVC, a cloud-init or sysprep ISO).
+	ReadOnly bool
+}
+
+// DiskPath returns the source of the volume at index i of spec.volumes:
+//
+//   - containerDisk: a qcow2 overlay <EphemeralDir>/disk-data/<vol>/disk.qcow2
+//     on the raw image <ContainerDiskDir>/disk_<i>.img (i counts every
+//     volume, as KubeVirt does);
+//   - persistentVolumeClaim, dataVolume: <PrivateDir>/vmi-disks/<vol>/disk.img,
+//     or /dev/<vol> when the volume is in [Options.BlockVolumes];
+//   - emptyDisk: <EmptyDiskDir>/<vol>.qcow2;
+//   - hostDisk: its path, raw;
+//   - cloudInitNoCloud, cloudInitConfigDrive, sysprep: the ISO
+//     cloudinit.ISOPath names under [Options.CloudInitDir].
+func DiskPath(vmi *api.VMI, i int, opts Options) (DiskSource, error) {
+	o := opts.withDefaults()
+	vol := &vmi.Spec.Volumes[i]
+	switch {
+	case vol.ContainerDisk != nil:
+		return DiskSource{
+			Type:    "file",
+			Path:    filepath.Join(o.EphemeralDir, "disk-data", vol.Name, "disk.qcow2"),
+			Format:  "qcow2",
+			Backing: filepath.Join(o.ContainerDiskDir, fmt.Sprintf("disk_%d.img", i)),
+		}, nil
+	case vol.PersistentVolumeClaim != nil || vol.DataVolume != nil:
+		ro := vol.PersistentVolumeClaim != nil && vol.PersistentVolumeClaim.ReadOnly
+		if o.BlockVolumes[vol.Name] {
+			return DiskSource{Type: "block", Path: "/dev/" + vol.Name, Format: "raw", ReadOnly: ro}, nil
+		}
+		return DiskSource{Type: "file", Path: filepath.Join(o.PrivateDir, "vmi-disks", vol.Name, "disk.img"), Format: "raw", ReadOnly: ro}, nil
+	case vol.EmptyDisk != nil:
+		return DiskSource{Type: "file", Path: filepath.Join(o.EmptyDiskDir, vol.Name+".qcow2"), Format: "qcow2"}, nil
+	case vol.HostDisk != nil:
+		return DiskSource{Type: "file", Path: vol.HostDisk.Path, Format: "raw"}, nil
+	case vol.CloudInitNoCloud != nil || vol.CloudInitConfigDrive != nil || vol.Sysprep != nil:
+		p, ok := cloudinit.ISOPath(o.CloudInitDir, vmi, *vol)
+		if !ok {
+			return DiskSource{}, &VolumeError{Disk: fmt.Sprintf("spec.volumes[%d]", i), Volume: vol.Name, Reason: "namespace, name or volume cannot be a path element"}
+		}
+		return DiskSource{Type: "file", Path: p, Format: "raw", ReadOnly: true}, nil
+	}
+	return DiskSource{}, &VolumeError{Disk: fmt.Sprintf("spec.volumes[%d]", i), Volume: vol.Name, Reason: "no volume source virtnet renders"}
+}

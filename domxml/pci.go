@@ -1,0 +1,135 @@
+package domxml
+
+import (
+	"regexp"
+	"slices"
+	"strconv"
+
+	"libvirt.org/go/libvirtxml"
+)
+
+var pciRE = regexp.MustCompile(`^([0-9a-fA-F]{4}):([0-9a-fA-F]{2}):([01][0-9a-fA-F])\.([0-7])$`)
+
+// pciAddress parses a guest PCI address "dddd:bb:ss.f" (the form of
+// pciAddress in a VMI) into a libvirt <address type='pci'>, or returns a
+// *PCIAddressError.
+func pciAddress(s string) (*libvirtxml.DomainAddress, error) {
+	m := pciRE.FindStringSubmatch(s)
+	if m == nil {
+		return nil, &PCIAddressError{Address: s}
+	}
+	var v [4]uint
+	for i := range v {
+		n, err := strconv.ParseUint(m[i+1], 16, 16)
+		if err != nil {
+			return nil, &PCIAddressError{Address: s}
+		}
+		v[i] = uint(n)
+	}
+	return &libvirtxml.DomainAddress{PCI: &libvirtxml.DomainAddressPCI{
+		Domain: &v[0], Bus: &v[1], Slot: &v[2], Function: &v[3],
+	}}, nil
+}
+
+// MaxPCIControllerIndex is the highest PCI controller index libvirt accepts.
+const MaxPCIControllerIndex = 255
+
+// EnsureRootPorts gives a q35 domain enough pcie-root-port controllers for
+// its PCI devices and is a no-op for other machines. It may be called
+// again after devices were added: it only adds what is missing.
+//
+// A device with an explicit PCI address on bus N>0 gets a root port of
+// index N (a root port has one slot: such addresses should use slot 0).
+// Every other PCI device (virtio disks, interfaces, SCSI and
+// virtio-serial controllers, PCI host devices, rng, a virtio balloon)
+// counts for one root port, so that libvirt can place it without adding
+// controllers itself. Missing indexes are filled from 1 upwards, and the
+// root ports are kept sorted by index after the other controllers: the
+// result depends only on the devices.
+func EnsureRootPorts(dom *libvirtxml.Domain) error {
+	if dom.OS == nil || dom.OS.Type == nil || !isQ35(dom.OS.Type.Machine) || dom.Devices == nil {
+		return nil
+	}
+	d := dom.Devices
+	explicit := map[uint]bool{}
+	auto := 0
+	count := func(a *libvirtxml.DomainAddress) {
+		switch {
+		case a == nil || a.PCI == nil:
+			auto++
+		case a.PCI.Bus != nil && *a.PCI.Bus > 0:
+			explicit[*a.PCI.Bus] = true
+		}
+	}
+	for i := range d.Disks {
+		if d.Disks[i].Target != nil && d.Disks[i].Target.Bus == "virtio" {
+			count(d.Disks[i].Address)
+		}
+	}
+	for i := range d.Controllers {
+		if t := d.Controllers[i].Type; t == "scsi" || t == "virtio-serial" {
+			count(d.Controllers[i].Address)
+		}
+	}
+	for i := range d.Interfaces {
+		count(d.Interfaces[i].Address)
+	}
+	for i := range d.Hostdevs {
+		if d.Hostdevs[i].SubsysPCI != nil {
+			count(d.Hostdevs[i].Address)
+		}
+	}
+	for i := range d.RNGs {
+		count(d.RNGs[i].Address)
+	}
+	if d.MemBalloon != nil && d.MemBalloon.Model != "none" {
+		count(d.MemBalloon.Address)
+	}
+
+	used := map[uint]bool{}
+	var others, ports []libvirtxml.DomainController
+	for _, c := range d.Controllers {
+		if c.Type == "pci" && c.Index != nil {
+			used[*c.Index] = true
+		}
+		if c.Type == "pci" && c.Model == "pcie-root-port" {
+			ports = append(ports, c)
+		} else {
+			others = append(others, c)
+		}
+	}
+	add := func(i uint) error {
+		if i > MaxPCIControllerIndex {
+			return &FieldError{Path: "devices", Value: i, Err: errTooManyPCI}
+		}
+		used[i] = true
+		ports = append(ports, libvirtxml.DomainController{Type: "pci", Index: uintp(i), Model: "pcie-root-port"})
+		return nil
+	}
+	buses := make([]uint, 0, len(explicit))
+	for b := range explicit {
+		buses = append(buses, b)
+	}
+	slices.Sort(buses)
+	for _, b := range buses {
+		if !used[b] {
+			if err := add(b); err != nil {
+				return err
+			}
+		}
+	}
+	next := uint(1)
+	for len(ports) < len(explicit)+auto {
+		for used[next] {
+			next++
+		}
+		if err := add(next); err != nil {
+			return err
+		}
+	}
+	slices.SortStableFunc(ports, func(a, b libvirtxml.DomainController) int {
+		return int(*a.Index) - int(*b.Index)
+	})
+	d.Controllers = append(others, ports...)
+	return nil
+}

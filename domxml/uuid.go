@@ -1,0 +1,26 @@
+package domxml
+
+import (
+	"github.com/google/uuid"
+
+	"github.com/virtnet/virtnet/api"
+)
+
+// UUIDNamespace is the name-space UUID of [DomainUUID]: SHA-1 of the
+// string "virtnet.domain" under the URL namespace (RFC 4122), computed once and
+// written here so that it can never change.
+const UUIDNamespace = "df80d55b-855c-5311-b7ce-dba48016db35"
+
+// DomainUUID is the domain UUID of a VMI: spec.domain.firmware.uuid when
+// set, else the version-5 (SHA-1) UUID of the VMI's metadata.uid under
+// [UUIDNamespace] (of "<namespace>/<name>" when the VMI has no uid).
+func DomainUUID(vmi *api.VMI) string {
+	if f := vmi.Spec.Domain.Firmware; f != nil && f.UUID != "" {
+		return f.UUID
+	}
+	key := vmi.Metadata.UID
+	if key == "" {
+		key = vmi.Metadata.Namespace + "/" + vmi.Metadata.Name
+	}
+	return uuid.NewSHA1(uuid.MustParse(UUIDNamespace), []byte(key)).String()
+}

@@ -1,0 +1,142 @@
+package phase2
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"libvirt.org/go/libvirtxml"
+
+	"github.com/virtnet/virtnet/api"
+	"github.com/virtnet/virtnet/binding"
+	"github.com/virtnet/virtnet/binding/registry"
+	"github.com/virtnet/virtnet/cache"
+	"github.com/virtnet/virtnet/domxml"
+)
+
+// Item is one interface ready to render: its pair, its binding and, when
+// the binding needs one, phase1's record.
+type Item struct {
+	Pair    api.Pair
+	Binding binding.Binding
+	// Record is nil for bindings whose NeedsRecord is false.
+	Record *cache.Interface
+}
+
+// Load resolves the binding of every pair of a validated VMI and reads the
+// records the bindings need, checking that each belongs to the pair. The
+// items are in spec.domain.devices.interfaces order. reg nil means
+// registry.Default().
+func Load(ctx context.Context, vmi *api.VMI, store *cache.Store, reg binding.Registry) ([]Item, error) {
+	if reg == nil {
+		reg = registry.Default()
+	}
+	pairs, err := api.Pairs(vmi)
+	if err != nil {
+		return nil, err
+	}
+	items := make([]Item, 0, len(pairs))
+	for _, p := range pairs {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		b, err := reg.Lookup(p.Binding())
+		if err != nil {
+			return nil, fmt.Errorf("phase2: interface %q: %w", p.Interface.Name, err)
+		}
+		it := Item{Pair: p, Binding: b}
+		if b.NeedsRecord() {
+			if it.Record, err = readRecord(vmi, store, p); err != nil {
+				return nil, err
+			}
+		}
+		items = append(items, it)
+	}
+	slices.SortFunc(items, func(a, b Item) int { return a.Pair.Index - b.Pair.Index })
+	return items, nil
+}
+
+func readRecord(vmi *api.VMI, store *cache.Store, p api.Pair) (*cache.Interface, error) {
+	name := p.Interface.Name
+	path, err := store.InterfacePath(vmi.Metadata.UID, name)
+	if err != nil {
+		return nil, fmt.Errorf("phase2: interface %q: %w", name, err)
+	}
+	rec, err := store.ReadInterface(vmi.Metadata.UID, name)
+	var verr *cache.VersionError
+	switch {
+	case errors.Is(err, cache.ErrNotExist):
+		return nil, &MissingCacheError{Interface: name, Path: path, Err: err}
+	case errors.As(err, &verr):
+		return nil, &StaleCacheError{Interface: name, Path: path, Field: "version",
+			Got: strconv.Itoa(verr.Got), Want: strconv.Itoa(verr.Want), Err: err}
+	case err != nil:
+		return nil, fmt.Errorf("phase2: interface %q: %w", name, err)
+	}
+	for _, f := range []struct{ field, got, want string }{
+		{"interface", rec.Interface, name},
+		{"binding", rec.Binding, p.Binding()},
+		{"podInterface", rec.PodInterface, p.PodInterface},
+	} {
+		if f.got != f.want {
+			return nil, &StaleCacheError{Interface: name, Path: path, Field: f.field, Got: f.got, Want: f.want}
+		}
+	}
+	return rec, nil
+}
+
+// Render has each item's binding add its device to dom, in the items'
+// order, then sizes the PCI controllers again (domxml.EnsureRootPorts).
+func Render(vmi *api.VMI, items []Item, dom *libvirtxml.Domain, opts binding.RenderOptions) error {
+	for _, it := range items {
+		in := binding.RenderInput{VMI: vmi, Pair: it.Pair, Record: it.Record, Options: opts}
+		if err := it.Binding.Render(in, dom); err != nil {
+			return &RenderError{Interface: it.Pair.Interface.Name, Binding: it.Binding.Method(), Err: err}
+		}
+	}
+	return domxml.EnsureRootPorts(dom)
+}
+
+// EnrichDomain adds the network devices of a validated VMI to dom: [Load]
+// then [Render]. reg nil means registry.Default().
+func EnrichDomain(ctx context.Context, vmi *api.VMI, store *cache.Store, reg binding.Registry, dom *libvirtxml.Domain, opts binding.RenderOptions) error {
+	items, err := Load(ctx, vmi, store, reg)
+	if err != nil {
+		return err
+	}
+	return Render(vmi, items, dom, opts)
+}
+
+// Options are the choices of [Domain].
+type Options struct {
+	// Build are domxml's directories; its Interfaces hook is replaced.
+	Build domxml.Options
+	// Render are the bindings' choices (interface type, environment).
+	Render binding.RenderOptions
+	// Registry maps binding methods to implementations; nil means
+	// registry.Default().
+	Registry binding.Registry
+}
+
+// Domain is the whole domain of a validated VMI: domxml.Build with the
+// interfaces of [EnrichDomain]. The records are read before anything is
+// built, so a missing or stale cache fails fast.
+func Domain(ctx context.Context, vmi *api.VMI, store *cache.Store, opts Options) (*libvirtxml.Domain, error) {
+	items, err := Load(ctx, vmi, store, opts.Registry)
+	if err != nil {
+		return nil, err
+	}
+	bo := opts.Build
+	bo.Interfaces = func(dom *libvirtxml.Domain) error {
+		for _, it := range items {
+			in := binding.RenderInput{VMI: vmi, Pair: it.Pair, Record: it.Record, Options: opts.Render}
+			if err := it.Binding.Render(in, dom); err != nil {
+				return &RenderError{Interface: it.Pair.Interface.Name, Binding: it.Binding.Method(), Err: err}
+			}
+		}
+		return nil
+	}
+	return domxml.Build(vmi, bo)
+}
