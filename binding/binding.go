@@ -17,6 +17,9 @@ type Input struct {
 	Pair api.Pair
 	// Names are the kernel names derived for this pair.
 	Names Names
+	// TapOwner is the uid and gid that own the taps phase1 creates (the
+	// user QEMU runs as: 107, "qemu", in KubeVirt's images).
+	TapOwner int
 	// Logger is never nil.
 	Logger *slog.Logger
 }

@@ -57,6 +57,9 @@ type Route struct {
 	Gateway string `json:"gateway,omitempty"`
 	Src     string `json:"src,omitempty"`
 	Metric  int    `json:"metric,omitempty"`
+	// Kernel marks the route the kernel derives from an address (proto
+	// kernel): it comes back with the address and is not restored.
+	Kernel bool `json:"kernel,omitempty"`
 }
 
 // Link is a pod interface as phase1 found it, before changing anything:

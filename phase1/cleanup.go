@@ -50,7 +50,7 @@ func Cleanup(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.S
 			errs = append(errs, &Error{Interface: name, Step: StepCleanup, Err: err})
 			continue
 		}
-		in := InputFor(vmi, p, opts.Logger)
+		in := InputFor(vmi, p, opts)
 		if err := b.Cleanup(ctx, d, in, pod.Discovered, rec); err != nil {
 			errs = append(errs, &Error{Interface: name, Step: StepCleanup, Err: err})
 			continue

@@ -25,7 +25,13 @@ type Options struct {
 	// Driver, when set, is used instead of opening netnsPath (tests and
 	// the example's simulated pod use netdriver.Fake).
 	Driver netdriver.Driver
+	// TapOwner owns the taps (uid and gid); 0 means [DefaultTapOwner].
+	// Use a negative value for root (0).
+	TapOwner int
 }
+
+// DefaultTapOwner is the qemu user of KubeVirt's launcher images.
+const DefaultTapOwner = 107
 
 func (o *Options) fill() {
 	if o.Registry == nil {
@@ -33,6 +39,12 @@ func (o *Options) fill() {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	switch {
+	case o.TapOwner == 0:
+		o.TapOwner = DefaultTapOwner
+	case o.TapOwner < 0:
+		o.TapOwner = 0
 	}
 }
 
@@ -94,10 +106,13 @@ func driverFor(netnsPath string, opts Options) (netdriver.Driver, func(), error)
 }
 
 // InputFor builds the binding input of a pair.
-func InputFor(vmi *api.VMI, p api.Pair, logger *slog.Logger) binding.Input {
+func InputFor(vmi *api.VMI, p api.Pair, opts Options) binding.Input {
+	opts.fill()
+	logger := opts.Logger
 	return binding.Input{
-		VMI:  vmi,
-		Pair: p,
+		TapOwner: opts.TapOwner,
+		VMI:      vmi,
+		Pair:     p,
 		Names: binding.Names{
 			Pod:    p.PodInterface,
 			NIC:    names.NIC(p.PodInterface),
@@ -115,7 +130,7 @@ func runPair(ctx context.Context, d netdriver.Driver, vmi *api.VMI, p api.Pair, 
 	if err != nil {
 		return fail(StepValidate, err)
 	}
-	in := InputFor(vmi, p, opts.Logger)
+	in := InputFor(vmi, p, opts)
 	uid := vmi.Metadata.UID
 
 	pod, err := store.ReadPodInterface(uid, name)

@@ -3,31 +3,235 @@ package masquerade
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
+	"net/netip"
 
+	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/binding"
 	"github.com/virtnet/virtnet/cache"
+	"github.com/virtnet/virtnet/internal/names"
 	"github.com/virtnet/virtnet/internal/netdriver"
 )
 
-// NeedsRecord reports whether Render needs phase1's record.
+// MigrationPorts are libvirt's migration ports; connections to them from
+// the pod's loopback are never forwarded to the VM.
+var migrationPorts = []uint16{49152, 49153}
+
+// NeedsRecord is true: Render takes the MAC, MTU, bridge and tap from
+// phase1's record.
 func (Binding) NeedsRecord() bool { return true }
 
-// Discover reads the pod link.
+// Discover reads the pod link; it stays as the CNI left it.
 func (Binding) Discover(ctx context.Context, d netdriver.Driver, in binding.Input) (*cache.Link, error) {
-	return nil, errors.New("masquerade: phase1 not implemented yet")
+	return binding.DiscoverLink(d, in.Names.Pod)
 }
 
-// Plan computes the interface record.
+// Subnet is one family of the VM's masquerade network: the gateway (on the
+// bridge) is its second address, the VM its third, both with the
+// network's prefix.
+type Subnet struct {
+	Gateway, VM netip.Prefix
+}
+
+// Subnets computes the IPv4 and IPv6 subnets from the pod network's CIDRs
+// (KubeVirt's defaults when empty). A family the pod link has no global
+// address of is left invalid.
+func Subnets(net *api.Network, hasV4, hasV6 bool) (v4, v6 Subnet, err error) {
+	cidr4, cidr6 := api.DefaultVMNetworkCIDR, api.DefaultVMIPv6NetworkCIDR
+	if net != nil && net.Pod != nil {
+		if net.Pod.VMNetworkCIDR != "" {
+			cidr4 = net.Pod.VMNetworkCIDR
+		}
+		if net.Pod.VMIPv6NetworkCIDR != "" {
+			cidr6 = net.Pod.VMIPv6NetworkCIDR
+		}
+	}
+	if hasV4 {
+		if v4, err = subnet(cidr4); err != nil {
+			return v4, v6, fmt.Errorf("vmNetworkCIDR: %w", err)
+		}
+	}
+	if hasV6 {
+		if v6, err = subnet(cidr6); err != nil {
+			return v4, v6, fmt.Errorf("vmIPv6NetworkCIDR: %w", err)
+		}
+	}
+	return v4, v6, nil
+}
+
+func subnet(cidr string) (Subnet, error) {
+	p, err := netip.ParsePrefix(cidr)
+	if err != nil {
+		return Subnet{}, fmt.Errorf("%q: %w", cidr, err)
+	}
+	if p.Addr().BitLen()-p.Bits() < 2 {
+		return Subnet{}, fmt.Errorf("%q: less than 4 addresses", cidr)
+	}
+	gw := p.Masked().Addr().Next()
+	return Subnet{Gateway: netip.PrefixFrom(gw, p.Bits()), VM: netip.PrefixFrom(gw.Next(), p.Bits())}, nil
+}
+
+// Plan computes the record: bridge and tap names, the VM's MAC (the VMI's
+// macAddress, else one derived from the VMI UID and interface name), the
+// pod link's MTU, and per family the VM address and gateway.
 func (Binding) Plan(in binding.Input, link *cache.Link) (*cache.Interface, error) {
-	return nil, errors.New("masquerade: phase1 not implemented yet")
+	if link == nil {
+		return nil, errors.New("masquerade: no discovery to plan from")
+	}
+	pv4, pv6, err := binding.Addresses(link)
+	if err != nil {
+		return nil, err
+	}
+	if len(pv4) == 0 && len(pv6) == 0 {
+		return nil, fmt.Errorf("%s: %w", link.Name, binding.ErrNoAddress)
+	}
+	v4, v6, err := Subnets(in.Pair.Network, len(pv4) > 0, len(pv6) > 0)
+	if err != nil {
+		return nil, err
+	}
+	mac := names.VMMAC(in.VMI.Metadata.UID, in.Pair.Interface.Name)
+	if m := in.Pair.Interface.MacAddress; m != "" {
+		if mac, err = net.ParseMAC(m); err != nil {
+			return nil, fmt.Errorf("macAddress %q: %w", m, err)
+		}
+	}
+	rec := &cache.Interface{
+		Bridge: in.Names.Bridge,
+		Tap:    in.Names.Tap,
+		MAC:    mac.String(),
+		MTU:    link.MTU,
+		Queues: in.VMI.Queues(),
+	}
+	if v4.VM.IsValid() {
+		rec.IPv4, rec.Gateway, rec.ServerIPv4 = v4.VM.String(), v4.Gateway.Addr().String(), v4.Gateway.Addr().String()
+	}
+	if v6.VM.IsValid() {
+		rec.IPv6, rec.GatewayIPv6, rec.ServerIPv6 = v6.VM.String(), v6.Gateway.Addr().String(), v6.Gateway.Addr().String()
+	}
+	return rec, nil
 }
 
-// Prepare makes the namespace match the record.
+// Prepare builds, or finishes building:
+//
+//	ip link add k6t-eth0 mtu 1440 address 02:00:00:00:00:00 type bridge
+//	ip addr replace 10.0.2.1/24 dev k6t-eth0 [; ip addr replace fd10:0:2::1/120 dev k6t-eth0]
+//	ethtool -K k6t-eth0 tx off; ip link set k6t-eth0 up
+//	ip tuntap add tap0 mode tap user 107 group 107 [multi_queue]; ip link set tap0 mtu 1440 master k6t-eth0 up
+//	sysctl net.ipv4.ip_forward=1 net.ipv4.conf.k6t-eth0.route_localnet=1 [net.ipv6.conf.all.forwarding=1]
+//	the virtnet_nat table of each family (see [netdriver.NAT])
 func (Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input, link *cache.Link, rec *cache.Interface) error {
-	return errors.New("masquerade: phase1 not implemented yet")
+	if link == nil || rec == nil {
+		return errors.New("masquerade: prepare needs the discovery and the record")
+	}
+	if _, err := d.LinkByName(in.Names.Pod); err != nil {
+		return &binding.PodLinkError{Name: in.Names.Pod, Reason: "gone", Err: err}
+	}
+	br, err := binding.EnsureBridge(d, rec.Bridge, rec.MTU, names.MasqueradeBridgeMAC())
+	if err != nil {
+		return err
+	}
+	type fam struct {
+		family      netdriver.Family
+		vm, gateway string
+	}
+	var fams []fam
+	if rec.IPv4 != "" {
+		fams = append(fams, fam{netdriver.IPv4, rec.IPv4, rec.Gateway})
+	}
+	if rec.IPv6 != "" {
+		fams = append(fams, fam{netdriver.IPv6, rec.IPv6, rec.GatewayIPv6})
+	}
+	for _, f := range fams {
+		vm, err := netip.ParsePrefix(f.vm)
+		if err != nil {
+			return fmt.Errorf("record VM address %q: %w", f.vm, err)
+		}
+		gw, err := netip.ParseAddr(f.gateway)
+		if err != nil {
+			return fmt.Errorf("record gateway %q: %w", f.gateway, err)
+		}
+		have, err := d.AddrList(rec.Bridge, f.family)
+		if err != nil {
+			return err
+		}
+		want := netip.PrefixFrom(gw, vm.Bits())
+		if !contains(have, want) {
+			if err := d.AddrReplace(rec.Bridge, want); err != nil {
+				return err
+			}
+		}
+	}
+	if err := binding.EnsureTXChecksumOff(d, rec.Bridge); err != nil {
+		return err
+	}
+	if !br.Up {
+		if err := d.SetUp(rec.Bridge); err != nil {
+			return err
+		}
+	}
+	tap := netdriver.Tap{Name: rec.Tap, Owner: in.TapOwner, Group: in.TapOwner, MultiQueue: rec.Queues > 1, MTU: rec.MTU}
+	if err := binding.EnsureTap(d, tap, rec.Bridge); err != nil {
+		return err
+	}
+	for _, f := range fams {
+		for _, s := range netdriver.NATSysctls(f.family, rec.Bridge) {
+			if v, err := d.Sysctl(s.Key); err != nil {
+				return err
+			} else if v != s.Value {
+				if err := d.SetSysctl(s.Key, s.Value); err != nil {
+					return err
+				}
+			}
+		}
+		vm, _ := netip.ParsePrefix(f.vm)
+		gw, _ := netip.ParseAddr(f.gateway)
+		if err := d.ApplyNAT(netdriver.NAT{
+			Family:         f.family,
+			PodInterface:   in.Names.Pod,
+			Bridge:         rec.Bridge,
+			VM:             vm.Addr(),
+			Gateway:        gw,
+			Ports:          natPorts(in.Pair.Interface.Ports),
+			MigrationPorts: migrationPorts,
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-// Cleanup undoes Prepare.
+func natPorts(ports []api.Port) []netdriver.NATPort {
+	var out []netdriver.NATPort
+	for _, p := range ports {
+		proto := "tcp"
+		if p.Protocol == "UDP" {
+			proto = "udp"
+		}
+		out = append(out, netdriver.NATPort{Protocol: proto, Port: uint16(p.Port)})
+	}
+	return out
+}
+
+func contains(list []netip.Prefix, p netip.Prefix) bool {
+	for _, a := range list {
+		if a == p {
+			return true
+		}
+	}
+	return false
+}
+
+// Cleanup removes the NAT tables, the tap and the bridge. The pod link
+// was never changed.
 func (Binding) Cleanup(ctx context.Context, d netdriver.Driver, in binding.Input, link *cache.Link, rec *cache.Interface) error {
-	return nil
+	for _, f := range []netdriver.Family{netdriver.IPv4, netdriver.IPv6} {
+		if err := d.DeleteNAT(f); err != nil {
+			return err
+		}
+	}
+	if err := binding.DeleteIfType(d, in.Names.Tap, netdriver.TypeTuntap); err != nil {
+		return err
+	}
+	return binding.DeleteIfType(d, in.Names.Bridge, netdriver.TypeBridge)
 }

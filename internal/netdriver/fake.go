@@ -2,6 +2,7 @@ package netdriver
 
 import (
 	"fmt"
+	"hash/fnv"
 	"net"
 	"net/netip"
 	"slices"
@@ -142,7 +143,12 @@ func (f *Fake) addLink(l *Link) *Link {
 	l.Index = f.next
 	f.next++
 	if l.MAC == nil && l.Type != TypeDevice {
-		l.MAC = net.HardwareAddr{0x0a, 0x58, 0, 0, byte(l.Index >> 8), byte(l.Index)}
+		// Derived from the name so that recreating a link gives it the
+		// same MAC, which keeps snapshots of two runs comparable.
+		h := fnv.New32a()
+		h.Write([]byte(l.Name))
+		s := h.Sum32()
+		l.MAC = net.HardwareAddr{0x0a, 0x58, byte(s >> 24), byte(s >> 16), byte(s >> 8), byte(s)}
 	}
 	if l.MTU == 0 {
 		l.MTU = 1500
@@ -228,7 +234,7 @@ func (f *Fake) AddBridge(name string, mtu int, mac net.HardwareAddr) error {
 func (f *Fake) AddDummy(name string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.add("Dummy", &Link{Name: name, Type: TypeDummy, TapOwner: -1, TapGroup: -1})
+	return f.add("Dummy", &Link{Name: name, Type: TypeDummy, NoARP: true, TapOwner: -1, TapGroup: -1})
 }
 
 // AddTap implements [Driver].

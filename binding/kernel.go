@@ -1,0 +1,305 @@
+package binding
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+
+	"github.com/virtnet/virtnet/cache"
+	"github.com/virtnet/virtnet/internal/netdriver"
+)
+
+// ForeignLinkError is a link with the name phase1 needs that phase1 did
+// not make: another type, or a tap not owned as asked.
+type ForeignLinkError struct {
+	Name   string
+	Type   string
+	Want   string
+	Reason string
+}
+
+func (e *ForeignLinkError) Error() string {
+	if e.Reason != "" {
+		return fmt.Sprintf("link %q is not ours: %s", e.Name, e.Reason)
+	}
+	return fmt.Sprintf("link %q exists with type %s, want %s: refusing to take it over", e.Name, e.Type, e.Want)
+}
+
+// PodLinkError is a pod link that is missing or not as the CNI leaves it.
+type PodLinkError struct {
+	Name   string
+	Reason string
+	Err    error
+}
+
+func (e *PodLinkError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("pod link %q: %s: %v", e.Name, e.Reason, e.Err)
+	}
+	return fmt.Sprintf("pod link %q: %s", e.Name, e.Reason)
+}
+
+func (e *PodLinkError) Unwrap() error { return e.Err }
+
+// DiscoverLink reads a pod link: type, MAC, MTU, global addresses (IPv4
+// first) and its routes in the main table. It refuses a link of one of
+// the types phase1 itself creates (a dummy in the pod link's place means
+// phase1 ran before and its cache is gone).
+func DiscoverLink(d netdriver.Driver, name string, wantTypes ...string) (*cache.Link, error) {
+	l, err := d.LinkByName(name)
+	if err != nil {
+		if netdriver.IsLinkNotFound(err) {
+			return nil, &PodLinkError{Name: name, Reason: "not found in the pod namespace", Err: err}
+		}
+		return nil, err
+	}
+	if len(wantTypes) > 0 && !contains(wantTypes, l.Type) {
+		return nil, &PodLinkError{Name: name, Reason: fmt.Sprintf("has type %s, want one of %v", l.Type, wantTypes)}
+	}
+	if len(wantTypes) == 0 && (l.Type == netdriver.TypeDummy || l.Type == netdriver.TypeBridge || l.Type == netdriver.TypeTuntap) {
+		return nil, &PodLinkError{Name: name, Reason: fmt.Sprintf("is a %s, not a pod link as the CNI leaves it (was phase1 run before, and its cache removed?)", l.Type)}
+	}
+	out := &cache.Link{Name: l.Name, Type: l.Type, MAC: l.MAC.String(), MTU: l.MTU}
+	for _, fam := range []netdriver.Family{netdriver.IPv4, netdriver.IPv6} {
+		addrs, err := d.AddrList(name, fam)
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range addrs {
+			out.Addresses = append(out.Addresses, a.String())
+		}
+		routes, err := d.RouteList(name, fam)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range routes {
+			out.Routes = append(out.Routes, CacheRoute(r))
+		}
+	}
+	return out, nil
+}
+
+// CacheRoute converts a kernel route to its cache form.
+func CacheRoute(r netdriver.Route) cache.Route {
+	c := cache.Route{Dst: r.Dst.String(), Metric: r.Priority, Kernel: r.Kernel}
+	if r.Gateway.IsValid() {
+		c.Gateway = r.Gateway.String()
+	}
+	if r.Src.IsValid() {
+		c.Src = r.Src.String()
+	}
+	return c
+}
+
+// KernelRoute converts a cached route back, for link.
+func KernelRoute(c cache.Route, link string) (netdriver.Route, error) {
+	dst, err := netip.ParsePrefix(c.Dst)
+	if err != nil {
+		return netdriver.Route{}, fmt.Errorf("cached route %q: %w", c.Dst, err)
+	}
+	r := netdriver.Route{Dst: dst, Link: link, Priority: c.Metric, Kernel: c.Kernel}
+	if c.Gateway != "" {
+		if r.Gateway, err = netip.ParseAddr(c.Gateway); err != nil {
+			return r, fmt.Errorf("cached route gateway %q: %w", c.Gateway, err)
+		}
+	}
+	if c.Src != "" {
+		if r.Src, err = netip.ParseAddr(c.Src); err != nil {
+			return r, fmt.Errorf("cached route source %q: %w", c.Src, err)
+		}
+	}
+	return r, nil
+}
+
+// Addresses splits a link's cached addresses by family.
+func Addresses(l *cache.Link) (v4, v6 []netip.Prefix, err error) {
+	for _, s := range l.Addresses {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return nil, nil, fmt.Errorf("cached address %q: %w", s, err)
+		}
+		if p.Addr().Is4() {
+			v4 = append(v4, p)
+		} else {
+			v6 = append(v6, p)
+		}
+	}
+	return v4, v6, nil
+}
+
+// lookup returns a link, nil when it does not exist.
+func lookup(d netdriver.Driver, name string) (*netdriver.Link, error) {
+	l, err := d.LinkByName(name)
+	if netdriver.IsLinkNotFound(err) {
+		return nil, nil
+	}
+	return l, err
+}
+
+// EnsureBridge makes a bridge named name with the given MTU and MAC (nil:
+// keep what it has) and returns it; a link of another type with that name
+// is a [*ForeignLinkError].
+func EnsureBridge(d netdriver.Driver, name string, mtu int, mac net.HardwareAddr) (*netdriver.Link, error) {
+	l, err := lookup(d, name)
+	if err != nil {
+		return nil, err
+	}
+	if l == nil {
+		if err := d.AddBridge(name, mtu, mac); err != nil {
+			return nil, err
+		}
+		if l, err = d.LinkByName(name); err != nil {
+			return nil, err
+		}
+	}
+	if l.Type != netdriver.TypeBridge {
+		return nil, &ForeignLinkError{Name: name, Type: l.Type, Want: netdriver.TypeBridge}
+	}
+	if mtu > 0 && l.MTU != mtu {
+		if err := d.SetMTU(name, mtu); err != nil {
+			return nil, err
+		}
+	}
+	if mac != nil && l.MAC.String() != mac.String() {
+		if err := d.SetMAC(name, mac); err != nil {
+			return nil, err
+		}
+		l.MAC = mac
+	}
+	return l, nil
+}
+
+// EnsureTap makes the VM's tap, enslaved to bridge and up; a link of
+// another type, or a tap owned by someone else, is a [*ForeignLinkError].
+func EnsureTap(d netdriver.Driver, tap netdriver.Tap, bridge string) error {
+	l, err := lookup(d, tap.Name)
+	if err != nil {
+		return err
+	}
+	if l == nil {
+		if err := d.AddTap(tap); err != nil {
+			return err
+		}
+		if l, err = d.LinkByName(tap.Name); err != nil {
+			return err
+		}
+	}
+	if l.Type != netdriver.TypeTuntap {
+		return &ForeignLinkError{Name: tap.Name, Type: l.Type, Want: netdriver.TypeTuntap}
+	}
+	if l.TapOwner >= 0 && l.TapOwner != tap.Owner || l.TapGroup >= 0 && l.TapGroup != tap.Group {
+		return &ForeignLinkError{Name: tap.Name, Reason: fmt.Sprintf("tap owned by %d:%d, want %d:%d", l.TapOwner, l.TapGroup, tap.Owner, tap.Group)}
+	}
+	if l.TapMultiQueue != tap.MultiQueue {
+		return &ForeignLinkError{Name: tap.Name, Reason: fmt.Sprintf("tap multi_queue=%v, want %v", l.TapMultiQueue, tap.MultiQueue)}
+	}
+	if tap.MTU > 0 && l.MTU != tap.MTU {
+		if err := d.SetMTU(tap.Name, tap.MTU); err != nil {
+			return err
+		}
+	}
+	if l.Master != bridge {
+		if err := d.SetMaster(tap.Name, bridge); err != nil {
+			return err
+		}
+	}
+	if !l.Up {
+		return d.SetUp(tap.Name)
+	}
+	return nil
+}
+
+// EnsureTXChecksumOff turns TX checksum offload off on a link (KubeVirt
+// does so on its bridges: checksums of packets the VM sends through the
+// tap are otherwise left to hardware that never sees them).
+func EnsureTXChecksumOff(d netdriver.Driver, name string) error {
+	on, err := d.TXChecksum(name)
+	if err != nil {
+		return err
+	}
+	if on {
+		return d.SetTXChecksum(name, false)
+	}
+	return nil
+}
+
+// DeleteIfType deletes a link if it exists with the given type; another
+// type is left alone and reported.
+func DeleteIfType(d netdriver.Driver, name, typ string) error {
+	l, err := lookup(d, name)
+	if err != nil || l == nil {
+		return err
+	}
+	if l.Type != typ {
+		return &ForeignLinkError{Name: name, Type: l.Type, Want: typ}
+	}
+	return d.DeleteLink(name)
+}
+
+// ErrNoAddress is returned when a binding needs an address the pod link
+// does not have.
+var ErrNoAddress = errors.New("pod link has no global address")
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// RestoreLink gives a pod link back what was discovered: MAC, MTU, no
+// master, addresses, up, and the routes the kernel does not derive itself.
+func RestoreLink(d netdriver.Driver, link *cache.Link) error {
+	l, err := d.LinkByName(link.Name)
+	if err != nil {
+		return &PodLinkError{Name: link.Name, Reason: "cannot restore", Err: err}
+	}
+	if l.Master != "" {
+		if err := d.SetMaster(link.Name, ""); err != nil {
+			return err
+		}
+	}
+	if mac, err := net.ParseMAC(link.MAC); err == nil && l.MAC.String() != mac.String() {
+		if err := d.SetMAC(link.Name, mac); err != nil {
+			return err
+		}
+	}
+	if link.MTU > 0 && l.MTU != link.MTU {
+		if err := d.SetMTU(link.Name, link.MTU); err != nil {
+			return err
+		}
+	}
+	v4, v6, err := Addresses(link)
+	if err != nil {
+		return err
+	}
+	for _, a := range append(v4, v6...) {
+		if err := d.AddrReplace(link.Name, a); err != nil {
+			return err
+		}
+	}
+	if !l.Up {
+		if err := d.SetUp(link.Name); err != nil {
+			return err
+		}
+	}
+	// Routes without gateway first: a gateway must be reachable.
+	for _, pass := range []bool{false, true} {
+		for _, c := range link.Routes {
+			if c.Kernel || (c.Gateway != "") != pass {
+				continue
+			}
+			r, err := KernelRoute(c, link.Name)
+			if err != nil {
+				return err
+			}
+			if err := d.RouteReplace(r); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
