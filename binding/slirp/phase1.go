@@ -2,32 +2,36 @@ package slirp
 
 import (
 	"context"
-	"errors"
 
 	"github.com/virtnet/virtnet/binding"
 	"github.com/virtnet/virtnet/cache"
 	"github.com/virtnet/virtnet/internal/netdriver"
 )
 
-// NeedsRecord reports whether Render needs phase1's record.
-func (Binding) NeedsRecord() bool { return true }
+// NeedsRecord is false: Render works from the VMI alone.
+func (Binding) NeedsRecord() bool { return false }
 
-// Discover reads the pod link.
+// Discover does nothing: slirp needs nothing of the pod's links.
 func (Binding) Discover(ctx context.Context, d netdriver.Driver, in binding.Input) (*cache.Link, error) {
-	return nil, errors.New("slirp: phase1 not implemented yet")
+	return nil, nil
 }
 
-// Plan computes the interface record.
+// Plan returns a record naming only the interface and its binding.
 func (Binding) Plan(in binding.Input, link *cache.Link) (*cache.Interface, error) {
-	return nil, errors.New("slirp: phase1 not implemented yet")
+	return &cache.Interface{
+		Version:      cache.Version,
+		Interface:    in.Pair.Interface.Name,
+		PodInterface: in.Pair.PodInterface,
+		Binding:      in.Pair.Binding(),
+	}, nil
 }
 
-// Prepare makes the namespace match the record.
+// Prepare does nothing.
 func (Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input, link *cache.Link, rec *cache.Interface) error {
-	return errors.New("slirp: phase1 not implemented yet")
+	return nil
 }
 
-// Cleanup undoes Prepare.
+// Cleanup does nothing.
 func (Binding) Cleanup(ctx context.Context, d netdriver.Driver, in binding.Input, link *cache.Link, rec *cache.Interface) error {
 	return nil
 }

@@ -1,14 +1,77 @@
 package slirp
 
 import (
-	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
 
 	"libvirt.org/go/libvirtxml"
 
+	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/binding"
+	"github.com/virtnet/virtnet/binding/internal/nicxml"
 )
 
-// Render adds the interface's device to the domain.
+// Model is the QEMU NIC model for an interface: its own when e1000 or
+// rtl8139, else e1000 (see the package doc).
+func Model(iface *api.Interface) string {
+	if iface.Model == "e1000" || iface.Model == "rtl8139" {
+		return iface.Model
+	}
+	return "e1000"
+}
+
+// Args are the QEMU arguments of a slirp interface (see the package doc).
+func Args(pair api.Pair) ([]string, error) {
+	iface := pair.Interface
+	cidr := api.DefaultVMNetworkCIDR
+	if pair.Network != nil && pair.Network.Pod != nil && pair.Network.Pod.VMNetworkCIDR != "" {
+		cidr = pair.Network.Pod.VMNetworkCIDR
+	}
+	if p, err := netip.ParsePrefix(cidr); err != nil || !p.Addr().Is4() {
+		return nil, &CIDRError{Interface: iface.Name, Value: cidr}
+	}
+	netdevID := "host" + nicxml.AliasPrefix + iface.Name
+	netdev := []string{"user", "id=" + netdevID, "net=" + cidr}
+	for _, p := range iface.Ports {
+		proto := strings.ToLower(p.Protocol)
+		if proto == "" {
+			proto = "tcp"
+		}
+		if (proto != "tcp" && proto != "udp") || p.Port < 1 || p.Port > 65535 {
+			return nil, &PortError{Interface: iface.Name, Protocol: p.Protocol, Port: p.Port}
+		}
+		port := strconv.Itoa(int(p.Port))
+		netdev = append(netdev, "hostfwd="+proto+"::"+port+"-:"+port)
+	}
+	device := []string{Model(iface), "netdev=" + netdevID, "id=" + nicxml.AliasPrefix + iface.Name}
+	if m := iface.MacAddress; m != "" {
+		hw, err := net.ParseMAC(m)
+		if err != nil {
+			return nil, fmt.Errorf("slirp: interface %q: macAddress %q: %w", iface.Name, m, err)
+		}
+		device = append(device, "mac="+hw.String())
+	}
+	if iface.BootOrder != nil {
+		device = append(device, "bootindex="+strconv.FormatUint(uint64(*iface.BootOrder), 10))
+	}
+	return []string{"-netdev", strings.Join(netdev, ","), "-device", strings.Join(device, ",")}, nil
+}
+
+// Render appends the interface's QEMU arguments to the domain's
+// <qemu:commandline> (see the package doc).
 func (Binding) Render(in binding.RenderInput, dom *libvirtxml.Domain) error {
-	return errors.New("slirp: phase2 not implemented yet")
+	args, err := Args(in.Pair)
+	if err != nil {
+		return err
+	}
+	if dom.QEMUCommandline == nil {
+		dom.QEMUCommandline = &libvirtxml.DomainQEMUCommandline{}
+	}
+	for _, a := range args {
+		dom.QEMUCommandline.Args = append(dom.QEMUCommandline.Args, libvirtxml.DomainQEMUCommandlineArg{Value: a})
+	}
+	return nil
 }

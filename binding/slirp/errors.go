@@ -1,0 +1,24 @@
+package slirp
+
+import "fmt"
+
+// PortError is a declared port Render cannot forward.
+type PortError struct {
+	Interface string
+	Protocol  string
+	Port      int32
+}
+
+func (e *PortError) Error() string {
+	return fmt.Sprintf("slirp: interface %q: cannot forward %s port %d", e.Interface, e.Protocol, e.Port)
+}
+
+// CIDRError is a vmNetworkCIDR that is not an IPv4 network.
+type CIDRError struct {
+	Interface string
+	Value     string
+}
+
+func (e *CIDRError) Error() string {
+	return fmt.Sprintf("slirp: interface %q: vmNetworkCIDR %q is not an IPv4 CIDR", e.Interface, e.Value)
+}
