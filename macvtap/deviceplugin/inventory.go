@@ -1,0 +1,173 @@
+package deviceplugin
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/virtnet/virtnet/macvtap"
+)
+
+// Slot is one macvtap device slot handed out by an [Inventory].
+type Slot struct {
+	// Resource is the resource's short name ("eth0").
+	Resource string
+	// Index is the slot number, 0 to capacity-1.
+	Index int
+	// DeviceID is the device-plugin ID, "<resource>Mvp<index>"; Multus
+	// passes it to the CNI plugin as deviceID.
+	DeviceID string
+	// HostLink is the name of the macvtap link to create on the host for
+	// this slot ([macvtap.HostLinkName] of DeviceID).
+	HostLink string
+	// LowerDevice and Mode are copied from the resource.
+	LowerDevice string
+	Mode        macvtap.Mode
+}
+
+// Inventory tracks which device slots of which resource are in use. It never
+// hands out more slots than a resource's capacity. It is safe for concurrent
+// use; the zero value is not usable, call [NewInventory].
+type Inventory struct {
+	mu    sync.Mutex
+	pools map[string]*pool
+	names []string
+}
+
+type pool struct {
+	res  Resource
+	used []bool
+	free int
+}
+
+// NewInventory makes an inventory with every slot of every resource free.
+// The resources must be valid (as [ParseConfig] and [Discover] return them);
+// duplicate names and capacities outside 1..MaxCapacity are refused.
+func NewInventory(resources []Resource) (*Inventory, error) {
+	inv := &Inventory{pools: make(map[string]*pool, len(resources))}
+	for i, r := range resources {
+		if r.Capacity < 1 || r.Capacity > MaxCapacity {
+			return nil, &ConfigError{Index: i, Field: "capacity", Value: strconv.Itoa(r.Capacity), Err: ErrCapacity}
+		}
+		if _, dup := inv.pools[r.Name]; dup || r.Name == "" {
+			return nil, &ConfigError{Index: i, Field: "name", Value: r.Name, Err: ErrDuplicateName}
+		}
+		inv.pools[r.Name] = &pool{res: r, used: make([]bool, r.Capacity), free: r.Capacity}
+		inv.names = append(inv.names, r.Name)
+	}
+	slices.Sort(inv.names)
+	return inv, nil
+}
+
+// Resources returns the inventory's resources, sorted by name.
+func (inv *Inventory) Resources() []Resource {
+	out := make([]Resource, 0, len(inv.names))
+	for _, n := range inv.names {
+		out = append(out, inv.pools[n].res) // res is never written after NewInventory
+	}
+	return out
+}
+
+// DeviceIDs returns the IDs of every slot of resource, in slot order: what a
+// device plugin advertises in ListAndWatch.
+func (inv *Inventory) DeviceIDs(resource string) ([]string, error) {
+	p, ok := inv.pools[resource]
+	if !ok {
+		return nil, &InventoryError{Resource: resource, Err: ErrUnknownResource}
+	}
+	out := make([]string, p.res.Capacity)
+	for i := range out {
+		out[i] = macvtap.DeviceID(resource, i)
+	}
+	return out, nil
+}
+
+// Acquire hands out the lowest free slot of resource, or fails with
+// [ErrExhausted] when all of them are in use.
+func (inv *Inventory) Acquire(resource string) (Slot, error) {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	p, ok := inv.pools[resource]
+	if !ok {
+		return Slot{}, &InventoryError{Resource: resource, Err: ErrUnknownResource}
+	}
+	if p.free == 0 {
+		return Slot{}, &InventoryError{Resource: resource, Err: fmt.Errorf("%w: all %d in use", ErrExhausted, p.res.Capacity)}
+	}
+	i := slices.Index(p.used, false)
+	p.used[i] = true
+	p.free--
+	return p.slot(i), nil
+}
+
+// Claim marks the slot with deviceID as in use: the kubelet picks device IDs
+// itself and names them in Allocate.
+func (inv *Inventory) Claim(resource, deviceID string) (Slot, error) {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	p, i, err := inv.lookup(resource, deviceID)
+	if err != nil {
+		return Slot{}, err
+	}
+	if p.used[i] {
+		return Slot{}, &InventoryError{Resource: resource, DeviceID: deviceID, Err: ErrInUse}
+	}
+	p.used[i] = true
+	p.free--
+	return p.slot(i), nil
+}
+
+// Release returns the slot with deviceID to its resource.
+func (inv *Inventory) Release(resource, deviceID string) error {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	p, i, err := inv.lookup(resource, deviceID)
+	if err != nil {
+		return err
+	}
+	if !p.used[i] {
+		return &InventoryError{Resource: resource, DeviceID: deviceID, Err: ErrNotInUse}
+	}
+	p.used[i] = false
+	p.free++
+	return nil
+}
+
+// Free returns how many slots of resource are free.
+func (inv *Inventory) Free(resource string) (int, error) {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	p, ok := inv.pools[resource]
+	if !ok {
+		return 0, &InventoryError{Resource: resource, Err: ErrUnknownResource}
+	}
+	return p.free, nil
+}
+
+// lookup parses "<resource>Mvp<index>"; the caller holds inv.mu.
+func (inv *Inventory) lookup(resource, deviceID string) (*pool, int, error) {
+	p, ok := inv.pools[resource]
+	if !ok {
+		return nil, 0, &InventoryError{Resource: resource, DeviceID: deviceID, Err: ErrUnknownResource}
+	}
+	digits, ok := strings.CutPrefix(deviceID, resource+"Mvp")
+	i, err := strconv.Atoi(digits)
+	if !ok || err != nil || i < 0 || i >= p.res.Capacity || macvtap.DeviceID(resource, i) != deviceID {
+		return nil, 0, &InventoryError{Resource: resource, DeviceID: deviceID, Err: ErrUnknownDevice}
+	}
+	return p, i, nil
+}
+
+func (p *pool) slot(i int) Slot {
+	id := macvtap.DeviceID(p.res.Name, i)
+	return Slot{
+		Resource:    p.res.Name,
+		Index:       i,
+		DeviceID:    id,
+		HostLink:    macvtap.HostLinkName(id),
+		LowerDevice: p.res.LowerDevice,
+		Mode:        p.res.Mode,
+	}
+}
