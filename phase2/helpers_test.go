@@ -1,0 +1,11 @@
+package phase2_test
+
+import "github.com/virtnet/virtnet/domxml"
+
+func domxmlOptionsBlock(vols ...string) domxml.Options {
+	o := domxml.Options{BlockVolumes: map[string]bool{}}
+	for _, v := range vols {
+		o.BlockVolumes[v] = true
+	}
+	return o
+}
