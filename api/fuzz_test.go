@@ -1,0 +1,76 @@
+package api_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/virtnet/virtnet/api"
+)
+
+// FuzzLoad feeds arbitrary manifests to Decode, SetDefaults and Validate:
+// none may panic, every failure is a DecodeError or a set of FieldErrors,
+// and what Load accepts must pair up and stay valid.
+//
+//	go test ./api -run XXX -fuzz FuzzLoad -fuzztime 30s
+func FuzzLoad(f *testing.F) {
+	files, err := filepath.Glob(filepath.Join("testdata", "kubevirt", "*.yaml"))
+	require.NoError(f, err)
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		require.NoError(f, err)
+		f.Add(data)
+	}
+	for _, m := range []string{
+		vmiYAML(`[{name: a, masquerade: {}, ports: [{name: http, port: 80}], macAddress: "02:00:00:00:00:01", dhcpOptions: {ntpServers: ["1.2.3.4"], privateOptions: [{option: 240, value: v}]}}]`,
+			`[{name: a, pod: {vmNetworkCIDR: "10.1.0.0/24", vmIPv6NetworkCIDR: "fd00::/120"}}]`),
+		vmiYAML(`[{name: d, bridge: {}}, {name: s, sriov: {}, pciAddress: "0000:00:01.0"}]`,
+			`[{name: s, multus: {networkName: n}}, {name: d, multus: {networkName: m, default: true}}]`),
+		"kind: VirtualMachine\nmetadata: {name: vm}\nspec: {template: {spec: {domain: {cpu: {cores: 4294967295, sockets: 2}, devices: {networkInterfaceMultiqueue: true}}}}}\n",
+		`{"kind":"VirtualMachineInstance","metadata":{"name":"j"},"spec":{"domain":{"devices":{"disks":[{"name":"d","bootOrder":1}]}},"volumes":[{"name":"d","emptyDisk":{"capacity":"1.5Gi"}}]}}`,
+		"a: &a [*a]\n",
+		"null",
+		"[]",
+	} {
+		f.Add([]byte(m))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		vmi, err := api.Load(data)
+		if err != nil {
+			var de *api.DecodeError
+			if errors.As(err, &de) {
+				return
+			}
+			require.ErrorIs(t, err, api.ErrInvalid)
+			fes := api.FieldErrors(err)
+			require.NotEmpty(t, fes, "a validation error without FieldErrors: %v", err)
+			for _, fe := range fes {
+				require.NotEmpty(t, fe.Path)
+				require.NotEmpty(t, fe.Error())
+			}
+			return
+		}
+		require.Equal(t, api.KindVMI, vmi.Kind)
+		require.NoError(t, api.Validate(vmi), "a loaded VMI stays valid")
+
+		again, err := api.Decode(data)
+		require.NoError(t, err)
+		api.SetDefaults(again)
+		api.SetDefaults(again)
+		require.Equal(t, vmi, again, "SetDefaults is idempotent")
+
+		pairs, err := api.Pairs(vmi)
+		require.NoError(t, err, "a valid VMI pairs up")
+		require.Len(t, pairs, len(vmi.Spec.Networks))
+		seen := map[string]bool{}
+		for _, p := range pairs {
+			require.False(t, seen[p.PodInterface], "pod interface %s used twice", p.PodInterface)
+			seen[p.PodInterface] = true
+			require.NotEmpty(t, p.Binding())
+		}
+		require.LessOrEqual(t, vmi.Queues(), api.MaxQueues)
+	})
+}

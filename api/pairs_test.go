@@ -1,0 +1,98 @@
+package api_test
+
+import (
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/virtnet/virtnet/api"
+)
+
+func TestPairs(t *testing.T) {
+	type pair struct{ name, podIface, binding string }
+	tests := []struct {
+		name     string
+		manifest string
+		want     []pair
+	}{
+		{"pod network is eth0",
+			vmiYAML(`[{name: p, masquerade: {}}]`, `[{name: p, pod: {}}]`),
+			[]pair{{"p", "eth0", api.BindingMasquerade}}},
+		{"multus networks are net1, net2 in spec.networks order",
+			vmiYAML(`[{name: b, bridge: {}}, {name: a, sriov: {}}, {name: p, bridge: {}}]`,
+				`[{name: p, pod: {}}, {name: a, multus: {networkName: nad-x}}, {name: b, multus: {networkName: nad-y}}]`),
+			[]pair{{"p", "eth0", api.BindingBridge}, {"a", "net1", api.BindingSRIOV}, {"b", "net2", api.BindingBridge}}},
+		{"a multus default is eth0 and does not count",
+			vmiYAML(`[{name: d, bridge: {}}, {name: s1, bridge: {}}, {name: s2, macvtap: {}}]`,
+				`[{name: s1, multus: {networkName: nad-x}}, {name: d, multus: {networkName: nad-y, default: true}}, {name: s2, multus: {networkName: nad-z}}]`),
+			[]pair{{"s1", "net1", api.BindingBridge}, {"d", "eth0", api.BindingBridge}, {"s2", "net2", api.BindingMacvtap}}},
+		{"only multus networks",
+			vmiYAML(`[{name: s1, bridge: {}}]`, `[{name: s1, multus: {networkName: nad-x}}]`),
+			[]pair{{"s1", "net1", api.BindingBridge}}},
+		{"default network from SetDefaults",
+			"metadata: {name: t}\nspec: {domain: {devices: {}}}\n",
+			[]pair{{"default", "eth0", api.BindingBridge}}},
+		{"no networks",
+			"metadata: {name: t}\nspec: {domain: {devices: {autoattachPodInterface: false}}}\n",
+			[]pair{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			vmi, err := api.Load([]byte(tt.manifest))
+			require.NoError(t, err)
+			pairs, err := api.Pairs(vmi)
+			require.NoError(t, err)
+			got := []pair{}
+			for _, p := range pairs {
+				require.Same(t, &vmi.Spec.Domain.Devices.Interfaces[p.Index], p.Interface)
+				require.Equal(t, p.Interface.Name, p.Network.Name)
+				got = append(got, pair{p.Network.Name, p.PodInterface, p.Binding()})
+			}
+			require.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func TestPairsMissingInterface(t *testing.T) {
+	vmi, err := api.Decode([]byte(vmiYAML(`[{name: a, bridge: {}}]`, `[{name: a, pod: {}}, {name: b, multus: {networkName: nad-x}}]`)))
+	require.NoError(t, err)
+	_, err = api.Pairs(vmi)
+	require.ErrorIs(t, err, api.ErrInvalid)
+	var fe *api.FieldError
+	require.ErrorAs(t, err, &fe)
+	require.Equal(t, "spec.networks[1].name", fe.Path)
+	require.Equal(t, "b", fe.Value)
+}
+
+func TestVCPUsAndQueues(t *testing.T) {
+	u := func(v bool) *bool { return &v }
+	tests := []struct {
+		name       string
+		cpu        *api.CPU
+		multiQueue *bool
+		vcpus      uint32
+		queues     int
+	}{
+		{"no cpu", nil, nil, 1, 0},
+		{"no cpu, multiqueue", nil, u(true), 1, 1},
+		{"zeros count as one", &api.CPU{}, u(true), 1, 1},
+		{"cores", &api.CPU{Cores: 4}, nil, 4, 0},
+		{"multiqueue off", &api.CPU{Cores: 4}, u(false), 4, 0},
+		{"product", &api.CPU{Cores: 2, Sockets: 3, Threads: 2}, u(true), 12, 12},
+		{"256 vCPUs", &api.CPU{Cores: 16, Sockets: 16}, u(true), 256, 256},
+		{"queues capped at 256", &api.CPU{Cores: 64, Sockets: 8}, u(true), 512, api.MaxQueues},
+		{"overflow saturates", &api.CPU{Cores: 1 << 16, Sockets: 1 << 16, Threads: 1 << 16}, u(true), math.MaxUint32, api.MaxQueues},
+		{"exactly 2^32 saturates", &api.CPU{Cores: 1 << 16, Sockets: 1 << 16}, nil, math.MaxUint32, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			vmi := &api.VMI{}
+			vmi.Spec.Domain.CPU = tt.cpu
+			vmi.Spec.Domain.Devices.NetworkInterfaceMultiQueue = tt.multiQueue
+			require.Equal(t, tt.vcpus, vmi.VCPUs())
+			require.Equal(t, tt.queues, vmi.Queues())
+			require.Equal(t, tt.multiQueue != nil && *tt.multiQueue, vmi.MultiQueue())
+		})
+	}
+}
