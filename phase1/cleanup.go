@@ -9,6 +9,7 @@ import (
 
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/cache"
+	"github.com/virtnet/virtnet/internal/netdriver"
 )
 
 // Cleanup undoes [Run] for every interface of the VMI, in reverse order,
@@ -28,6 +29,17 @@ func Cleanup(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.S
 		return err
 	}
 	defer closeFn()
+	if err := cleanupPairs(ctx, d, vmi, pairs, store, opts); err != nil {
+		return err
+	}
+	if err := store.DeleteVMI(vmi.Metadata.UID); err != nil {
+		return &Error{Step: StepCleanup, Err: err}
+	}
+	return nil
+}
+
+// cleanupPairs undoes phase1 for pairs, last first.
+func cleanupPairs(ctx context.Context, d netdriver.Driver, vmi *api.VMI, pairs []api.Pair, store *cache.Store, opts Options) error {
 	uid := vmi.Metadata.UID
 	var errs []error
 	for _, p := range slices.Backward(pairs) {
@@ -57,11 +69,6 @@ func Cleanup(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.S
 		}
 		if err := store.Delete(uid, name); err != nil {
 			errs = append(errs, &Error{Interface: name, Step: StepCleanup, Err: err})
-		}
-	}
-	if len(errs) == 0 {
-		if err := store.DeleteVMI(uid); err != nil {
-			errs = append(errs, &Error{Step: StepCleanup, Err: err})
 		}
 	}
 	return errors.Join(errs...)

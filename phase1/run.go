@@ -25,6 +25,12 @@ type Options struct {
 	// Driver, when set, is used instead of opening netnsPath (tests and
 	// the example's simulated pod use netdriver.Fake).
 	Driver netdriver.Driver
+	// KeepOnFailure leaves a failed interface as the failure left it
+	// (for debugging, and to test resuming). By default a failed Prepare
+	// is undone with the binding's Cleanup and the interface's records
+	// are removed, so that nothing half-applied stays behind; either way
+	// a re-run converges.
+	KeepOnFailure bool
 	// TapOwner owns the taps (uid and gid); 0 means [DefaultTapOwner].
 	// Use a negative value for root (0).
 	TapOwner int
@@ -62,13 +68,25 @@ func Run(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.Store
 		return err
 	}
 	defer closeFn()
-	for _, p := range pairs {
-		if err := ctx.Err(); err != nil {
-			return &Error{Interface: p.Interface.Name, Step: StepPrepare, Err: err}
+	for i, p := range pairs {
+		err := ctx.Err()
+		if err != nil {
+			err = &Error{Interface: p.Interface.Name, Step: StepPrepare, Err: err}
+		} else {
+			err = runPair(ctx, d, vmi, p, store, opts)
 		}
-		if err := runPair(ctx, d, vmi, p, store, opts); err != nil {
-			return err
+		if err == nil {
+			continue
 		}
+		var pe *Error
+		if !opts.KeepOnFailure && errors.As(err, &pe) && pe.Step == StepPrepare && i > 0 {
+			// The VMI gets all of its interfaces or none: undo the
+			// ones this run completed before the failure.
+			if cerr := cleanupPairs(ctx, d, vmi, pairs[:i], store, opts); cerr != nil {
+				err = errors.Join(err, fmt.Errorf("rollback: %w", cerr))
+			}
+		}
+		return err
 	}
 	return nil
 }
@@ -177,7 +195,10 @@ func runPair(ctx context.Context, d netdriver.Driver, vmi *api.VMI, p api.Pair, 
 		}
 	}
 	if err := b.Prepare(ctx, d, in, link, rec); err != nil {
-		return fail(StepPrepare, err)
+		if opts.KeepOnFailure {
+			return fail(StepPrepare, err)
+		}
+		return fail(StepPrepare, rollback(ctx, d, b, in, link, rec, store, err))
 	}
 	done := *want
 	done.State = cache.Finished
@@ -222,4 +243,19 @@ func podIPs(l *cache.Link) []string {
 		}
 	}
 	return out
+}
+
+// rollback undoes a failed Prepare and forgets the interface, so that a
+// re-run starts from a fresh discovery. It returns cause, joined with the
+// rollback's own failure if any (then the records stay: a re-run resumes).
+func rollback(ctx context.Context, d netdriver.Driver, b binding.Binding, in binding.Input, link *cache.Link, rec *cache.Interface, store *cache.Store, cause error) error {
+	if err := b.Cleanup(ctx, d, in, link, rec); err != nil {
+		in.Logger.Error("rollback failed; a re-run resumes from the cache", "error", err)
+		return errors.Join(cause, fmt.Errorf("rollback: %w", err))
+	}
+	if err := store.Delete(in.VMI.Metadata.UID, in.Pair.Interface.Name); err != nil {
+		return errors.Join(cause, fmt.Errorf("rollback: %w", err))
+	}
+	in.Logger.Warn("prepare failed and was rolled back", "error", cause)
+	return cause
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/binding"
@@ -127,6 +128,9 @@ func (Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input
 	if _, err := d.LinkByName(in.Names.Pod); err != nil {
 		return &binding.PodLinkError{Name: in.Names.Pod, Reason: "gone", Err: err}
 	}
+	if err := binding.Preflight(d, map[string]string{rec.Bridge: netdriver.TypeBridge, rec.Tap: netdriver.TypeTuntap}); err != nil {
+		return err
+	}
 	br, err := binding.EnsureBridge(d, rec.Bridge, rec.MTU, names.MasqueradeBridgeMAC())
 	if err != nil {
 		return err
@@ -186,7 +190,7 @@ func (Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input
 		}
 		vm, _ := netip.ParsePrefix(f.vm)
 		gw, _ := netip.ParseAddr(f.gateway)
-		if err := d.ApplyNAT(netdriver.NAT{
+		nat := netdriver.NAT{
 			Family:         f.family,
 			PodInterface:   in.Names.Pod,
 			Bridge:         rec.Bridge,
@@ -194,7 +198,19 @@ func (Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input
 			Gateway:        gw,
 			Ports:          natPorts(in.Pair.Interface.Ports),
 			MigrationPorts: migrationPorts,
-		}); err != nil {
+		}
+		want, err := netdriver.NATListing(nat)
+		if err != nil {
+			return err
+		}
+		have, err := d.NATRules(f.family)
+		if err != nil {
+			return err
+		}
+		if slices.Equal(have, want) {
+			continue
+		}
+		if err := d.ApplyNAT(nat); err != nil {
 			return err
 		}
 	}

@@ -1,0 +1,411 @@
+package phase1_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/virtnet/virtnet/api"
+	"github.com/virtnet/virtnet/binding"
+	"github.com/virtnet/virtnet/cache"
+	"github.com/virtnet/virtnet/internal/netdriver"
+	"github.com/virtnet/virtnet/phase1"
+)
+
+const uid = "6f4c5d2e-1b3a-4c5d-9e8f-0a1b2c3d4e5f"
+
+func loadVMI(t testing.TB, yaml string) *api.VMI {
+	t.Helper()
+	vmi, err := api.Load([]byte(yaml))
+	require.NoError(t, err)
+	return vmi
+}
+
+const bridgeVMI = `
+apiVersion: kubevirt.io/v1
+kind: VirtualMachineInstance
+metadata: {name: vmi-bridge, namespace: default, uid: ` + uid + `}
+spec:
+  domain:
+    devices:
+      interfaces: [{name: default, bridge: {}}]
+  networks: [{name: default, pod: {}}]
+`
+
+const masqueradeVMI = `
+apiVersion: kubevirt.io/v1
+kind: VirtualMachineInstance
+metadata: {name: vmi-masq, namespace: default, uid: ` + uid + `}
+spec:
+  domain:
+    devices:
+      interfaces:
+      - name: default
+        masquerade: {}
+        ports: [{name: http, port: 80}, {port: 53, protocol: UDP}]
+  networks: [{name: default, pod: {}}]
+`
+
+const threeVMI = `
+apiVersion: kubevirt.io/v1
+kind: VirtualMachineInstance
+metadata: {name: vmi-three, namespace: default, uid: ` + uid + `}
+spec:
+  domain:
+    cpu: {cores: 2}
+    devices:
+      networkInterfaceMultiqueue: true
+      interfaces:
+      - {name: default, masquerade: {}}
+      - {name: blue, bridge: {}}
+      - {name: red, bridge: {}}
+  networks:
+  - {name: default, pod: {}}
+  - {name: blue, multus: {networkName: blue-net}}
+  - {name: red, multus: {networkName: red-net}}
+`
+
+type scenario struct {
+	name  string
+	yaml  string
+	links []netdriver.SimLink
+}
+
+var scenarios = []scenario{
+	{"bridge", bridgeVMI, []netdriver.SimLink{{Name: "eth0"}}},
+	{"bridge-no-ipam", bridgeVMI, []netdriver.SimLink{{Name: "eth0", NoIPAM: true}}},
+	{"masquerade", masqueradeVMI, []netdriver.SimLink{{Name: "eth0"}}},
+	{"three-interfaces", threeVMI, []netdriver.SimLink{{Name: "eth0"}, {Name: "net1"}, {Name: "net2", NoIPAM: true}}},
+}
+
+func newStore(t testing.TB) *cache.Store {
+	t.Helper()
+	s, err := cache.New(filepath.Join(t.TempDir(), "cache"))
+	require.NoError(t, err)
+	return s
+}
+
+// files returns every cache file's bytes.
+func files(t testing.TB, s *cache.Store) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	_ = filepath.Walk(s.Root(), func(p string, fi os.FileInfo, err error) error {
+		require.NoError(t, err)
+		if !fi.IsDir() {
+			b, err := os.ReadFile(p)
+			require.NoError(t, err)
+			rel, _ := filepath.Rel(s.Root(), p)
+			out[rel] = string(b)
+		}
+		return nil
+	})
+	return out
+}
+
+func run(t testing.TB, vmi *api.VMI, f *netdriver.Fake, s *cache.Store, opts phase1.Options) error {
+	t.Helper()
+	opts.Driver = f
+	return phase1.Run(context.Background(), vmi, "", s, opts)
+}
+
+func TestRunBridgeState(t *testing.T) {
+	vmi := loadVMI(t, bridgeVMI)
+	f := netdriver.SimulatedPod(netdriver.SimLink{Name: "eth0"})
+	podMAC := mustLink(t, f, "eth0").MAC.String()
+	s := newStore(t)
+	require.NoError(t, run(t, vmi, f, s, phase1.Options{}))
+
+	dummy := mustLink(t, f, "eth0")
+	require.Equal(t, netdriver.TypeDummy, dummy.Type)
+	require.True(t, dummy.NoARP)
+	require.False(t, dummy.Up)
+	requireAddrs(t, f, "eth0", "10.244.1.7/24")
+
+	nic := mustLink(t, f, "eth0-nic")
+	require.Equal(t, netdriver.TypeVeth, nic.Type)
+	require.Equal(t, "k6t-eth0", nic.Master)
+	require.True(t, nic.Up)
+	require.False(t, nic.Learning)
+	requireAddrs(t, f, "eth0-nic")
+
+	br := mustLink(t, f, "k6t-eth0")
+	require.Equal(t, netdriver.TypeBridge, br.Type)
+	require.Equal(t, br.MAC.String(), nic.MAC.String(), "the pod NIC takes the bridge's MAC")
+	require.Equal(t, 1440, br.MTU)
+	requireAddrs(t, f, "k6t-eth0", "169.254.75.10/32")
+	on, err := f.TXChecksum("k6t-eth0")
+	require.NoError(t, err)
+	require.False(t, on)
+
+	tap := mustLink(t, f, "tap0")
+	require.Equal(t, netdriver.TypeTuntap, tap.Type)
+	require.Equal(t, "k6t-eth0", tap.Master)
+	require.Equal(t, 107, tap.TapOwner)
+	require.Equal(t, 1440, tap.MTU)
+	require.True(t, tap.Up)
+	v, _ := f.Sysctl("ipv4/conf/all/arp_ignore")
+	require.Equal(t, "1", v)
+
+	rec, err := s.ReadInterface(uid, "default")
+	require.NoError(t, err)
+	require.Equal(t, &cache.Interface{
+		Version: cache.Version, Interface: "default", PodInterface: "eth0", Binding: "bridge",
+		Bridge: "k6t-eth0", Tap: "tap0", NIC: "eth0-nic", MAC: podMAC, MTU: 1440,
+		IPv4: "10.244.1.7/24", Gateway: "10.244.1.1", ServerIPv4: "169.254.75.10",
+		Routes: []cache.Route{{Dst: "0.0.0.0/0", Gateway: "10.244.1.1"}},
+	}, rec)
+	pod, err := s.ReadPodInterface(uid, "default")
+	require.NoError(t, err)
+	require.Equal(t, cache.Finished, pod.State)
+	require.Equal(t, []string{"10.244.1.7"}, pod.PodIPs)
+}
+
+func TestRunMasqueradeState(t *testing.T) {
+	vmi := loadVMI(t, masqueradeVMI)
+	f := netdriver.SimulatedPod(netdriver.SimLink{Name: "eth0"})
+	s := newStore(t)
+	require.NoError(t, run(t, vmi, f, s, phase1.Options{}))
+	pod := mustLink(t, f, "eth0")
+	require.Equal(t, netdriver.TypeVeth, pod.Type, "masquerade leaves the pod link alone")
+	requireAddrs(t, f, "eth0", "10.244.1.7/24")
+	br := mustLink(t, f, "k6t-eth0")
+	require.Equal(t, "02:00:00:00:00:00", br.MAC.String())
+	requireAddrs(t, f, "k6t-eth0", "10.0.2.1/24")
+	require.Equal(t, "k6t-eth0", mustLink(t, f, "tap0").Master)
+	rules, err := f.NATRules(netdriver.IPv4)
+	require.NoError(t, err)
+	require.Contains(t, rules, "postrouting: ip saddr 10.0.2.2 counter masquerade")
+	for _, k := range []string{"ipv4/ip_forward", "ipv4/conf/k6t-eth0/route_localnet"} {
+		v, _ := f.Sysctl(k)
+		require.Equal(t, "1", v, k)
+	}
+	rec, err := s.ReadInterface(uid, "default")
+	require.NoError(t, err)
+	require.Equal(t, "10.0.2.2/24", rec.IPv4)
+	require.Equal(t, "10.0.2.1", rec.Gateway)
+	require.NotEqual(t, "02:00:00:00:00:00", rec.MAC)
+	hw, err := net.ParseMAC(rec.MAC)
+	require.NoError(t, err)
+	require.Equal(t, byte(2), hw[0]&3, "a locally administered unicast MAC")
+}
+
+func TestRunThreeInterfaces(t *testing.T) {
+	vmi := loadVMI(t, threeVMI)
+	f := netdriver.SimulatedPod(netdriver.SimLink{Name: "eth0"}, netdriver.SimLink{Name: "net1"}, netdriver.SimLink{Name: "net2", NoIPAM: true})
+	s := newStore(t)
+	require.NoError(t, run(t, vmi, f, s, phase1.Options{}))
+	requireAddrs(t, f, "k6t-eth0", "10.0.2.1/24")
+	requireAddrs(t, f, "k6t-net1", "169.254.75.11/32")
+	requireAddrs(t, f, "k6t-net2", "169.254.75.12/32")
+	require.Equal(t, netdriver.TypeDummy, mustLink(t, f, "net1").Type)
+	require.Equal(t, netdriver.TypeVeth, mustLink(t, f, "net2").Type, "no IPAM: no rename, no dummy")
+	require.Equal(t, "k6t-net2", mustLink(t, f, "net2").Master)
+	for _, tap := range []string{"tap0", "tap1", "tap2"} {
+		l := mustLink(t, f, tap)
+		require.True(t, l.TapMultiQueue, tap)
+	}
+	red, err := s.ReadInterface(uid, "red")
+	require.NoError(t, err)
+	require.True(t, red.IPAMDisabled)
+	require.Equal(t, 2, red.Queues)
+	blue, err := s.ReadInterface(uid, "blue")
+	require.NoError(t, err)
+	require.Equal(t, "192.168.1.1", blue.Gateway)
+	require.Equal(t, []cache.Route{{Dst: "10.100.1.0/24", Gateway: "192.168.1.1"}}, blue.Routes)
+}
+
+// TestRunTwice: a second run changes nothing in the kernel and rewrites
+// no cache byte.
+func TestRunTwice(t *testing.T) {
+	for _, sc := range scenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			vmi := loadVMI(t, sc.yaml)
+			f := netdriver.SimulatedPod(sc.links...)
+			s := newStore(t)
+			require.NoError(t, run(t, vmi, f, s, phase1.Options{}))
+			snap, cached, calls := f.Snapshot(), files(t, s), len(f.Calls())
+			require.NoError(t, run(t, vmi, f, s, phase1.Options{}))
+			require.Equal(t, snap, f.Snapshot())
+			require.Equal(t, cached, files(t, s))
+			require.Equal(t, f.Calls()[:calls], f.Calls(), "the second run made mutating calls: %v", f.Calls()[calls:])
+		})
+	}
+}
+
+// TestFailAtEveryStep fails each mutating kernel call of a clean run in
+// turn; the failed run either rolls back or (KeepOnFailure, as after a
+// crash) leaves its work, and a re-run converges to the clean state.
+func TestFailAtEveryStep(t *testing.T) {
+	injected := errors.New("injected")
+	for _, sc := range scenarios {
+		vmi := loadVMI(t, sc.yaml)
+		clean := netdriver.SimulatedPod(sc.links...)
+		cleanStore := newStore(t)
+		require.NoError(t, run(t, vmi, clean, cleanStore, phase1.Options{}))
+		want, wantFiles, n := clean.Snapshot(), files(t, cleanStore), len(clean.Calls())
+		require.Greater(t, n, 5)
+		for _, keep := range []bool{false, true} {
+			for i := 1; i <= n; i++ {
+				f := netdriver.SimulatedPod(sc.links...)
+				s := newStore(t)
+				f.FailAt(i, injected)
+				err := run(t, vmi, f, s, phase1.Options{KeepOnFailure: keep})
+				require.ErrorIs(t, err, injected, "%s: call %d (%s)", sc.name, i, clean.Calls()[i-1])
+				var pe *phase1.Error
+				require.ErrorAs(t, err, &pe)
+				require.Equal(t, phase1.StepPrepare, pe.Step)
+				f.FailAt(0, nil)
+				require.NoError(t, run(t, vmi, f, s, phase1.Options{}), "%s: re-run after failing call %d", sc.name, i)
+				require.Equal(t, want, f.Snapshot(), "%s keep=%v: state after failing call %d (%s)", sc.name, keep, i, clean.Calls()[i-1])
+				require.Equal(t, wantFiles, files(t, s), "%s: caches after failing call %d", sc.name, i)
+			}
+		}
+	}
+}
+
+// TestRollbackLeavesCNIState: a failed run that rolls back leaves the
+// namespace as the CNI left it and no records.
+func TestRollbackLeavesCNIState(t *testing.T) {
+	for _, sc := range scenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			vmi := loadVMI(t, sc.yaml)
+			pristine := netdriver.SimulatedPod(sc.links...).Snapshot()
+			for i := 1; ; i++ {
+				f := netdriver.SimulatedPod(sc.links...)
+				s := newStore(t)
+				f.FailAt(i, errors.New("injected"))
+				if run(t, vmi, f, s, phase1.Options{}) == nil {
+					break
+				}
+				got := f.Snapshot()
+				got.Sysctls, pristine.Sysctls = nil, nil
+				require.Equal(t, pristine.Links, got.Links, "after failing call %d", i)
+				require.Equal(t, pristine.Addrs, got.Addrs, "after failing call %d", i)
+				require.Equal(t, pristine.Routes, got.Routes, "after failing call %d", i)
+				require.Empty(t, got.NAT, "after failing call %d", i)
+			}
+		})
+	}
+}
+
+func TestCleanup(t *testing.T) {
+	for _, sc := range scenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			vmi := loadVMI(t, sc.yaml)
+			f := netdriver.SimulatedPod(sc.links...)
+			pristine := f.Snapshot()
+			s := newStore(t)
+			ctx := context.Background()
+			opts := phase1.Options{Driver: f}
+			require.NoError(t, phase1.Cleanup(ctx, vmi, "", s, opts), "cleanup without run")
+			require.NoError(t, phase1.Run(ctx, vmi, "", s, opts))
+			require.NoError(t, phase1.Cleanup(ctx, vmi, "", s, opts))
+			got := f.Snapshot()
+			require.Equal(t, pristine.Links, got.Links)
+			require.Equal(t, pristine.Addrs, got.Addrs)
+			require.Equal(t, pristine.Routes, got.Routes)
+			require.Empty(t, got.NAT)
+			require.Empty(t, files(t, s))
+			require.NoError(t, phase1.Cleanup(ctx, vmi, "", s, opts), "cleanup twice")
+			require.NoError(t, phase1.Run(ctx, vmi, "", s, opts), "run after cleanup")
+		})
+	}
+}
+
+func TestRunHostile(t *testing.T) {
+	tests := []struct {
+		name     string
+		yaml     string
+		links    []netdriver.SimLink
+		extra    func(f *netdriver.Fake)
+		store    func(t *testing.T) *cache.Store
+		step     string
+		as       any
+		contains string
+	}{
+		{name: "missing pod link", yaml: bridgeVMI, links: []netdriver.SimLink{{Name: "eth9"}},
+			step: phase1.StepDiscover, as: new(*binding.PodLinkError), contains: `"eth0"`},
+		{name: "foreign bridge name", yaml: bridgeVMI, links: []netdriver.SimLink{{Name: "eth0"}, {Name: "k6t-eth0"}},
+			step: phase1.StepPrepare, as: new(*binding.ForeignLinkError), contains: "k6t-eth0"},
+		{name: "foreign tap name", yaml: masqueradeVMI, links: []netdriver.SimLink{{Name: "eth0"}},
+			extra: func(f *netdriver.Fake) { require.NoError(t, f.AddDummy("tap0")) },
+			step:  phase1.StepPrepare, as: new(*binding.ForeignLinkError), contains: "tap0"},
+		{name: "pod link is a dummy", yaml: bridgeVMI, links: []netdriver.SimLink{{Name: "eth0", Type: netdriver.TypeDummy}},
+			step: phase1.StepDiscover, as: new(*binding.PodLinkError), contains: "dummy"},
+		{name: "masquerade without address", yaml: masqueradeVMI, links: []netdriver.SimLink{{Name: "eth0", NoIPAM: true}},
+			step: phase1.StepPlan, contains: "no global address"},
+		{name: "cache dir not writable", yaml: bridgeVMI, links: []netdriver.SimLink{{Name: "eth0"}},
+			store: func(t *testing.T) *cache.Store {
+				dir := t.TempDir()
+				require.NoError(t, os.WriteFile(filepath.Join(dir, "file"), nil, 0o644))
+				s, err := cache.New(filepath.Join(dir, "file", "cache"))
+				require.NoError(t, err)
+				return s
+			},
+			step: phase1.StepRead, contains: "file/cache"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			vmi := loadVMI(t, tt.yaml)
+			f := netdriver.SimulatedPod(tt.links...)
+			if tt.extra != nil {
+				tt.extra(f)
+			}
+			before := f.Snapshot()
+			s := newStore(t)
+			if tt.store != nil {
+				s = tt.store(t)
+			}
+			err := run(t, vmi, f, s, phase1.Options{})
+			require.Error(t, err)
+			var pe *phase1.Error
+			require.ErrorAs(t, err, &pe)
+			require.Equal(t, "default", pe.Interface)
+			require.Equal(t, tt.step, pe.Step)
+			require.Contains(t, err.Error(), `interface "default"`)
+			require.Contains(t, err.Error(), tt.contains)
+			if tt.as != nil {
+				require.ErrorAs(t, err, tt.as)
+			}
+			after := f.Snapshot()
+			require.Equal(t, before.Links, after.Links, "nothing half-applied")
+			require.Equal(t, before.Addrs, after.Addrs, "nothing half-applied")
+		})
+	}
+}
+
+func TestRunRejectsBadNamesBeforeKernel(t *testing.T) {
+	vmi := loadVMI(t, bridgeVMI)
+	vmi.Metadata.UID = "../escape"
+	f := netdriver.SimulatedPod(netdriver.SimLink{Name: "eth0"})
+	err := run(t, vmi, f, newStore(t), phase1.Options{})
+	var pe *phase1.Error
+	require.ErrorAs(t, err, &pe)
+	require.Equal(t, phase1.StepValidate, pe.Step)
+	require.Empty(t, f.Calls())
+}
+
+func mustLink(t testing.TB, f *netdriver.Fake, name string) *netdriver.Link {
+	t.Helper()
+	l, err := f.LinkByName(name)
+	require.NoError(t, err)
+	return l
+}
+
+func requireAddrs(t testing.TB, f *netdriver.Fake, name string, want ...string) {
+	t.Helper()
+	var got []string
+	for _, fam := range []netdriver.Family{netdriver.IPv4, netdriver.IPv6} {
+		as, err := f.AddrList(name, fam)
+		require.NoError(t, err)
+		for _, a := range as {
+			got = append(got, a.String())
+		}
+	}
+	require.ElementsMatch(t, want, got, "addresses of %s", name)
+}
