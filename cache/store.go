@@ -125,13 +125,21 @@ func (s *Store) ReadInterface(uid, iface string) (*Interface, error) {
 }
 
 // Delete removes both records of an interface; records that do not exist
-// are not an error.
+// are not an error. Like reads and writes, it refuses an unsafe root or
+// record directory, so that it never removes files through a link.
 func (s *Store) Delete(uid, iface string) error {
+	paths := make([]string, 0, 2)
 	for _, kind := range []string{"pod-interface", "interface"} {
 		p, err := s.path(uid, iface, kind)
 		if err != nil {
 			return err
 		}
+		paths = append(paths, p)
+	}
+	if err := checkExistingDirs(s.root, filepath.Dir(paths[0])); err != nil {
+		return err
+	}
+	for _, p := range paths {
 		if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
 			return fmt.Errorf("cache: delete: %w", err)
 		}
@@ -140,13 +148,31 @@ func (s *Store) Delete(uid, iface string) error {
 }
 
 // DeleteVMI removes every record of a VMI; a VMI without records is not an
-// error.
+// error. It refuses an unsafe root or record directory.
 func (s *Store) DeleteVMI(uid string) error {
 	if err := CheckName("VMI UID", uid); err != nil {
 		return err
 	}
-	if err := os.RemoveAll(filepath.Join(s.root, uid)); err != nil {
+	dir := filepath.Join(s.root, uid)
+	if err := checkExistingDirs(s.root, dir); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("cache: delete VMI %s: %w", uid, err)
+	}
+	return nil
+}
+
+// checkExistingDirs checks the directories that exist, in order, and
+// stops at the first that does not (nothing below it can exist either).
+func checkExistingDirs(dirs ...string) error {
+	for _, d := range dirs {
+		if _, err := os.Lstat(d); os.IsNotExist(err) {
+			return nil
+		}
+		if err := checkDir(d); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -216,17 +242,28 @@ func syncDir(dir string) error {
 // that neither is unsafe.
 func (s *Store) ensureDir(dir string) error {
 	for _, d := range []string{s.root, dir} {
-		if err := os.Mkdir(d, DirMode); err != nil && !os.IsExist(err) {
-			if os.IsNotExist(err) && d == s.root {
+		created := true
+		if err := os.Mkdir(d, DirMode); err != nil {
+			switch {
+			case os.IsExist(err):
+				created = false
+			case os.IsNotExist(err) && d == s.root:
 				if err := os.MkdirAll(d, DirMode); err != nil {
 					return fmt.Errorf("cache: create %s: %w", d, err)
 				}
-			} else {
+			default:
 				return fmt.Errorf("cache: create %s: %w", d, err)
 			}
 		}
 		if err := checkDir(d); err != nil {
 			return err
+		}
+		// Mkdir applies the umask; the launcher (another uid) must be
+		// able to enter what we create, whatever the caller's umask.
+		if created {
+			if err := os.Chmod(d, DirMode); err != nil {
+				return fmt.Errorf("cache: create %s: %w", d, err)
+			}
 		}
 	}
 	return nil
