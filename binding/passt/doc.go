@@ -1,2 +1,70 @@
-// Package passt implements the passt binding method: both halves.
+// Package passt implements the passt binding method: libvirt (≥ 9.0)
+// starts passt, a user-mode network translator, which gives the VM the
+// pod's own address, routes and MTU over an emulated layer 2 and carries
+// its traffic through ordinary sockets in the pod's network namespace;
+// the interface's ports (or all ports when none is declared) are
+// forwarded from the pod to the VM.
+//
+// # Phase1 (privileged, in the pod netns)
+//
+// passt runs in the pod netns as the launcher's unprivileged user, and
+// needs two namespace-wide sysctls that an unprivileged process cannot
+// set, which KubeVirt's passt binding also sets in phase1
+// (PasstPodNetworkConfigurator.PreparePodNetworkInterface, KubeVirt ≥
+// 0.56: net.ipv4.ping_group_range "107 107" and
+// net.ipv4.ip_unprivileged_port_start "0"):
+//
+//   - net.ipv4.ping_group_range must include the launcher's group so that
+//     passt can open ICMP echo ("ping") sockets to proxy the guest's
+//     pings (IPv4 and IPv6 both follow this sysctl);
+//   - net.ipv4.ip_unprivileged_port_start must not exceed the lowest
+//     forwarded port, since passt binds each forwarded port in the pod
+//     (0 when every port is forwarded).
+//
+// Prepare only widens them: it extends ping_group_range to include the
+// group ([Binding.PingGroup], 107 by default) and lowers
+// ip_unprivileged_port_start to the lowest forwarded port, leaving each
+// alone when it already allows what passt needs (idempotent). Cleanup
+// leaves them: they only grant unprivileged rights inside the pod's own
+// namespace, which disappears with the pod, and the values before
+// Prepare are not recorded. Discover returns nil, Plan a record holding
+// only the interface, pod interface and binding; NeedsRecord is false.
+//
+// # Phase2
+//
+// Render appends
+//
+//	<interface type='user'>
+//	  [<mac address='…'/>] <source dev='eth0'/>
+//	  <portForward proto='tcp'><range start='80'/><range start='8080' end='8082'/></portForward>
+//	  <portForward proto='udp'>…</portForward>
+//	  <model type='virtio-non-transitional'/> <backend type='passt'/>
+//	  <alias name='ua-<name>'/> [<address type='pci' …/>] <boot order='N'/> | <rom enabled='no'/>
+//	</interface>
+//
+// Declared ports are grouped by protocol, sorted, and adjacent ports
+// merged into one range. With no port declared, an empty
+// <portForward proto='tcp'/> and <portForward proto='udp'/> forward every
+// port, as KubeVirt does. The <mac> appears only when the interface sets
+// macAddress (libvirt generates one otherwise).
+//
+// # libvirt versions
+//
+// The passt backend needs libvirt ≥ 9.0 and the passt binary in the
+// launcher. Measured here: Debian 12's libvirt 9.0.0 (9.0.0-4+deb12u2)
+// validates this XML against its schema but refuses it at define time
+// ("XML error: Invalid value for attribute 'type' in element 'backend':
+// 'passt'", for 'default' too), as libvirt issue #462 reports for the
+// same package; the golden tests log that and require newer libvirt to
+// define the XML.
+//
+// # Deliberate differences from KubeVirt's passt
+//
+//   - No logFile on <backend> (KubeVirt writes /var/run/kubevirt/passt.log):
+//     the path is the launcher's business, not the binding's.
+//   - No Istio port exclusions (KubeVirt excludes Istio's ports when the
+//     sidecar is injected).
+//   - Adjacent ports are merged into ranges (KubeVirt lists one range per
+//     port); passt receives the same set of ports.
+//   - No multiqueue <driver>: passt serves a single queue.
 package passt

@@ -2,32 +2,97 @@ package passt
 
 import (
 	"context"
-	"errors"
+	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/virtnet/virtnet/binding"
 	"github.com/virtnet/virtnet/cache"
 	"github.com/virtnet/virtnet/internal/netdriver"
 )
 
-// NeedsRecord reports whether Render needs phase1's record.
-func (Binding) NeedsRecord() bool { return true }
+// The sysctls Prepare may widen, as netdriver keys under /proc/sys/net.
+const (
+	PingGroupRangeKey        = "ipv4/ping_group_range"
+	UnprivilegedPortStartKey = "ipv4/ip_unprivileged_port_start"
+)
 
-// Discover reads the pod link.
+// NeedsRecord is false: Render works from the VMI alone.
+func (Binding) NeedsRecord() bool { return false }
+
+// Discover does nothing: passt finds the pod's addresses and routes itself.
 func (Binding) Discover(ctx context.Context, d netdriver.Driver, in binding.Input) (*cache.Link, error) {
-	return nil, errors.New("passt: phase1 not implemented yet")
+	return nil, nil
 }
 
-// Plan computes the interface record.
+// Plan returns a record naming only the interface and its binding.
 func (Binding) Plan(in binding.Input, link *cache.Link) (*cache.Interface, error) {
-	return nil, errors.New("passt: phase1 not implemented yet")
+	return &cache.Interface{
+		Version:      cache.Version,
+		Interface:    in.Pair.Interface.Name,
+		PodInterface: in.Pair.PodInterface,
+		Binding:      in.Pair.Binding(),
+	}, nil
 }
 
-// Prepare makes the namespace match the record.
-func (Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input, link *cache.Link, rec *cache.Interface) error {
-	return errors.New("passt: phase1 not implemented yet")
+// Prepare widens net.ipv4.ping_group_range and lowers
+// net.ipv4.ip_unprivileged_port_start as passt needs (see the package
+// doc): `sysctl -w net.ipv4.ping_group_range="LO HI"`,
+// `sysctl -w net.ipv4.ip_unprivileged_port_start=PORT`.
+func (b Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input, link *cache.Link, rec *cache.Interface) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	name := in.Pair.Interface.Name
+	gid := b.pingGroup()
+	cur, err := d.Sysctl(PingGroupRangeKey)
+	if err != nil {
+		return &SysctlError{Interface: name, Key: PingGroupRangeKey, Err: err}
+	}
+	f := strings.Fields(cur)
+	var lo, hi int
+	if len(f) == 2 {
+		lo, err = strconv.Atoi(f[0])
+		if err == nil {
+			hi, err = strconv.Atoi(f[1])
+		}
+	} else {
+		err = fmt.Errorf("want two group IDs")
+	}
+	if err != nil {
+		return &SysctlError{Interface: name, Key: PingGroupRangeKey, Value: cur, Err: err}
+	}
+	if gid < lo || gid > hi {
+		want := fmt.Sprintf("%d %d", gid, gid)
+		if lo <= hi { // a non-empty range: extend it
+			want = fmt.Sprintf("%d %d", min(lo, gid), max(hi, gid))
+		}
+		in.Logger.Info("widening ping_group_range for passt", "interface", name, "from", cur, "to", want)
+		if err := d.SetSysctl(PingGroupRangeKey, want); err != nil {
+			return &SysctlError{Interface: name, Key: PingGroupRangeKey, Value: want, Err: err}
+		}
+	}
+
+	low := lowestPort(in.Pair.Interface)
+	cur, err = d.Sysctl(UnprivilegedPortStartKey)
+	if err != nil {
+		return &SysctlError{Interface: name, Key: UnprivilegedPortStartKey, Err: err}
+	}
+	start, err := strconv.Atoi(strings.TrimSpace(cur))
+	if err != nil {
+		return &SysctlError{Interface: name, Key: UnprivilegedPortStartKey, Value: cur, Err: err}
+	}
+	if start > low {
+		want := strconv.Itoa(low)
+		in.Logger.Info("lowering ip_unprivileged_port_start for passt", "interface", name, "from", start, "to", low)
+		if err := d.SetSysctl(UnprivilegedPortStartKey, want); err != nil {
+			return &SysctlError{Interface: name, Key: UnprivilegedPortStartKey, Value: want, Err: err}
+		}
+	}
+	return nil
 }
 
-// Cleanup undoes Prepare.
+// Cleanup does nothing (see the package doc).
 func (Binding) Cleanup(ctx context.Context, d netdriver.Driver, in binding.Input, link *cache.Link, rec *cache.Interface) error {
 	return nil
 }

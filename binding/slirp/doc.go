@@ -15,10 +15,12 @@
 // # Phase2: how the device is expressed
 //
 // libvirt has <interface type='user'> for slirp, but it cannot express
-// port forwards for it: <portForward> is accepted by the schema yet
-// refused at define time unless the interface has <backend type='passt'/>
-// ("The <portForward> element can only be used with … its 'passt'
-// backend", libvirt's domain_validate.c). So, as KubeVirt v0.53 does,
+// port forwards for it: <portForward> is for the passt backend only.
+// Recent libvirt refuses it at define time on any other interface ("The
+// <portForward> element can only be used with … its 'passt' backend",
+// libvirt's domain_validate.c); libvirt 9.0.0 (measured with Debian 12's
+// test driver) still defines it but only its passt code reads it, so the
+// forwards would be silently lost. So, as KubeVirt v0.53 does,
 // Render adds no <interface> but QEMU arguments under
 // <qemu:commandline> (libvirt's QEMU namespace):
 //

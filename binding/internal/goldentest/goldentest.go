@@ -1,6 +1,7 @@
 package goldentest
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -43,9 +44,19 @@ func cut(s string) (string, string, bool) {
 }
 
 // Check marshals dom and compares it with the golden file at path
-// (rewriting the file when update is set), then validates the file with
-// virt-xml-validate and round-trips it through libvirtxml.
+// (rewriting the file when update is set), round-trips it through
+// libvirtxml, validates it with virt-xml-validate and defines it with
+// [Define].
 func Check(t *testing.T, dom *libvirtxml.Domain, path string, update bool) {
+	t.Helper()
+	CheckSchema(t, dom, path, update)
+	if err := Define(t, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// CheckSchema is [Check] without [Define].
+func CheckSchema(t *testing.T, dom *libvirtxml.Domain, path string, update bool) {
 	t.Helper()
 	got, err := dom.Marshal()
 	require.NoError(t, err)
@@ -65,6 +76,24 @@ func Check(t *testing.T, dom *libvirtxml.Domain, path string, update bool) {
 	require.Equal(t, string(want), again+"\n", "libvirtxml round trip of %s", path)
 
 	Validate(t, path)
+}
+
+// Define defines the domain of path in libvirt's in-process test driver
+// (`virsh -c test:///default define path`), which runs libvirt's own
+// parser and driver-independent validation, stricter than the schema
+// (e.g. it refuses <portForward> without the passt backend). It returns
+// the error libvirt reports; it skips (see testutil.Skip) without virsh.
+func Define(t *testing.T, path string) error {
+	t.Helper()
+	bin, err := exec.LookPath("virsh")
+	if err != nil {
+		testutil.Skip(t, "virsh (Debian package libvirt-clients)")
+	}
+	out, err := exec.Command(bin, "-q", "-c", "test:///default", "define", path).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("virsh -c test:///default define %s: %w\n%s", path, err, out)
+	}
+	return nil
 }
 
 // Validate runs `virt-xml-validate path domain`.
