@@ -1,0 +1,27 @@
+// Command virtnet-xml prints the libvirt domain XML virtnet renders for a
+// VMI, or (-plan) a per-interface diagram of what phase1 set up. With no
+// flags it needs neither root nor a network: it renders an embedded
+// KubeVirt VMI (one bridge interface on the pod network) from an embedded
+// phase1 cache.
+//
+//	go run ./examples/virtnet-xml                     # embedded VMI and cache
+//	go run ./examples/virtnet-xml -plan               # the diagram instead
+//	go run ./examples/virtnet-xml -vmi my-vmi.yaml    # phase1 on a simulated pod, then XML
+//	go run ./examples/virtnet-xml -vmi my-vmi.yaml -cache /var/run/kubevirt-private/virtnet
+//	sudo go run ./examples/virtnet-xml -vmi my-vmi.yaml -netns pod1   # real phase1 in netns pod1
+//
+// Flags:
+//
+//	-vmi FILE             a VirtualMachineInstance or VirtualMachine, YAML or JSON
+//	-cache DIR            read (or, with -netns, write) the records in DIR
+//	-netns NAME|PATH      run phase1 for real in /var/run/netns/NAME first (root)
+//	-o FILE               write the output to FILE instead of stdout
+//	-interface-type T     bridge (default) or ethernet
+//	-plan                 print the per-interface diagram instead of XML
+//
+// With -vmi and neither -cache nor -netns, phase1 runs against
+// netdriver's fake, seeded with one link per network as a CNI leaves it
+// (addresses, default route, MAC, MTU 1440), in a temporary cache. A VMI
+// that does not validate prints every problem with its field path and
+// exits with status 2.
+package main

@@ -1,0 +1,233 @@
+package main
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+
+	"github.com/virtnet/virtnet/api"
+	"github.com/virtnet/virtnet/binding"
+	"github.com/virtnet/virtnet/cache"
+	"github.com/virtnet/virtnet/phase1"
+	"github.com/virtnet/virtnet/phase2"
+)
+
+//go:embed embedded/vmi.yaml
+var defaultVMI []byte
+
+// defaultCache holds the records phase1 writes for defaultVMI on the
+// simulated pod (TestEmbeddedCache keeps them current).
+//
+//go:embed embedded/cache/*/*.json
+var defaultCache embed.FS
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+type config struct {
+	vmiFile, cacheDir, netns, out, ifaceType string
+	plan                                     bool
+}
+
+// source describes where the records come from, for -plan.
+func (c config) source() string {
+	switch {
+	case c.netns != "":
+		return "phase1 in network namespace " + c.netns
+	case c.cacheDir != "":
+		return c.cacheDir
+	case c.vmiFile != "":
+		return "phase1 on a simulated pod (netdriver fake)"
+	}
+	return "the embedded cache"
+}
+
+// run is the program; it returns the exit status: 0, 1 for a failure, 2
+// for bad input.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fset := flag.NewFlagSet("virtnet-xml", flag.ContinueOnError)
+	fset.SetOutput(stderr)
+	var c config
+	fset.StringVar(&c.vmiFile, "vmi", "", "VirtualMachineInstance or VirtualMachine manifest, YAML or JSON (default: embedded example)")
+	fset.StringVar(&c.cacheDir, "cache", "", "directory of phase1 records to read (with -netns: to write)")
+	fset.StringVar(&c.netns, "netns", "", "run phase1 for real in this network namespace first (name under /var/run/netns, or a path; needs root)")
+	fset.StringVar(&c.out, "o", "", "write the output to this file instead of stdout")
+	fset.StringVar(&c.ifaceType, "interface-type", string(binding.InterfaceBridge), "bridge or ethernet: how bridge and masquerade NICs attach")
+	fset.BoolVar(&c.plan, "plan", false, "print a per-interface diagram of the pod network instead of XML")
+	if err := fset.Parse(args); err != nil {
+		return 2
+	}
+	if fset.NArg() > 0 {
+		fmt.Fprintf(stderr, "virtnet-xml: unexpected arguments %q\n", fset.Args())
+		return 2
+	}
+	it := binding.InterfaceType(c.ifaceType)
+	if it != binding.InterfaceBridge && it != binding.InterfaceEthernet {
+		fmt.Fprintf(stderr, "virtnet-xml: -interface-type %q: want bridge or ethernet\n", c.ifaceType)
+		return 2
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+
+	vmi, err := loadVMI(c.vmiFile)
+	if err != nil {
+		printLoadError(stderr, c.vmiFile, err)
+		return 2
+	}
+	store, cleanup, err := prepareCache(ctx, c, vmi, logger)
+	if cleanup != nil {
+		defer cleanup()
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "virtnet-xml: %v\n", err)
+		return 1
+	}
+
+	var out string
+	if c.plan {
+		items, err := phase2.Load(ctx, vmi, store, nil)
+		if err != nil {
+			fmt.Fprintf(stderr, "virtnet-xml: %v\n", err)
+			return 1
+		}
+		out = renderPlan(vmi, store, items, c.source())
+	} else {
+		dom, err := phase2.Domain(ctx, vmi, store, phase2.Options{Render: binding.RenderOptions{InterfaceType: it}})
+		if err != nil {
+			fmt.Fprintf(stderr, "virtnet-xml: %v\n", err)
+			return 1
+		}
+		if out, err = dom.Marshal(); err != nil {
+			fmt.Fprintf(stderr, "virtnet-xml: %v\n", err)
+			return 1
+		}
+		out += "\n"
+	}
+	if c.out == "" {
+		_, err = io.WriteString(stdout, out)
+	} else {
+		err = os.WriteFile(c.out, []byte(out), 0o644)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "virtnet-xml: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func loadVMI(file string) (*api.VMI, error) {
+	data := defaultVMI
+	if file != "" {
+		var err error
+		if data, err = os.ReadFile(file); err != nil {
+			return nil, err
+		}
+	}
+	return api.Load(data)
+}
+
+// printLoadError prints every validation error on its own line, or the one
+// decoding error.
+func printLoadError(w io.Writer, file string, err error) {
+	if file == "" {
+		file = "embedded VMI"
+	}
+	fes := api.FieldErrors(err)
+	if len(fes) == 0 {
+		fmt.Fprintf(w, "virtnet-xml: %s: %v\n", file, err)
+		return
+	}
+	fmt.Fprintf(w, "virtnet-xml: %s: %d validation errors:\n", file, len(fes))
+	for _, fe := range fes {
+		fmt.Fprintf(w, "  %v\n", fe)
+	}
+}
+
+// prepareCache returns the store to render from, and a cleanup for what
+// it created:
+//
+//   - -netns: phase1 runs for real, writing to -cache or a temporary dir;
+//   - -cache alone: the records a real phase1 wrote there;
+//   - -vmi alone: phase1 runs on the simulated pod into a temporary dir;
+//   - nothing: the embedded records.
+func prepareCache(ctx context.Context, c config, vmi *api.VMI, logger *slog.Logger) (*cache.Store, func(), error) {
+	if c.cacheDir != "" && c.netns == "" {
+		dir, err := filepath.Abs(c.cacheDir)
+		if err != nil {
+			return nil, nil, err
+		}
+		store, err := cache.New(dir)
+		return store, nil, err
+	}
+	dir, cleanup := c.cacheDir, func() {}
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "virtnet-xml-")
+		if err != nil {
+			return nil, nil, err
+		}
+		dir, cleanup = tmp, func() { os.RemoveAll(tmp) }
+	}
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, cleanup, err
+	}
+	store, err := cache.New(dir)
+	if err != nil {
+		return nil, cleanup, err
+	}
+	switch {
+	case c.netns != "":
+		path := c.netns
+		if !strings.Contains(path, "/") {
+			path = filepath.Join("/var/run/netns", path)
+		}
+		err = phase1.Run(ctx, vmi, path, store, phase1.Options{Logger: logger})
+	case c.vmiFile != "":
+		err = simulatePhase1(ctx, vmi, store, logger)
+	default:
+		err = copyEmbedded(dir)
+	}
+	if err != nil {
+		return nil, cleanup, fmt.Errorf("phase1: %w", err)
+	}
+	return store, cleanup, nil
+}
+
+// copyEmbedded writes the embedded records under dir.
+func copyEmbedded(dir string) error {
+	root, err := fs.Sub(defaultCache, "embedded/cache")
+	if err != nil {
+		return err
+	}
+	return fs.WalkDir(root, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		dst := filepath.Join(dir, filepath.FromSlash(p))
+		if d.IsDir() {
+			if err := os.MkdirAll(dst, cache.DirMode); err != nil {
+				return err
+			}
+			return os.Chmod(dst, cache.DirMode)
+		}
+		data, err := fs.ReadFile(root, p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(dst, data, cache.FileMode)
+	})
+}
+
+var errNoUID = errors.New("the VMI has no metadata.uid, which names its cache directory")

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/virtnet/virtnet/api"
+	"github.com/virtnet/virtnet/cache"
+	"github.com/virtnet/virtnet/phase2"
+)
+
+// renderPlan draws, per interface in the guest's order, the path from the
+// pod link to the VM's NIC as the records describe it.
+// source says where the records come from.
+func renderPlan(vmi *api.VMI, store *cache.Store, items []phase2.Item, source string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "VMI %s/%s (uid %s): %d interface(s), records from %s\n",
+		vmi.Metadata.Namespace, vmi.Metadata.Name, vmi.Metadata.UID, len(items), source)
+	for _, it := range items {
+		b.WriteString("\n")
+		p := it.Pair
+		kind := "pod network"
+		if p.Network.Multus != nil {
+			kind = "multus " + p.Network.Multus.NetworkName
+		}
+		fmt.Fprintf(&b, "[%d] interface %q: %s binding, network %q (%s)\n", p.Index, p.Interface.Name, p.Binding(), p.Network.Name, kind)
+		pod, _ := store.ReadPodInterface(vmi.Metadata.UID, p.Interface.Name)
+		if pod != nil {
+			fmt.Fprintf(&b, "    phase1 state: %s\n", pod.State)
+		}
+		planInterface(&b, p, pod, it.Record)
+	}
+	return b.String()
+}
+
+func row(b *strings.Builder, label, name string, details ...string) {
+	line := fmt.Sprintf("    %-10s %-10s %s", label, name, strings.Join(nonEmpty(details), "  "))
+	b.WriteString(strings.TrimRight(line, " ") + "\n")
+}
+
+func arrow(b *strings.Builder, note string) {
+	if note == "" {
+		b.WriteString("        │\n")
+		return
+	}
+	fmt.Fprintf(b, "        │  %s\n", note)
+}
+
+func nonEmpty(ss []string) []string {
+	out := ss[:0:0]
+	for _, s := range ss {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func kv(k string, v any) string {
+	s := fmt.Sprint(v)
+	if s == "" || s == "0" {
+		return ""
+	}
+	return k + " " + s
+}
+
+func podLinkRow(b *strings.Builder, podIface string, pod *cache.PodInterface) {
+	l := (*cache.Link)(nil)
+	if pod != nil {
+		l = pod.Discovered
+	}
+	if l == nil {
+		row(b, "pod link", podIface, "(not discovered)")
+		return
+	}
+	row(b, "pod link", l.Name, l.Type, kv("mac", l.MAC), kv("mtu", l.MTU), strings.Join(l.Addresses, " "))
+	for _, r := range l.Routes {
+		via := ""
+		if r.Gateway != "" {
+			via = "via " + r.Gateway
+		}
+		row(b, "", "route", r.Dst, via)
+	}
+}
+
+func vmRow(b *strings.Builder, rec *cache.Interface) {
+	addrs := nonEmpty([]string{rec.IPv4, rec.IPv6})
+	row(b, "VM NIC", "", kv("mac", rec.MAC), kv("mtu", rec.MTU), strings.Join(addrs, " "), kv("gw", rec.Gateway), kv("gw6", rec.GatewayIPv6))
+}
+
+func planInterface(b *strings.Builder, p api.Pair, pod *cache.PodInterface, rec *cache.Interface) {
+	podLinkRow(b, p.PodInterface, pod)
+	if rec == nil {
+		arrow(b, "")
+		row(b, "VM NIC", "", "no phase1 record: the "+p.Binding()+" binding renders from the VMI alone")
+		return
+	}
+	switch p.Binding() {
+	case api.BindingBridge:
+		if rec.NIC != "" {
+			arrow(b, "renamed; the pod IP moves to a dummy "+p.PodInterface+", the VM takes it over")
+			row(b, "pod NIC", rec.NIC, "bridge port, MAC learning off")
+		}
+		arrow(b, "")
+		row(b, "bridge", rec.Bridge, kv("dhcp server", rec.ServerIPv4))
+		arrow(b, "")
+		row(b, "tap", rec.Tap, kv("queues", rec.Queues))
+		arrow(b, "")
+		vmRow(b, rec)
+		if rec.IPAMDisabled {
+			row(b, "", "", "no IPv4 on the pod link: layer 2 only, no DHCP")
+		}
+	case api.BindingMasquerade:
+		arrow(b, "NAT: masquerade VM traffic out of "+p.PodInterface+"; "+dnatPorts(p.Interface, rec))
+		row(b, "bridge", rec.Bridge, kv("gateway", rec.Gateway), kv("gateway6", rec.GatewayIPv6))
+		arrow(b, "")
+		row(b, "tap", rec.Tap, kv("queues", rec.Queues))
+		arrow(b, "")
+		vmRow(b, rec)
+	default:
+		arrow(b, "")
+		row(b, "device", rec.Target, kv("ifindex", rec.Ifindex), kv("pci", rec.PCIAddress))
+		arrow(b, "")
+		vmRow(b, rec)
+	}
+}
+
+func dnatPorts(iface *api.Interface, rec *cache.Interface) string {
+	to := strings.SplitN(rec.IPv4, "/", 2)[0]
+	if len(iface.Ports) == 0 {
+		return "DNAT all ports → " + to
+	}
+	ports := make([]string, len(iface.Ports))
+	for i, pt := range iface.Ports {
+		ports[i] = fmt.Sprintf("%s %d", pt.Protocol, pt.Port)
+	}
+	return "DNAT " + strings.Join(ports, ", ") + " → " + to
+}
