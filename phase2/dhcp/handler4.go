@@ -161,7 +161,7 @@ func (h *Handler4) reply(req *dhcpv4.DHCPv4, typ dhcpv4.MessageType, yiaddr net.
 		YourIPAddr:    net.IPv4zero,
 		ServerIPAddr:  net.IPv4zero,
 		GatewayIPAddr: net.IPv4zero,
-		Options:       dhcpv4.Options{},
+		Options:       make(dhcpv4.Options, len(h.opts)+2),
 	}
 	if cid := req.Options.Get(dhcpv4.OptionClientIdentifier); cid != nil { // RFC 6842
 		r.UpdateOption(dhcpv4.OptGeneric(dhcpv4.OptionClientIdentifier, cid))

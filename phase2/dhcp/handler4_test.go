@@ -211,3 +211,5 @@ func BenchmarkHandler4(b *testing.B) {
 		}
 	}
 }
+
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
