@@ -37,7 +37,7 @@ func Open(nsPath string) (*Netlink, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open network namespace %s: %w", nsPath, err)
 	}
-	h, err := netlink.NewHandleAt(ns)
+	h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
 	if err != nil {
 		ns.Close()
 		return nil, fmt.Errorf("netlink handle in %s: %w", nsPath, err)

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 
 	"github.com/virtnet/virtnet/internal/nsexec"
 )
@@ -62,7 +63,7 @@ func NewNS(tb testing.TB, prefix string) *NS {
 	tb.Cleanup(func() { _ = netns.DeleteNamed(name) })
 	h, err := netns.GetFromName(name)
 	require.NoError(tb, err)
-	nh, err := netlink.NewHandleAt(h)
+	nh, err := netlink.NewHandleAt(h, unix.NETLINK_ROUTE)
 	h.Close()
 	require.NoError(tb, err)
 	ns.Handle = nh
@@ -94,6 +95,8 @@ type PodConfig struct {
 	CIDR    string // pod address with prefix, "" for none (IPAM off)
 	Gateway string
 	MTU     int
+	// NoIPAM leaves the pod link without an IPv4 address (layer 2 only).
+	NoIPAM bool
 	// IPv6 adds an IPv6 address (with prefix) and a default route via
 	// GatewayV6 when set.
 	IPv6, GatewayV6 string
@@ -108,7 +111,7 @@ func NewPodWith(tb testing.TB, cfg PodConfig) *Pod {
 	if cfg.Link == "" {
 		cfg.Link = "eth0"
 	}
-	if cfg.CIDR == "" && cfg.Gateway == "" {
+	if cfg.CIDR == "" && cfg.Gateway == "" && !cfg.NoIPAM {
 		cfg.CIDR, cfg.Gateway = "10.244.1.7/24", "10.244.1.1"
 	}
 	if cfg.MTU == 0 {

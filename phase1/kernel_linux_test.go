@@ -1,0 +1,263 @@
+package phase1_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/vishvananda/netlink"
+
+	"github.com/virtnet/virtnet/api"
+	"github.com/virtnet/virtnet/cache"
+	"github.com/virtnet/virtnet/internal/kernelvm"
+	"github.com/virtnet/virtnet/internal/testutil"
+	"github.com/virtnet/virtnet/phase1"
+)
+
+// vmNS emulates the VM: a veth with one end enslaved to the pod's bridge
+// and the other, named eth0, in a new namespace with the VM's MAC and
+// address and a default route via gw.
+func vmNS(t *testing.T, pod *testutil.NS, bridge string, mac, cidr, gw string) *testutil.NS {
+	t.Helper()
+	vm := testutil.NewNS(t, "vn-vm")
+	testutil.AddVeth(t, pod, "vmport", vm, "eth0", 1440)
+	port, err := pod.Handle.LinkByName("vmport")
+	require.NoError(t, err)
+	br, err := pod.Handle.LinkByName(bridge)
+	require.NoError(t, err)
+	require.NoError(t, pod.Handle.LinkSetMaster(port, br))
+	l, err := vm.Handle.LinkByName("eth0")
+	require.NoError(t, err)
+	hw, err := net.ParseMAC(mac)
+	require.NoError(t, err)
+	require.NoError(t, vm.Handle.LinkSetDown(l))
+	require.NoError(t, vm.Handle.LinkSetHardwareAddr(l, hw))
+	require.NoError(t, vm.Handle.LinkSetUp(l))
+	addr, err := netlink.ParseAddr(cidr)
+	require.NoError(t, err)
+	require.NoError(t, vm.Handle.AddrAdd(l, addr))
+	require.NoError(t, vm.Handle.RouteAdd(&netlink.Route{LinkIndex: l.Attrs().Index, Gw: net.ParseIP(gw)}))
+	return vm
+}
+
+// listen opens a TCP listener inside ns that answers every connection
+// with the remote address it saw, then closes it.
+func listen(t *testing.T, ns *testutil.NS, addr string) {
+	t.Helper()
+	var ln net.Listener
+	require.NoError(t, ns.Do(func() error {
+		var err error
+		ln, err = net.Listen("tcp4", addr)
+		return err
+	}))
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			fmt.Fprintf(c, "%s\n", c.RemoteAddr())
+			c.Close()
+		}
+	}()
+}
+
+// dial connects from inside ns and returns what the peer saw as our
+// address, or an error after a bounded wait.
+func dial(ns *testutil.NS, addr string) (string, error) {
+	var c net.Conn
+	err := ns.Do(func() error {
+		var err error
+		c, err = net.DialTimeout("tcp4", addr, 2*time.Second)
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(3 * time.Second))
+	b, err := io.ReadAll(c)
+	if err != nil {
+		return "", err
+	}
+	host, _, _ := net.SplitHostPort(strings.TrimSpace(string(b)))
+	return host, nil
+}
+
+func realRun(t *testing.T, vmi *api.VMI, pod *testutil.Pod) *cache.Store {
+	t.Helper()
+	s := newStore(t)
+	require.NoError(t, phase1.Run(context.Background(), vmi, pod.Pod.Path, s, phase1.Options{}))
+	return s
+}
+
+// TestMasqueradeTraffic runs masquerade phase1 on this kernel and sends
+// real traffic: inbound to a declared port reaches the VM, to another
+// port does not, and the VM reaches an outside server with the pod IP as
+// its source.
+func TestMasqueradeTraffic(t *testing.T) {
+	pod := testutil.NewPod(t)
+	vmi := loadVMI(t, masqueradeVMI)
+	s := realRun(t, vmi, pod)
+	rec, err := s.ReadInterface(uid, "default")
+	require.NoError(t, err)
+	vm := vmNS(t, pod.Pod, rec.Bridge, rec.MAC, rec.IPv4, rec.Gateway)
+
+	listen(t, vm, "0.0.0.0:80")
+	listen(t, vm, "0.0.0.0:9090")
+	listen(t, pod.Node, "10.244.1.1:8000")
+
+	seen, err := dial(pod.Node, "10.244.1.7:80")
+	require.NoError(t, err, "declared port 80 must reach the VM")
+	require.Equal(t, "10.244.1.1", seen)
+	_, err = dial(pod.Node, "10.244.1.7:9090")
+	require.Error(t, err, "undeclared port 9090 must not reach the VM")
+	seen, err = dial(vm, "10.244.1.1:8000")
+	require.NoError(t, err, "the VM must reach the outside")
+	require.Equal(t, "10.244.1.7", seen, "the outside sees the pod IP")
+	seen, err = dial(pod.Pod, "127.0.0.1:80")
+	require.NoError(t, err, "the pod's loopback reaches the VM on a declared port")
+	require.Equal(t, rec.Gateway, seen)
+
+	// A re-run changes nothing and keeps the traffic flowing.
+	before := filesOf(t, s)
+	require.NoError(t, phase1.Run(context.Background(), vmi, pod.Pod.Path, s, phase1.Options{}))
+	require.Equal(t, before, filesOf(t, s))
+	_, err = dial(pod.Node, "10.244.1.7:80")
+	require.NoError(t, err)
+}
+
+func filesOf(t *testing.T, s *cache.Store) map[string]string { return files(t, s) }
+
+// TestBridgeNoIPAMKernel runs the IPAM-less bridge binding (no dummy
+// needed) on this kernel and cleans it up again.
+func TestBridgeNoIPAMKernel(t *testing.T) {
+	pod := testutil.NewPodWith(t, testutil.PodConfig{NoIPAM: true, MTU: 1400})
+	vmi := loadVMI(t, bridgeVMI)
+	s := realRun(t, vmi, pod)
+	h := pod.Pod.Handle
+	eth0, err := h.LinkByName("eth0")
+	require.NoError(t, err)
+	br, err := h.LinkByName("k6t-eth0")
+	require.NoError(t, err)
+	require.Equal(t, br.Attrs().Index, eth0.Attrs().MasterIndex)
+	require.Equal(t, br.Attrs().HardwareAddr.String(), eth0.Attrs().HardwareAddr.String())
+	require.Equal(t, 1400, br.Attrs().MTU)
+	tap, err := h.LinkByName("tap0")
+	require.NoError(t, err)
+	require.Equal(t, "tuntap", tap.Type())
+	require.Equal(t, br.Attrs().Index, tap.Attrs().MasterIndex)
+	require.Equal(t, uint32(107), tap.(*netlink.Tuntap).Owner)
+	require.Equal(t, 1400, tap.Attrs().MTU)
+	rec, err := s.ReadInterface(uid, "default")
+	require.NoError(t, err)
+	require.True(t, rec.IPAMDisabled)
+	require.Equal(t, pod.PodMAC.String(), rec.MAC, "the VM keeps the pod's MAC")
+
+	require.NoError(t, phase1.Cleanup(context.Background(), vmi, pod.Pod.Path, s, phase1.Options{}))
+	eth0, err = h.LinkByName("eth0")
+	require.NoError(t, err)
+	require.Zero(t, eth0.Attrs().MasterIndex)
+	require.Equal(t, pod.PodMAC.String(), eth0.Attrs().HardwareAddr.String())
+	_, err = h.LinkByName("k6t-eth0")
+	require.Error(t, err)
+	_, err = h.LinkByName("tap0")
+	require.Error(t, err)
+}
+
+// TestLongNameKernel: a pod link whose derived names exceed 15 bytes gets
+// the hashed short forms.
+func TestLongNameKernel(t *testing.T) {
+	pod := testutil.NewPodWith(t, testutil.PodConfig{Link: "net1234567890ab"})
+	vmi := loadVMI(t, `
+metadata: {name: long, namespace: default, uid: `+uid+`}
+spec:
+  domain: {devices: {interfaces: [{name: default, masquerade: {}}]}}
+  networks: [{name: default, multus: {networkName: x, default: true}}]
+`)
+	// A multus default network is eth0; rename the link to exercise the
+	// long form through the pair's pod interface instead.
+	require.NoError(t, pod.Pod.Handle.LinkSetDown(mustNL(t, pod.Pod, "net1234567890ab")))
+	require.NoError(t, pod.Pod.Handle.LinkSetName(mustNL(t, pod.Pod, "net1234567890ab"), "eth0"))
+	require.NoError(t, pod.Pod.Handle.LinkSetUp(mustNL(t, pod.Pod, "eth0")))
+	require.NoError(t, pod.Pod.Handle.RouteAdd(&netlink.Route{LinkIndex: mustNL(t, pod.Pod, "eth0").Attrs().Index, Gw: net.ParseIP("10.244.1.1")}))
+	_ = realRun(t, vmi, pod)
+	_, err := pod.Pod.Handle.LinkByName("k6t-eth0")
+	require.NoError(t, err)
+}
+
+func mustNL(t *testing.T, ns *testutil.NS, name string) netlink.Link {
+	t.Helper()
+	l, err := ns.Handle.LinkByName(name)
+	require.NoError(t, err)
+	return l
+}
+
+// TestBridgeIPAMKernel runs the bridge binding with IPAM for real; the
+// dummy it needs makes it run inside the kernel VM on this machine. The
+// namespace must show the state of the source document, and an emulated
+// VM holding the pod IP and MAC reaches the pod's peer across eth0-nic.
+func TestBridgeIPAMKernel(t *testing.T) {
+	if kernelvm.Delegate(t, "dummy", "bridge", "veth", "tun") {
+		return
+	}
+	pod := testutil.NewPod(t)
+	vmi := loadVMI(t, bridgeVMI)
+	s := realRun(t, vmi, pod)
+	h := pod.Pod.Handle
+
+	br := mustNL(t, pod.Pod, "k6t-eth0")
+	nic := mustNL(t, pod.Pod, "eth0-nic")
+	require.Equal(t, "veth", nic.Type())
+	require.Equal(t, br.Attrs().Index, nic.Attrs().MasterIndex, "eth0-nic master k6t-eth0")
+	require.NotZero(t, nic.Attrs().Flags&net.FlagUp)
+	dummy := mustNL(t, pod.Pod, "eth0")
+	require.Equal(t, "dummy", dummy.Type())
+	require.Zero(t, dummy.Attrs().Flags&net.FlagUp, "dummy eth0 stays DOWN")
+	require.NotZero(t, dummy.Attrs().RawFlags&0x80, "dummy eth0 is NOARP")
+	addrs, err := h.AddrList(dummy, netlink.FAMILY_V4)
+	require.NoError(t, err)
+	require.Len(t, addrs, 1)
+	require.Equal(t, "10.244.1.7/24", addrs[0].IPNet.String())
+	addrs, err = h.AddrList(br, netlink.FAMILY_V4)
+	require.NoError(t, err)
+	require.Len(t, addrs, 1)
+	require.Equal(t, "169.254.75.10/32", addrs[0].IPNet.String())
+	tap := mustNL(t, pod.Pod, "tap0")
+	require.Equal(t, br.Attrs().Index, tap.Attrs().MasterIndex, "tap0 master k6t-eth0")
+
+	rec, err := s.ReadInterface(uid, "default")
+	require.NoError(t, err)
+	require.Equal(t, pod.PodMAC.String(), rec.MAC)
+	vm := vmNS(t, pod.Pod, "k6t-eth0", rec.MAC, rec.IPv4, rec.Gateway)
+	listen(t, pod.Node, "10.244.1.1:8000")
+	seen, err := dial(vm, "10.244.1.1:8000")
+	require.NoError(t, err, "the emulated VM reaches the pod's peer across eth0-nic")
+	require.Equal(t, "10.244.1.7", seen)
+
+	before := files(t, s)
+	require.NoError(t, phase1.Run(context.Background(), vmi, pod.Pod.Path, s, phase1.Options{}))
+	require.Equal(t, before, files(t, s), "a second run rewrites no cache byte")
+
+	require.NoError(t, vm.Handle.LinkDel(mustNL(t, vm, "eth0")))
+	require.NoError(t, phase1.Cleanup(context.Background(), vmi, pod.Pod.Path, s, phase1.Options{}))
+	eth0 := mustNL(t, pod.Pod, "eth0")
+	require.Equal(t, "veth", eth0.Type())
+	require.Equal(t, pod.PodMAC.String(), eth0.Attrs().HardwareAddr.String())
+	addrs, err = h.AddrList(eth0, netlink.FAMILY_V4)
+	require.NoError(t, err)
+	require.Len(t, addrs, 1)
+	routes, err := h.RouteList(eth0, netlink.FAMILY_V4)
+	require.NoError(t, err)
+	var def bool
+	for _, r := range routes {
+		def = def || (r.Dst == nil || r.Dst.String() == "0.0.0.0/0") && r.Gw.Equal(net.ParseIP("10.244.1.1"))
+	}
+	require.True(t, def, "cleanup restores the default route: %v", routes)
+}
