@@ -1,0 +1,409 @@
+package netdriver
+
+import (
+	"encoding/binary"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/google/nftables"
+	"github.com/google/nftables/expr"
+	"golang.org/x/sys/unix"
+)
+
+// The masquerade binding's NAT rules, through nftables netlink messages
+// (github.com/google/nftables): no nft or iptables binary is run.
+//
+// Kernel needs: nf_tables with the nat, masq and counter expressions and
+// nf_conntrack (built in or auto-loaded on first use). For the output-chain
+// DNAT of 127.0.0.1 to reach the VM, net.ipv4.conf.<bridge>.route_localnet
+// (or .all.) must be 1: see [NATSysctls].
+
+// natTable returns virtnet's table of a family.
+func natTable(family Family) *nftables.Table {
+	t := &nftables.Table{Name: NATTable, Family: nftables.TableFamilyIPv4}
+	if family == IPv6 {
+		t.Family = nftables.TableFamilyIPv6
+	}
+	return t
+}
+
+// familyName is the nft name of a table family, for messages.
+func familyName(family Family) string {
+	if family == IPv6 {
+		return "ip6"
+	}
+	return "ip"
+}
+
+// applyNAT makes the family's virtnet_nat table hold exactly nat's rules.
+//
+// One netlink batch (one nftables transaction) adds the table (a no-op if
+// it exists), deletes it with whatever it held, and re-creates it with its
+// chains, sets and rules. The kernel applies the batch atomically: a packet
+// sees either the old rule set or the new one, never an empty table, and a
+// failed batch leaves the old rules in place. Re-running converges.
+func applyNAT(conn *nftables.Conn, nat NAT) error {
+	rules, err := natRules(nat)
+	if err != nil {
+		return err
+	}
+	table := natTable(nat.Family)
+	conn.AddTable(table)
+	conn.DelTable(table)
+	conn.AddTable(table)
+	chains := addNATChains(conn, table)
+	for _, r := range rules {
+		exprs, err := natExprs(conn, table, r)
+		if err != nil {
+			return fmt.Errorf("netdriver: NAT table %s %s: rule %q: %w", familyName(nat.Family), NATTable, r.String(), err)
+		}
+		conn.AddRule(&nftables.Rule{Table: table, Chain: chains[r.chain], Exprs: exprs})
+	}
+	if err := conn.Flush(); err != nil {
+		return fmt.Errorf("netdriver: apply NAT table %s %s: %w", familyName(nat.Family), NATTable, err)
+	}
+	return nil
+}
+
+// addNATChains queues the four base chains and the two regular ones.
+func addNATChains(conn *nftables.Conn, table *nftables.Table) map[string]*nftables.Chain {
+	base := func(name string, hook *nftables.ChainHook, prio *nftables.ChainPriority) *nftables.Chain {
+		return &nftables.Chain{Name: name, Table: table, Type: nftables.ChainTypeNAT, Hooknum: hook, Priority: prio}
+	}
+	chains := map[string]*nftables.Chain{
+		natChainPrerouting:  base(natChainPrerouting, nftables.ChainHookPrerouting, nftables.ChainPriorityNATDest),
+		natChainInput:       base(natChainInput, nftables.ChainHookInput, nftables.ChainPriorityNATSource),
+		natChainOutput:      base(natChainOutput, nftables.ChainHookOutput, nftables.ChainPriorityNATDest),
+		natChainPostrouting: base(natChainPostrouting, nftables.ChainHookPostrouting, nftables.ChainPriorityNATSource),
+		natChainPreInbound:  {Name: natChainPreInbound, Table: table},
+		natChainPostInbound: {Name: natChainPostInbound, Table: table},
+	}
+	for _, name := range natChains() {
+		conn.AddChain(chains[name])
+	}
+	return chains
+}
+
+// deleteNAT removes the family's virtnet_nat table. The batch adds the
+// table before deleting it, so a missing table is not an error and there
+// is no check-then-act race.
+func deleteNAT(conn *nftables.Conn, family Family) error {
+	if family != IPv4 && family != IPv6 {
+		return fmt.Errorf("netdriver: NAT field Family: bad value %q: %w", strconv.Itoa(int(family)), ErrInvalidNAT)
+	}
+	table := natTable(family)
+	conn.AddTable(table)
+	conn.DelTable(table)
+	if err := conn.Flush(); err != nil {
+		return fmt.Errorf("netdriver: delete NAT table %s %s: %w", familyName(family), NATTable, err)
+	}
+	return nil
+}
+
+// Register 1 is the only register the rules use.
+const natReg = 1
+
+// Payload offsets of the matched header fields.
+const (
+	ip4SaddrOffset = 12
+	ip4DaddrOffset = 16
+	ip6SaddrOffset = 8
+	ip6DaddrOffset = 24
+	dportOffset    = 2 // in the TCP and UDP header
+)
+
+// natExprs compiles a rule; a multi-port match queues an anonymous set.
+func natExprs(conn *nftables.Conn, table *nftables.Table, r natRule) ([]expr.Any, error) {
+	var e []expr.Any
+	ifname := func(key expr.MetaKey, name string) {
+		data := make([]byte, unix.IFNAMSIZ) // NUL-padded, as nft does
+		copy(data, name)
+		e = append(e, &expr.Meta{Key: key, Register: natReg}, &expr.Cmp{Op: expr.CmpOpEq, Register: natReg, Data: data})
+	}
+	addr := func(offset4, offset6 uint32, a netip.Addr) {
+		offset, b := offset4, a.AsSlice()
+		if r.family == IPv6 {
+			offset = offset6
+		}
+		e = append(e,
+			&expr.Payload{DestRegister: natReg, Base: expr.PayloadBaseNetworkHeader, Offset: offset, Len: uint32(len(b))},
+			&expr.Cmp{Op: expr.CmpOpEq, Register: natReg, Data: b})
+	}
+	if r.iif != "" {
+		ifname(expr.MetaKeyIIFNAME, r.iif)
+	}
+	if r.oif != "" {
+		ifname(expr.MetaKeyOIFNAME, r.oif)
+	}
+	if r.saddr.IsValid() {
+		addr(ip4SaddrOffset, ip6SaddrOffset, r.saddr)
+	}
+	if r.daddr.IsValid() {
+		addr(ip4DaddrOffset, ip6DaddrOffset, r.daddr)
+	}
+	if r.proto != "" {
+		l4 := byte(unix.IPPROTO_TCP)
+		if r.proto == "udp" {
+			l4 = unix.IPPROTO_UDP
+		}
+		e = append(e,
+			&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: natReg},
+			&expr.Cmp{Op: expr.CmpOpEq, Register: natReg, Data: []byte{l4}},
+			&expr.Payload{DestRegister: natReg, Base: expr.PayloadBaseTransportHeader, Offset: dportOffset, Len: 2})
+		if len(r.dports) == 1 {
+			e = append(e, &expr.Cmp{Op: expr.CmpOpEq, Register: natReg, Data: binary.BigEndian.AppendUint16(nil, r.dports[0])})
+		} else {
+			set := &nftables.Set{Table: table, Anonymous: true, Constant: true, KeyType: nftables.TypeInetService}
+			elems := make([]nftables.SetElement, len(r.dports))
+			for i, p := range r.dports {
+				elems[i] = nftables.SetElement{Key: binary.BigEndian.AppendUint16(nil, p)}
+			}
+			if err := conn.AddSet(set, elems); err != nil {
+				return nil, fmt.Errorf("port set %v: %w", r.dports, err)
+			}
+			e = append(e, &expr.Lookup{SourceRegister: natReg, SetName: set.Name, SetID: set.ID})
+		}
+	}
+	e = append(e, &expr.Counter{})
+	natFamily := uint32(unix.NFPROTO_IPV4)
+	if r.family == IPv6 {
+		natFamily = unix.NFPROTO_IPV6
+	}
+	switch r.action {
+	case natMasquerade:
+		e = append(e, &expr.Masq{})
+	case natSNAT, natDNAT:
+		typ := expr.NATTypeSourceNAT
+		if r.action == natDNAT {
+			typ = expr.NATTypeDestNAT
+		}
+		e = append(e,
+			&expr.Immediate{Register: natReg, Data: r.to.AsSlice()},
+			&expr.NAT{Type: typ, Family: natFamily, RegAddrMin: natReg})
+	case natJump:
+		e = append(e, &expr.Verdict{Kind: expr.VerdictJump, Chain: r.jump})
+	case natReturn:
+		e = append(e, &expr.Verdict{Kind: expr.VerdictReturn})
+	default:
+		return nil, fmt.Errorf("unknown action %d", r.action)
+	}
+	return e, nil
+}
+
+// listNAT returns the rules of the family's virtnet_nat table as
+// "CHAIN: RULE" lines in nft syntax without counter values (see
+// [natRule.String]), chains in natChains order and then any other chain by
+// name, rules in kernel order. It decodes what the kernel holds, so rules
+// someone else added to the table show up too (unknown expressions as
+// "<TYPE>"). No table: nil, nil.
+func listNAT(conn *nftables.Conn, family Family) ([]string, error) {
+	table := natTable(family)
+	wrap := func(err error) error {
+		return fmt.Errorf("netdriver: list NAT table %s %s: %w", familyName(family), NATTable, err)
+	}
+	tables, err := conn.ListTablesOfFamily(table.Family)
+	if err != nil {
+		return nil, wrap(err)
+	}
+	if !slices.ContainsFunc(tables, func(t *nftables.Table) bool { return t.Name == NATTable }) {
+		return nil, nil
+	}
+	chains, err := conn.ListChainsOfTableFamily(table.Family)
+	if err != nil {
+		return nil, wrap(err)
+	}
+	rank := func(name string) int {
+		if i := slices.Index(natChains(), name); i >= 0 {
+			return i
+		}
+		return len(natChains())
+	}
+	chains = slices.DeleteFunc(chains, func(c *nftables.Chain) bool { return c.Table.Name != NATTable })
+	slices.SortStableFunc(chains, func(a, b *nftables.Chain) int {
+		if ra, rb := rank(a.Name), rank(b.Name); ra != rb {
+			return ra - rb
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	lines := []string{}
+	for _, c := range chains {
+		rules, err := conn.GetRules(table, c)
+		if err != nil {
+			return nil, wrap(fmt.Errorf("chain %s: %w", c.Name, err))
+		}
+		for _, r := range rules {
+			text, err := natRuleText(conn, table, family, r.Exprs)
+			if err != nil {
+				return nil, wrap(fmt.Errorf("chain %s: rule handle %d: %w", c.Name, r.Handle, err))
+			}
+			lines = append(lines, c.Name+": "+text)
+		}
+	}
+	return lines, nil
+}
+
+// natRuleText decodes the expressions of a rule into nft syntax. It knows
+// the shapes natExprs produces; anything else is printed as its Go type.
+func natRuleText(conn *nftables.Conn, table *nftables.Table, family Family, exprs []expr.Any) (string, error) {
+	l3 := familyName(family)
+	var (
+		out    []string
+		loaded string // what register 1 holds, in nft syntax ("ip saddr")
+		proto  string // a pending `meta l4proto` match
+		imm    []byte // an immediate loaded into register 1
+	)
+	flushProto := func() {
+		if proto != "" {
+			out = append(out, "meta l4proto "+proto)
+			proto = ""
+		}
+	}
+	for _, x := range exprs {
+		// A pending l4proto match folds into a following "tcp dport".
+		if p, ok := x.(*expr.Payload); !ok || p.Base != expr.PayloadBaseTransportHeader {
+			flushProto()
+		}
+		switch x := x.(type) {
+		case *expr.Meta:
+			switch x.Key {
+			case expr.MetaKeyIIFNAME:
+				loaded = "iifname"
+			case expr.MetaKeyOIFNAME:
+				loaded = "oifname"
+			case expr.MetaKeyL4PROTO:
+				loaded = "meta l4proto"
+			default:
+				loaded = "meta " + strconv.Itoa(int(x.Key))
+			}
+		case *expr.Payload:
+			loaded, proto = payloadText(l3, x, proto), ""
+		case *expr.Cmp:
+			op := ""
+			if x.Op != expr.CmpOpEq {
+				op = "!= " // the only other operator a rule of ours could hold
+			}
+			value := valueText(loaded, x.Data)
+			if loaded == "meta l4proto" && op == "" {
+				proto = value
+				continue
+			}
+			out = append(out, loaded+" "+op+value)
+		case *expr.Lookup:
+			elems, err := setText(conn, table, loaded, x.SetName)
+			if err != nil {
+				return "", err
+			}
+			op := ""
+			if x.Invert {
+				op = "!= "
+			}
+			out = append(out, loaded+" "+op+elems)
+		case *expr.Counter:
+			out = append(out, "counter")
+		case *expr.Masq:
+			out = append(out, "masquerade")
+		case *expr.Immediate:
+			imm = x.Data
+		case *expr.NAT:
+			verb := "snat"
+			if x.Type == expr.NATTypeDestNAT {
+				verb = "dnat"
+			}
+			a, _ := netip.AddrFromSlice(imm)
+			out = append(out, verb+" to "+a.String())
+		case *expr.Verdict:
+			switch x.Kind {
+			case expr.VerdictJump:
+				out = append(out, "jump "+x.Chain)
+			case expr.VerdictGoto:
+				out = append(out, "goto "+x.Chain)
+			case expr.VerdictReturn:
+				out = append(out, "return")
+			case expr.VerdictAccept:
+				out = append(out, "accept")
+			case expr.VerdictDrop:
+				out = append(out, "drop")
+			default:
+				out = append(out, "verdict "+strconv.Itoa(int(x.Kind)))
+			}
+		default:
+			out = append(out, fmt.Sprintf("<%T>", x))
+		}
+	}
+	flushProto()
+	return strings.Join(out, " "), nil
+}
+
+// payloadText names a payload load in nft syntax.
+func payloadText(l3 string, p *expr.Payload, proto string) string {
+	switch {
+	case p.Base == expr.PayloadBaseNetworkHeader && l3 == "ip" && p.Offset == ip4SaddrOffset && p.Len == 4,
+		p.Base == expr.PayloadBaseNetworkHeader && l3 == "ip6" && p.Offset == ip6SaddrOffset && p.Len == 16:
+		return l3 + " saddr"
+	case p.Base == expr.PayloadBaseNetworkHeader && l3 == "ip" && p.Offset == ip4DaddrOffset && p.Len == 4,
+		p.Base == expr.PayloadBaseNetworkHeader && l3 == "ip6" && p.Offset == ip6DaddrOffset && p.Len == 16:
+		return l3 + " daddr"
+	case p.Base == expr.PayloadBaseTransportHeader && p.Offset == dportOffset && p.Len == 2:
+		if proto == "" {
+			proto = "th"
+		}
+		return proto + " dport"
+	}
+	return fmt.Sprintf("@payload,%d,%d,%d", p.Base, p.Offset*8, p.Len*8)
+}
+
+// valueText prints a compared value according to what was loaded.
+func valueText(loaded string, data []byte) string {
+	switch {
+	case loaded == "iifname" || loaded == "oifname":
+		return strconv.Quote(strings.TrimRight(string(data), "\x00"))
+	case loaded == "meta l4proto" && len(data) == 1:
+		switch data[0] {
+		case unix.IPPROTO_TCP:
+			return "tcp"
+		case unix.IPPROTO_UDP:
+			return "udp"
+		}
+		return strconv.Itoa(int(data[0]))
+	case strings.HasSuffix(loaded, "dport") && len(data) == 2:
+		return strconv.Itoa(int(binary.BigEndian.Uint16(data)))
+	case strings.HasSuffix(loaded, "addr"):
+		if a, ok := netip.AddrFromSlice(data); ok {
+			return a.String()
+		}
+	}
+	return fmt.Sprintf("0x%x", data)
+}
+
+// setText prints the elements of a (normally anonymous) set, sorted.
+func setText(conn *nftables.Conn, table *nftables.Table, loaded, name string) (string, error) {
+	set, err := conn.GetSetByName(table, name)
+	if err != nil {
+		return "", fmt.Errorf("set %s: %w", name, err)
+	}
+	elems, err := conn.GetSetElements(set)
+	if err != nil {
+		return "", fmt.Errorf("set %s: elements: %w", name, err)
+	}
+	if !set.Anonymous {
+		return "@" + name, nil
+	}
+	keys := make([][]byte, 0, len(elems))
+	for _, el := range elems {
+		if !el.IntervalEnd {
+			keys = append(keys, el.Key)
+		}
+	}
+	slices.SortFunc(keys, func(a, b []byte) int { return slices.Compare(a, b) })
+	texts := make([]string, len(keys))
+	for i, k := range keys {
+		texts[i] = valueText(loaded, k)
+	}
+	if len(texts) == 1 {
+		return "{ " + texts[0] + " }", nil
+	}
+	return "{ " + strings.Join(texts, ", ") + " }", nil
+}
