@@ -1,0 +1,211 @@
+package cniconfig
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/containernetworking/cni/pkg/types"
+	"github.com/containernetworking/cni/pkg/version"
+
+	"github.com/virtnet/virtnet/macvtap"
+)
+
+// PluginType is the only accepted value of "type".
+const PluginType = "macvtap"
+
+// MTU bounds. 68 is the smallest MTU IPv4 allows (the kernel's ETH_MIN_MTU);
+// 65535 is the largest a macvtap can take (its real ceiling is the lower
+// device's MTU, which only the kernel can check).
+const (
+	MinMTU = 68
+	MaxMTU = 65535
+)
+
+// DefaultOwner and DefaultGroup own /dev/tapN after ADD: uid and gid 107,
+// the qemu user of KubeVirt's launcher images, as in kubevirt/macvtap-cni.
+const (
+	DefaultOwner = 107
+	DefaultGroup = 107
+)
+
+// NetConf is the macvtap CNI configuration.
+type NetConf struct {
+	types.NetConf
+
+	// MAC, when set, is given to the macvtap ("mac").
+	MAC string `json:"mac,omitempty"`
+	// MTU, when not 0, is set on the macvtap ("mtu").
+	MTU int `json:"mtu,omitempty"`
+	// DeviceID names the macvtap the device plugin made on the host
+	// ("deviceID", filled in by Multus); see [macvtap.HostLinkCandidates].
+	DeviceID string `json:"deviceID,omitempty"`
+	// PromiscMode turns promiscuous mode on for the macvtap ("promiscMode").
+	PromiscMode bool `json:"promiscMode,omitempty"`
+	// Mode, when set, is the macvtap mode the plugin makes the link use
+	// ("mode"; empty leaves a device-plugin link as it is, and creates in
+	// bridge mode).
+	Mode string `json:"mode,omitempty"`
+	// LowerDevice, when set, lets the plugin create the macvtap on this host
+	// link when no link for DeviceID exists ("lowerDevice").
+	LowerDevice string `json:"lowerDevice,omitempty"`
+	// Owner and Group own /dev/tap<ifindex> after ADD (default 107).
+	Owner *int `json:"owner,omitempty"`
+	Group *int `json:"group,omitempty"`
+
+	// HardwareAddr is MAC parsed; nil when MAC is empty.
+	HardwareAddr net.HardwareAddr `json:"-"`
+	// MacvtapMode is Mode parsed; "" when Mode is empty.
+	MacvtapMode macvtap.Mode `json:"-"`
+}
+
+// OwnerID returns Owner or [DefaultOwner].
+func (c *NetConf) OwnerID() int {
+	if c.Owner != nil {
+		return *c.Owner
+	}
+	return DefaultOwner
+}
+
+// GroupID returns Group or [DefaultGroup].
+func (c *NetConf) GroupID() int {
+	if c.Group != nil {
+		return *c.Group
+	}
+	return DefaultGroup
+}
+
+// SupportedVersions are the CNI spec versions the plugin accepts (all that
+// the CNI library implements).
+func SupportedVersions() []string { return version.All.SupportedVersions() }
+
+// Parse decodes and validates a configuration. Every error is a
+// *[ConfigError].
+func Parse(data []byte) (*NetConf, error) {
+	var c NetConf
+	if err := json.Unmarshal(data, &c); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &typeErr) && typeErr.Field != "" {
+			// Fields of the embedded types.NetConf come back as "NetConf.ipam".
+			field := strings.TrimPrefix(typeErr.Field, "NetConf.")
+			return nil, &ConfigError{Field: field, Err: fmt.Errorf("%w: got JSON %s, want %s", ErrInvalidJSON, typeErr.Value, typeErr.Type)}
+		}
+		return nil, &ConfigError{Err: fmt.Errorf("%w: %w", ErrInvalidJSON, err)}
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	if c.IPAM.Type == "" {
+		// types.IPAM keeps only "type": look at the raw object to refuse an
+		// IPAM section whose type was forgotten ("{}" counts as no IPAM).
+		var raw struct {
+			IPAM map[string]json.RawMessage `json:"ipam"`
+		}
+		if err := json.Unmarshal(data, &raw); err != nil {
+			return nil, &ConfigError{Field: "ipam", Err: fmt.Errorf("%w: want an object: %w", ErrInvalidJSON, err)}
+		}
+		if len(raw.IPAM) > 0 {
+			return nil, &ConfigError{Field: "ipam.type", Err: ErrRequired}
+		}
+	}
+	return &c, nil
+}
+
+// Validate checks every field and fills HardwareAddr and MacvtapMode.
+func (c *NetConf) Validate() error {
+	switch {
+	case c.CNIVersion == "":
+		return &ConfigError{Field: "cniVersion", Err: ErrRequired}
+	case !slices.Contains(SupportedVersions(), c.CNIVersion):
+		return &ConfigError{Field: "cniVersion", Value: c.CNIVersion, Err: fmt.Errorf("%w (want one of %v)", ErrUnsupportedVersion, SupportedVersions())}
+	case c.Name == "":
+		return &ConfigError{Field: "name", Err: ErrRequired}
+	case c.Type != PluginType:
+		return &ConfigError{Field: "type", Value: c.Type, Err: ErrWrongType}
+	case c.DeviceID == "":
+		return &ConfigError{Field: "deviceID", Err: ErrRequired}
+	case c.MTU != 0 && (c.MTU < MinMTU || c.MTU > MaxMTU):
+		return &ConfigError{Field: "mtu", Value: strconv.Itoa(c.MTU), Err: fmt.Errorf("%w: want %d to %d", ErrMTURange, MinMTU, MaxMTU)}
+	case c.Owner != nil && *c.Owner < 0:
+		return &ConfigError{Field: "owner", Value: strconv.Itoa(*c.Owner), Err: ErrOutOfRange}
+	case c.Group != nil && *c.Group < 0:
+		return &ConfigError{Field: "group", Value: strconv.Itoa(*c.Group), Err: ErrOutOfRange}
+	}
+	if c.MAC != "" {
+		hw, err := ParseMAC(c.MAC)
+		if err != nil {
+			return &ConfigError{Field: "mac", Value: c.MAC, Err: err}
+		}
+		c.HardwareAddr = hw
+	}
+	if c.Mode != "" {
+		m, err := macvtap.ParseMode(c.Mode)
+		if err != nil {
+			return &ConfigError{Field: "mode", Value: c.Mode, Err: err}
+		}
+		c.MacvtapMode = m
+	}
+	if c.LowerDevice != "" {
+		if err := macvtap.ValidIfName(c.LowerDevice); err != nil {
+			return &ConfigError{Field: "lowerDevice", Value: c.LowerDevice, Err: fmt.Errorf("%w: %w", ErrInvalidName, err)}
+		}
+	}
+	return nil
+}
+
+// ParseMAC parses a unicast, non-zero, 6-byte Ethernet MAC address.
+func ParseMAC(s string) (net.HardwareAddr, error) {
+	hw, err := net.ParseMAC(s)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadMAC, err)
+	}
+	if len(hw) != 6 {
+		return nil, fmt.Errorf("%w: %d bytes, want a 6-byte Ethernet address", ErrBadMAC, len(hw))
+	}
+	if hw[0]&1 != 0 {
+		return nil, ErrMulticastMAC
+	}
+	if slices.Equal(hw, make(net.HardwareAddr, 6)) {
+		return nil, ErrZeroMAC
+	}
+	return hw, nil
+}
+
+// Args are the CNI_ARGS keys the plugin reads.
+type Args struct {
+	types.CommonArgs
+	// MAC overrides the configuration's "mac".
+	MAC types.UnmarshallableString `json:"mac,omitempty"`
+}
+
+// ParseArgs parses CNI_ARGS ("K8S_POD_NAME=…;MAC=02:…"). Unknown keys are
+// ignored (IgnoreUnknown is forced on: runtimes pass pod metadata).
+func ParseArgs(s string) (net.HardwareAddr, error) {
+	var a Args
+	a.IgnoreUnknown = true
+	if err := types.LoadArgs(s, &a); err != nil {
+		return nil, &ConfigError{Field: "CNI_ARGS", Err: fmt.Errorf("%w: %w", ErrBadArgs, err)}
+	}
+	if a.MAC == "" {
+		return nil, nil
+	}
+	hw, err := ParseMAC(string(a.MAC))
+	if err != nil {
+		return nil, &ConfigError{Field: "CNI_ARGS.MAC", Value: string(a.MAC), Err: err}
+	}
+	return hw, nil
+}
+
+// EffectiveMAC returns the MAC the macvtap must get: CNI_ARGS MAC if set,
+// else the configuration's mac, else nil (keep the kernel's random one).
+func (c *NetConf) EffectiveMAC(args string) (net.HardwareAddr, error) {
+	hw, err := ParseArgs(args)
+	if err != nil || hw != nil {
+		return hw, err
+	}
+	return c.HardwareAddr, nil
+}

@@ -1,0 +1,17 @@
+// Package cniconfig parses and validates the network configuration of the
+// macvtap CNI plugin, as a NetworkAttachmentDefinition carries it:
+//
+//	{"cniVersion": "0.3.1", "name": "p4p1", "type": "macvtap",
+//	 "mac": "02:00:00:00:00:01", "mtu": 1500, "deviceID": "p4p1Mvp0",
+//	 "promiscMode": true, "ipam": {"type": "host-local", ...}}
+//
+// plus the MAC address a runtime may pass in CNI_ARGS ("MAC=…", which is how
+// Multus forwards a pod's network-selection "mac"). [Parse] returns a
+// [*NetConf] or a [*ConfigError] naming the field and the bad value.
+//
+// Fields beyond kubevirt/macvtap-cni's (mac, mtu, deviceID, promiscMode,
+// owner, group): "mode" (it appears in NetworkAttachmentDefinitions in the
+// wild; the plugin applies it to the macvtap) and "lowerDevice" (lets the
+// plugin create the macvtap itself when no device plugin made one). Unknown
+// fields are ignored, as the CNI spec asks (runtimes add their own).
+package cniconfig
