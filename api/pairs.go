@@ -1,9 +1,25 @@
 package api
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"math"
 )
+
+// PodInterfaceNamesAnnotation selects how the pod interfaces of Multus
+// networks are named: absent or "ordinal" gives KubeVirt v0.53's net1,
+// net2, … in spec.networks order; "hashed" gives KubeVirt 1.x's
+// "pod" + the first 11 hex digits of SHA-256(network name), which does not
+// depend on the order of the networks.
+const PodInterfaceNamesAnnotation = "virtnet.io/pod-interface-names"
+
+// HashedPodInterface is KubeVirt 1.x's pod interface name of a Multus
+// network.
+func HashedPodInterface(network string) string {
+	sum := sha256.Sum256([]byte(network))
+	return "pod" + hex.EncodeToString(sum[:])[:11]
+}
 
 // Pod interface names.
 const (
@@ -23,7 +39,8 @@ type Pair struct {
 	Interface *Interface
 	Network   *Network
 	// PodInterface is eth0 for the pod network or a Multus default,
-	// net1, net2, … for the other Multus networks in spec.networks order.
+	// net1, net2, … for the other Multus networks in spec.networks order
+	// (see [PodInterfaceNamesAnnotation] for KubeVirt 1.x's names).
 	PodInterface string
 }
 
@@ -46,6 +63,9 @@ func Pairs(vmi *VMI) ([]Pair, error) {
 		if net.Multus != nil && !net.Multus.Default {
 			secondary++
 			podIface = fmt.Sprintf("%s%d", SecondaryPodInterfacePrefix, secondary)
+			if vmi.Metadata.Annotations[PodInterfaceNamesAnnotation] == "hashed" {
+				podIface = HashedPodInterface(net.Name)
+			}
 		}
 		i, ok := byName[net.Name]
 		if !ok {

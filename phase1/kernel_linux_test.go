@@ -171,25 +171,32 @@ func TestBridgeNoIPAMKernel(t *testing.T) {
 	require.Error(t, err)
 }
 
-// TestLongNameKernel: a pod link whose derived names exceed 15 bytes gets
-// the hashed short forms.
+// TestLongNameKernel: with KubeVirt 1.x's hashed pod interface names
+// (14 bytes), the bridge and NIC names exceed 15 bytes and take their
+// hashed short forms.
 func TestLongNameKernel(t *testing.T) {
-	pod := testutil.NewPodWith(t, testutil.PodConfig{Link: "net1234567890ab"})
+	podIface := api.HashedPodInterface("blue")
+	pod := testutil.NewPodWith(t, testutil.PodConfig{Link: podIface, NoIPAM: true})
 	vmi := loadVMI(t, `
-metadata: {name: long, namespace: default, uid: `+uid+`}
+metadata:
+  name: long
+  namespace: default
+  uid: `+uid+`
+  annotations: {virtnet.io/pod-interface-names: hashed}
 spec:
-  domain: {devices: {interfaces: [{name: default, masquerade: {}}]}}
-  networks: [{name: default, multus: {networkName: x, default: true}}]
+  domain: {devices: {interfaces: [{name: blue, bridge: {}}]}}
+  networks: [{name: blue, multus: {networkName: blue-net}}]
 `)
-	// A multus default network is eth0; rename the link to exercise the
-	// long form through the pair's pod interface instead.
-	require.NoError(t, pod.Pod.Handle.LinkSetDown(mustNL(t, pod.Pod, "net1234567890ab")))
-	require.NoError(t, pod.Pod.Handle.LinkSetName(mustNL(t, pod.Pod, "net1234567890ab"), "eth0"))
-	require.NoError(t, pod.Pod.Handle.LinkSetUp(mustNL(t, pod.Pod, "eth0")))
-	require.NoError(t, pod.Pod.Handle.RouteAdd(&netlink.Route{LinkIndex: mustNL(t, pod.Pod, "eth0").Attrs().Index, Gw: net.ParseIP("10.244.1.1")}))
-	_ = realRun(t, vmi, pod)
-	_, err := pod.Pod.Handle.LinkByName("k6t-eth0")
+	s := realRun(t, vmi, pod)
+	rec, err := s.ReadInterface(uid, "blue")
 	require.NoError(t, err)
+	require.Equal(t, podIface, rec.PodInterface)
+	require.Len(t, rec.Bridge, 15)
+	require.True(t, strings.HasPrefix(rec.Bridge, "k6t-"), rec.Bridge)
+	require.Equal(t, "tap"+podIface[3:], rec.Tap)
+	br := mustNL(t, pod.Pod, rec.Bridge)
+	require.Equal(t, br.Attrs().Index, mustNL(t, pod.Pod, podIface).Attrs().MasterIndex)
+	require.Equal(t, br.Attrs().Index, mustNL(t, pod.Pod, rec.Tap).Attrs().MasterIndex)
 }
 
 func mustNL(t *testing.T, ns *testutil.NS, name string) netlink.Link {
