@@ -252,10 +252,16 @@ type SysctlSetting struct{ Key, Value string }
 //
 // ROUTE_LOCALNET: KUBEVIRT_V053.md's rule set forwards the pod's own
 // 127.0.0.1:P to the VM (output-chain DNAT, then SNAT to the gateway in
-// postrouting). The kernel re-routes the DNAT-ed packet while its source is
-// still 127.0.0.1 and refuses a loopback source on a non-loopback device
-// unless route_localnet is set on that device, so without it the
-// connection times out. It is set on the bridge only, not on "all".
+// postrouting). After the output DNAT the kernel re-routes the packet while
+// its source is still 127.0.0.1 and refuses a loopback source on a
+// non-loopback device unless route_localnet is set on that device: the
+// output DNAT counter counts every SYN, the postrouting SNAT counter none,
+// and the connection times out. The reply, de-SNAT-ed to 127.0.0.1 as it
+// enters the bridge, needs the same switch. Setting it on the bridge alone
+// is enough and keeps martian 127/8 traffic from leaving by eth0. KubeVirt
+// v0.53 does not set it (its loopback rules forward nothing, so neither
+// `virtctl port-forward` nor a sidecar reaches the VM); KubeVirt added the
+// same bridge-only setting in v0.57.
 //
 // IPv6 has no such switch: a ::1 source never leaves the loopback device,
 // so the ::1 output rule is installed, as KubeVirt does, but forwards

@@ -16,10 +16,11 @@ import (
 // The masquerade binding's NAT rules, through nftables netlink messages
 // (github.com/google/nftables): no nft or iptables binary is run.
 //
-// Kernel needs: nf_tables with the nat, masq and counter expressions and
-// nf_conntrack (built in or auto-loaded on first use). For the output-chain
-// DNAT of 127.0.0.1 to reach the VM, net.ipv4.conf.<bridge>.route_localnet
-// (or .all.) must be 1: see [NATSysctls].
+// Kernel needs: nf_tables with the nat, masq and counter expressions,
+// nf_conntrack and nf_nat (CONFIG_NF_TABLES, CONFIG_NFT_NAT,
+// CONFIG_NFT_MASQ, CONFIG_NF_CONNTRACK; built in or auto-loaded on first
+// use). For the output-chain DNAT of 127.0.0.1 to reach the VM,
+// net.ipv4.conf.<bridge>.route_localnet must be 1: see [NATSysctls].
 
 // natTable returns virtnet's table of a family.
 func natTable(family Family) *nftables.Table {
