@@ -24,7 +24,8 @@
 // Prepare only widens them: it extends ping_group_range to include the
 // group ([Binding.PingGroup], 107 by default) and lowers
 // ip_unprivileged_port_start to the lowest forwarded port, leaving each
-// alone when it already allows what passt needs (idempotent). Cleanup
+// alone when it already allows what passt needs (idempotent); a
+// ping_group_range that does not parse is replaced by "107 107". Cleanup
 // leaves them: they only grant unprivileged rights inside the pod's own
 // namespace, which disappears with the pod, and the values before
 // Prepare are not recorded. Discover returns nil, Plan a record holding

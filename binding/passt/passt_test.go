@@ -172,11 +172,17 @@ func TestPrepareErrors(t *testing.T) {
 	in := input(v, p)
 	ctx := context.Background()
 
+	// An unparsable range is replaced by KubeVirt's value.
 	d := &sysctlDriver{values: map[string]string{PingGroupRangeKey: "garbage", UnprivilegedPortStartKey: "1024"}}
+	require.NoError(t, Binding{}.Prepare(ctx, d, in, nil, nil))
+	require.Equal(t, "107 107", d.values[PingGroupRangeKey])
+
+	// An unparsable port start is an error naming the sysctl and value.
+	d = &sysctlDriver{values: map[string]string{PingGroupRangeKey: "1\t0", UnprivilegedPortStartKey: "x"}}
 	var se *SysctlError
 	require.ErrorAs(t, Binding{}.Prepare(ctx, d, in, nil, nil), &se)
-	require.Equal(t, PingGroupRangeKey, se.Key)
-	require.Equal(t, "garbage", se.Value)
+	require.Equal(t, UnprivilegedPortStartKey, se.Key)
+	require.Equal(t, "x", se.Value)
 
 	d = &sysctlDriver{values: map[string]string{PingGroupRangeKey: "1\t0", UnprivilegedPortStartKey: "1024"}, failOn: UnprivilegedPortStartKey}
 	err := Binding{}.Prepare(ctx, d, in, nil, nil)
@@ -186,6 +192,17 @@ func TestPrepareErrors(t *testing.T) {
 	d.failOn = ""
 	require.NoError(t, Binding{}.Prepare(ctx, d, in, nil, nil))
 	require.Equal(t, "0", d.values[UnprivilegedPortStartKey])
+}
+
+// TestWithNetdriverFake runs Prepare against the shared stateful fake,
+// whose unset sysctls read "0".
+func TestWithNetdriverFake(t *testing.T) {
+	f := netdriver.NewFake()
+	v, p := vmi(t, ports(api.Port{Port: 80}))
+	in := input(v, p)
+	require.NoError(t, Binding{}.Prepare(context.Background(), f, in, nil, nil))
+	require.NoError(t, Binding{}.Prepare(context.Background(), f, in, nil, nil))
+	require.Equal(t, []string{"SetSysctl " + PingGroupRangeKey + "=107 107"}, f.Calls())
 }
 
 func TestRender(t *testing.T) {

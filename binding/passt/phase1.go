@@ -60,7 +60,9 @@ func (b Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Inp
 		err = fmt.Errorf("want two group IDs")
 	}
 	if err != nil {
-		return &SysctlError{Interface: name, Key: PingGroupRangeKey, Value: cur, Err: err}
+		// Not the kernel's "LO\tHI": replace it with KubeVirt's value.
+		in.Logger.Warn("unparsable ping_group_range, replacing it", "interface", name, "value", cur, "error", err)
+		lo, hi = 1, 0
 	}
 	if gid < lo || gid > hi {
 		want := fmt.Sprintf("%d %d", gid, gid)
