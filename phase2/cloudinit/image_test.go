@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -40,6 +41,19 @@ func TestImages(t *testing.T) {
 				"user-data":      "",
 				"meta-data":      `{"instance-id":"vm.ns","local-hostname":"vm"}`,
 				"network-config": "version: 2\n",
+			},
+		},
+		{
+			// go-diskfs zeroes the sector after a last file whose size is a
+			// multiple of 2048: see imageFile.
+			name: "nocloud user data of exactly 2048 bytes",
+			build: func(ctx context.Context, iso, _ string) error {
+				return NoCloud(ctx, iso, Data{UserData: []byte(strings.Repeat("#", 2048))}, meta)
+			},
+			label: "cidata",
+			wantFiles: map[string]string{
+				"user-data": strings.Repeat("#", 2048),
+				"meta-data": `{"instance-id":"vm.ns","local-hostname":"vm"}`,
 			},
 		},
 		{
@@ -97,6 +111,7 @@ func TestImages(t *testing.T) {
 			require.Equal(t, pad(tt.label, volumeIDLength/2), img.jolietLabel)
 			require.True(t, img.rockRidge, "Rock Ridge")
 			require.Equal(t, tt.wantFiles, img.files)
+			require.Equal(t, tt.wantFiles, img.jolietFiles, "Joliet tree")
 
 			// Building again replaces the image in place.
 			require.NoError(t, tt.build(context.Background(), out, src))

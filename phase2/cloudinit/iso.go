@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/diskfs/go-diskfs/backend/file"
+	"github.com/diskfs/go-diskfs/backend"
 	"github.com/diskfs/go-diskfs/filesystem/iso9660"
 )
 
@@ -75,12 +75,19 @@ func writeISO(ctx context.Context, isoPath, label string, files []isoFile) (err 
 			_ = os.Remove(staging)
 		}
 	}()
-	fsys, err := iso9660.Create(file.New(out, false), 0, 0, 2048, root)
+	img := &imageFile{File: out}
+	fsys, err := iso9660.Create(img, 0, 0, sectorSize, root)
 	if err != nil {
 		return fmt.Errorf("cloudinit: image %s: %w", isoPath, err)
 	}
 	if err := fsys.Finalize(iso9660.FinalizeOptions{RockRidge: true, Joliet: true, VolumeIdentifier: label}); err != nil {
 		return fmt.Errorf("cloudinit: image %s: write ISO 9660: %w", isoPath, err)
+	}
+	if err := img.finish(); err != nil {
+		return fmt.Errorf("cloudinit: image %s: write ISO 9660: %w", isoPath, err)
+	}
+	if err := fixJolietSubdirs(out); err != nil {
+		return fmt.Errorf("cloudinit: image %s: %w", isoPath, err)
 	}
 	if err := fixDescriptors(out); err != nil {
 		return fmt.Errorf("cloudinit: image %s: %w", isoPath, err)
@@ -184,4 +191,72 @@ func fixDescriptors(f *os.File) error {
 		}
 	}
 	return errors.New("no volume descriptor set terminator")
+}
+
+// imageFile is the go-diskfs backend for a freshly truncated image file.
+// It works around two behaviours of go-diskfs v1.9.4's Finalize:
+//
+//   - it ignores the errors of most of its writes: the first one is kept
+//     and returned by finish;
+//   - after each file's data it writes a sector of zeros when the size is a
+//     multiple of 2048 (an empty file included), over the sector that
+//     follows; after the last file that is the Joliet root directory, which
+//     then reads as empty (seen with an empty user-data, as KubeVirt writes
+//     when there is only network data). A new file already reads as zeros,
+//     so writes of zeros are skipped and only extend the file (in finish).
+type imageFile struct {
+	*os.File
+	end int64 // end of the furthest write, skipped ones included
+	err error // first write error
+}
+
+var _ backend.Storage = (*imageFile)(nil)
+
+// WriteAt writes p unless it is all zeros.
+func (f *imageFile) WriteAt(p []byte, off int64) (int, error) {
+	if e := off + int64(len(p)); e > f.end {
+		f.end = e
+	}
+	if allZero(p) {
+		return len(p), nil
+	}
+	n, err := f.File.WriteAt(p, off)
+	if err != nil && f.err == nil {
+		f.err = err
+	}
+	return n, err
+}
+
+// Sys returns the file itself.
+func (f *imageFile) Sys() (*os.File, error) { return f.File, nil }
+
+// Writable returns f, whose WriteAt filters zeros.
+func (f *imageFile) Writable() (backend.WritableFile, error) { return f, nil }
+
+// Path is the file's name.
+func (f *imageFile) Path() string { return f.Name() }
+
+// finish reports the first write error and extends the file over skipped
+// trailing zeros.
+func (f *imageFile) finish() error {
+	if f.err != nil {
+		return f.err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if st.Size() < f.end {
+		return f.Truncate(f.end)
+	}
+	return nil
+}
+
+func allZero(p []byte) bool {
+	for _, b := range p {
+		if b != 0 {
+			return false
+		}
+	}
+	return true
 }

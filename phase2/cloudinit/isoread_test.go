@@ -22,7 +22,8 @@ type image struct {
 	primaryLabel string // 32 bytes as stored
 	jolietLabel  string // decoded from UCS-2, padding included
 	rockRidge    bool   // SUSP "SP" entry in the root directory record
-	files        map[string]string
+	files        map[string]string // Rock Ridge tree, read with go-diskfs
+	jolietFiles  map[string]string // Joliet tree, read by walkJoliet
 }
 
 func readImage(t *testing.T, path string) image {
@@ -53,6 +54,8 @@ func readImage(t *testing.T, path string) image {
 				u = append(u, uint16(id[j])<<8|uint16(id[j+1]))
 			}
 			img.jolietLabel = string(utf16.Decode(u))
+			img.jolietFiles = map[string]string{}
+			walkJoliet(t, raw, binary.LittleEndian.Uint32(d[156+2:]), binary.LittleEndian.Uint32(d[156+10:]), "", img.jolietFiles, 0)
 		}
 	}
 
@@ -98,4 +101,37 @@ func listTree(t *testing.T, dir string) []string {
 	require.NoError(t, err)
 	sort.Strings(out)
 	return out
+}
+
+// walkJoliet reads the Joliet directory extent at sector loc (size bytes)
+// the way a Joliet reader does, independently of the code under test.
+func walkJoliet(t *testing.T, raw []byte, loc, size uint32, prefix string, out map[string]string, depth int) {
+	t.Helper()
+	require.Less(t, depth, 8, "directory loop")
+	ext := raw[int(loc)*sectorSize:][:size]
+	for off := 0; off < len(ext); {
+		n := int(ext[off])
+		if n == 0 {
+			off = (off/sectorSize + 1) * sectorSize
+			continue
+		}
+		rec := ext[off : off+n]
+		off += n
+		name := rec[33 : 33+int(rec[32])]
+		if len(name) == 1 && name[0] <= 1 {
+			continue // "." and ".."
+		}
+		require.Zero(t, len(name)%2, "UCS-2 name")
+		u := make([]uint16, len(name)/2)
+		for i := range u {
+			u[i] = binary.BigEndian.Uint16(name[2*i:])
+		}
+		full := prefix + string(utf16.Decode(u))
+		l, sz := binary.LittleEndian.Uint32(rec[2:]), binary.LittleEndian.Uint32(rec[10:])
+		if rec[25]&2 != 0 {
+			walkJoliet(t, raw, l, sz, full+"/", out, depth+1)
+			continue
+		}
+		out[full] = string(raw[int(l)*sectorSize:][:sz])
+	}
 }
