@@ -80,6 +80,10 @@ func diskDevice(vmi *api.VMI, spec *api.Disk, path string, src DiskSource, count
 		}
 		readonly, pci = spec.Disk.ReadOnly, spec.Disk.PciAddress
 	}
+	if device == "lun" && src.Type != "block" {
+		return libvirtxml.DomainDisk{}, &VolumeError{Disk: path, Volume: spec.Name,
+			Reason: "a lun needs a block volume (a PVC or DataVolume listed in Options.BlockVolumes)"}
+	}
 	prefix := "sd"
 	switch bus {
 	case "virtio":

@@ -1,6 +1,10 @@
 package phase2_test
 
-import "github.com/virtnet/virtnet/domxml"
+import (
+	"os"
+
+	"github.com/virtnet/virtnet/domxml"
+)
 
 func domxmlOptionsBlock(vols ...string) domxml.Options {
 	o := domxml.Options{BlockVolumes: map[string]bool{}}
@@ -9,3 +13,5 @@ func domxmlOptionsBlock(vols ...string) domxml.Options {
 	}
 	return o
 }
+
+func writeFile(path, data string) error { return os.WriteFile(path, []byte(data), 0o644) }

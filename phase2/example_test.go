@@ -1,0 +1,67 @@
+package phase2_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"libvirt.org/go/libvirtxml"
+
+	"github.com/virtnet/virtnet/api"
+	"github.com/virtnet/virtnet/binding"
+	"github.com/virtnet/virtnet/cache"
+	"github.com/virtnet/virtnet/phase2"
+)
+
+// EnrichDomain reads the record phase1 wrote for each interface and has its
+// binding add the device to the domain.
+func ExampleEnrichDomain() {
+	vmi, err := api.Load([]byte(`
+kind: VirtualMachineInstance
+metadata: {name: vm1, namespace: default, uid: 6a1f3a0e-2d4c-4b8e-9f35-0c1d2e3f4a5b}
+spec:
+  domain:
+    devices:
+      interfaces: [{name: default, bridge: {}}]
+  networks: [{name: default, pod: {}}]
+`))
+	if err != nil {
+		panic(err)
+	}
+	dir, err := os.MkdirTemp("", "phase2-example-")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	store, err := cache.New(dir)
+	if err != nil {
+		panic(err)
+	}
+	// What phase1 records for the bridge binding on eth0.
+	err = store.WriteInterface(vmi.Metadata.UID, &cache.Interface{
+		Interface: "default", PodInterface: "eth0", Binding: "bridge",
+		Bridge: "k6t-eth0", Tap: "tap0", NIC: "eth0-nic", MAC: "8e:61:55:c2:4a:bd", MTU: 1440,
+	})
+	if err != nil {
+		panic(err)
+	}
+
+	dom := &libvirtxml.Domain{}
+	if err := phase2.EnrichDomain(context.Background(), vmi, store, nil, dom, binding.RenderOptions{}); err != nil {
+		panic(err)
+	}
+	out, err := dom.Devices.Interfaces[0].Marshal()
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(out)
+	// Output:
+	// <interface type="bridge">
+	//   <mac address="8e:61:55:c2:4a:bd"></mac>
+	//   <source bridge="k6t-eth0"></source>
+	//   <model type="virtio-non-transitional"></model>
+	//   <mtu size="1440"></mtu>
+	//   <rom enabled="no"></rom>
+	//   <alias name="ua-default"></alias>
+	// </interface>
+}
