@@ -480,8 +480,8 @@ func TestHostile(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if tt.root {
-				testutil.RequireRoot(t)
+			if tt.root && os.Geteuid() != 0 {
+				testutil.Skip(t, "needs root to chown a cache path to another uid")
 			}
 			base := t.TempDir()
 			e := env{root: filepath.Join(base, "cache"), elsewhere: filepath.Join(base, "elsewhere")}
