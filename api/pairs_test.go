@@ -1,6 +1,8 @@
 package api_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"math"
 	"testing"
 
@@ -95,4 +97,23 @@ func TestVCPUsAndQueues(t *testing.T) {
 			require.Equal(t, tt.multiQueue != nil && *tt.multiQueue, vmi.MultiQueue())
 		})
 	}
+}
+
+func TestPairsHashedNames(t *testing.T) {
+	m := "metadata: {name: t, annotations: {" + api.PodInterfaceNamesAnnotation + ": hashed}}\n" +
+		"spec:\n  domain: {devices: {interfaces: [{name: p, masquerade: {}}, {name: blue, bridge: {}}, {name: red, bridge: {}}]}}\n" +
+		"  networks: [{name: p, pod: {}}, {name: blue, multus: {networkName: nad-b}}, {name: red, multus: {networkName: nad-r}}]\n"
+	vmi, err := api.Load([]byte(m))
+	require.NoError(t, err)
+	pairs, err := api.Pairs(vmi)
+	require.NoError(t, err)
+	require.Len(t, pairs, 3)
+	require.Equal(t, "eth0", pairs[0].PodInterface, "the pod network keeps eth0")
+	for _, p := range pairs[1:] {
+		sum := sha256.Sum256([]byte(p.Network.Name))
+		require.Equal(t, "pod"+hex.EncodeToString(sum[:])[:11], p.PodInterface)
+		require.Equal(t, p.PodInterface, api.HashedPodInterface(p.Network.Name))
+		require.LessOrEqual(t, len(p.PodInterface), 15, "fits IFNAMSIZ")
+	}
+	require.NotEqual(t, pairs[1].PodInterface, pairs[2].PodInterface)
 }
