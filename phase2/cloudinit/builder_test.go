@@ -20,7 +20,7 @@ func testVMI() *api.VMI {
 		Spec: api.VMISpec{Volumes: []api.Volume{
 			{Name: "root", ContainerDisk: &api.ContainerDiskSource{Image: "quay.io/containerdisks/fedora"}},
 			{Name: "ci", CloudInitNoCloud: &api.CloudInitSource{
-				UserDataBase64: base64.StdEncoding.EncodeToString([]byte("#cloud-config\n")),
+				UserDataBase64:       base64.StdEncoding.EncodeToString([]byte("#cloud-config\n")),
 				NetworkDataSecretRef: &api.LocalObjectReference{Name: "net-secret"}}},
 			{Name: "cd", CloudInitConfigDrive: &api.CloudInitSource{UserDataSecretRef: &api.LocalObjectReference{Name: "user-secret"}}},
 			{Name: "win", Sysprep: &api.SysprepSource{ConfigMap: &api.LocalObjectReference{Name: "unattend"}}},

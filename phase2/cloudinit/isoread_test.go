@@ -19,9 +19,9 @@ import (
 // Joliet volume descriptor (raw bytes, padding included) and the files
 // (Rock Ridge names) with their contents, read with go-diskfs.
 type image struct {
-	primaryLabel string // 32 bytes as stored
-	jolietLabel  string // decoded from UCS-2, padding included
-	rockRidge    bool   // SUSP "SP" entry in the root directory record
+	primaryLabel string            // 32 bytes as stored
+	jolietLabel  string            // decoded from UCS-2, padding included
+	rockRidge    bool              // SUSP "SP" entry in the root directory record
 	files        map[string]string // Rock Ridge tree, read with go-diskfs
 	jolietFiles  map[string]string // Joliet tree, read by walkJoliet
 }

@@ -102,6 +102,15 @@ func TestKernelMount(t *testing.T) {
 				"meta-data": `{"instance-id":"vm.ns","local-hostname":"vm"}`},
 		},
 		{
+			name: "nocloud network only (empty user-data)",
+			build: func(iso, _ string) error {
+				return NoCloud(ctx, iso, Data{NetworkData: []byte("version: 2\n")}, NoCloudMetadata{InstanceID: "vm.ns"})
+			},
+			label:     "cidata",
+			wantModes: []string{"meta-data -rw-r--r--", "network-config -rw-r--r--", "user-data -rw-r--r--"},
+			wantFiles: map[string]string{"user-data": "", "network-config": "version: 2\n", "meta-data": `{"instance-id":"vm.ns"}`},
+		},
+		{
 			name: "config drive",
 			build: func(iso, _ string) error {
 				return ConfigDrive(ctx, iso, Data{UserData: []byte("#!/bin/sh\n")}, ConfigDriveMetadata{InstanceID: "vm.ns", UUID: "u"})
@@ -141,11 +150,7 @@ func TestKernelMount(t *testing.T) {
 			t.Logf("kernel, Joliet: %v", keys(files))
 			require.Equal(t, tt.wantFiles, files)
 
-			if _, err := exec.LookPath("blkid"); err == nil {
-				out, err := exec.Command("blkid", "-o", "value", "-s", "LABEL", iso).CombinedOutput()
-				require.NoError(t, err, "blkid: %s", out)
-				require.Equal(t, tt.label, strings.TrimSpace(string(out)), "blkid label")
-			}
+			requireBlkidLabel(t, iso, tt.label)
 		})
 	}
 }
@@ -156,4 +161,31 @@ func keys(m map[string]string) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// requireBlkidLabel checks the label as udev and cloud-init's ds-identify
+// see it, when util-linux's blkid is installed.
+func requireBlkidLabel(t *testing.T, iso, label string) {
+	t.Helper()
+	if _, err := exec.LookPath("blkid"); err != nil {
+		t.Log("blkid not in PATH: label checked from the volume descriptors only")
+		return
+	}
+	out, err := exec.Command("blkid", "-o", "value", "-s", "LABEL", iso).CombinedOutput()
+	require.NoError(t, err, "blkid: %s", out)
+	require.Equal(t, label, strings.TrimSpace(string(out)), "blkid label")
+}
+
+// TestBlkidLabel needs no root: blkid reads the image file directly.
+func TestBlkidLabel(t *testing.T) {
+	if _, err := exec.LookPath("blkid"); err != nil {
+		testutil.Skip(t, "blkid (util-linux) not in PATH")
+	}
+	ctx := context.Background()
+	dir := t.TempDir()
+	nc, cd := filepath.Join(dir, "nc.iso"), filepath.Join(dir, "cd.iso")
+	require.NoError(t, NoCloud(ctx, nc, Data{UserData: []byte("u")}, NoCloudMetadata{InstanceID: "a.b"}))
+	require.NoError(t, ConfigDrive(ctx, cd, Data{UserData: []byte("u")}, ConfigDriveMetadata{InstanceID: "a.b"}))
+	requireBlkidLabel(t, nc, NoCloudLabel)
+	requireBlkidLabel(t, cd, ConfigDriveLabel)
 }
