@@ -1,0 +1,100 @@
+package plugin
+
+import (
+	"context"
+	"io"
+	"log/slog"
+
+	"github.com/containernetworking/cni/pkg/invoke"
+	"github.com/containernetworking/cni/pkg/skel"
+	current "github.com/containernetworking/cni/pkg/types/100"
+	"github.com/containernetworking/cni/pkg/version"
+
+	"github.com/virtnet/virtnet/macvtap/cniconfig"
+)
+
+// Plugin is the macvtap CNI plugin. The zero value works in the caller's
+// own namespace as the host and discards logs and results.
+type Plugin struct {
+	// Log receives progress and warnings; nil discards them.
+	Log *slog.Logger
+	// Stdout receives the result printed by [Plugin.Add]; nil discards it.
+	Stdout io.Writer
+	// HostNetNS is the path of the namespace holding the device plugin's
+	// macvtaps (and the lower devices); "" means the caller's own.
+	HostNetNS string
+	// DevDir is where the tap<ifindex> character devices are; "" means /dev.
+	DevDir string
+	// Exec finds and runs IPAM plugins; nil means the CNI library's default
+	// (search CNI_PATH, exec the binary).
+	Exec invoke.Exec
+}
+
+// VersionInfo lists the CNI spec versions the plugin speaks.
+func VersionInfo() version.PluginInfo { return version.PluginSupports(cniconfig.SupportedVersions()...) }
+
+// Add is the CNI ADD verb: [Plugin.Setup], then the result printed to
+// p.Stdout in the configuration's cniVersion.
+func (p *Plugin) Add(args *skel.CmdArgs) error {
+	ctx := context.Background()
+	res, err := p.Setup(ctx, args)
+	if err != nil {
+		return err
+	}
+	conf, err := cniconfig.Parse(args.StdinData)
+	if err != nil {
+		return err
+	}
+	out, err := res.GetAsVersion(conf.CNIVersion)
+	if err != nil {
+		return &Error{Verb: "ADD", Step: "convert result to version " + conf.CNIVersion, Err: err}
+	}
+	w := p.Stdout
+	if w == nil {
+		w = io.Discard
+	}
+	return out.PrintTo(w)
+}
+
+// Del is the CNI DEL verb; see [Plugin.Teardown].
+func (p *Plugin) Del(args *skel.CmdArgs) error { return p.Teardown(context.Background(), args) }
+
+// Check is the CNI CHECK verb; see [Plugin.Verify].
+func (p *Plugin) Check(args *skel.CmdArgs) error { return p.Verify(context.Background(), args) }
+
+// Status is the CNI STATUS verb: the plugin keeps no state and is always
+// ready once its configuration parses.
+func (p *Plugin) Status(args *skel.CmdArgs) error {
+	_, err := cniconfig.Parse(args.StdinData)
+	return err
+}
+
+// Setup moves and configures the macvtap for args (see the package
+// documentation) and returns the result in the current CNI spec version.
+func (p *Plugin) Setup(ctx context.Context, args *skel.CmdArgs) (*current.Result, error) {
+	return p.setup(ctx, args)
+}
+
+// Teardown deletes the macvtap of args; it is idempotent.
+func (p *Plugin) Teardown(ctx context.Context, args *skel.CmdArgs) error {
+	return p.teardown(ctx, args)
+}
+
+// Verify checks that the macvtap of args is configured as ADD left it.
+func (p *Plugin) Verify(ctx context.Context, args *skel.CmdArgs) error {
+	return p.verify(ctx, args)
+}
+
+func (p *Plugin) log() *slog.Logger {
+	if p.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return p.Log
+}
+
+func (p *Plugin) devDir() string {
+	if p.DevDir == "" {
+		return "/dev"
+	}
+	return p.DevDir
+}
