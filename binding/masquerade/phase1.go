@@ -146,6 +146,19 @@ func (Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input
 	if rec.IPv6 != "" {
 		fams = append(fams, fam{netdriver.IPv6, rec.IPv6, rec.GatewayIPv6})
 	}
+	if rec.IPv6 != "" {
+		// Skip duplicate address detection on the bridge: until its
+		// link-local address leaves DAD, inbound IPv6 to the VM is
+		// dropped (measured in the NAT tests). The bridge is ours alone.
+		key := "ipv6/conf/" + rec.Bridge + "/accept_dad"
+		if v, err := d.Sysctl(key); err != nil {
+			return err
+		} else if v != "0" {
+			if err := d.SetSysctl(key, "0"); err != nil {
+				return err
+			}
+		}
+	}
 	for _, f := range fams {
 		vm, err := netip.ParsePrefix(f.vm)
 		if err != nil {

@@ -37,12 +37,17 @@ var _ Driver = (*Fake)(nil)
 // NewFake returns an empty namespace holding only "lo".
 func NewFake() *Fake {
 	f := &Fake{
-		links:   map[string]*Link{},
-		addrs:   map[int][]netip.Prefix{},
-		sysctls: map[string]string{},
-		txcsum:  map[int]bool{},
-		nat:     map[Family]NAT{},
-		next:    1,
+		links: map[string]*Link{},
+		addrs: map[int][]netip.Prefix{},
+		// The kernel's defaults for the keys bindings read before
+		// writing; other keys read "0".
+		sysctls: map[string]string{
+			"ipv4/ping_group_range":           "1\t0",
+			"ipv4/ip_unprivileged_port_start": "1024",
+		},
+		txcsum: map[int]bool{},
+		nat:    map[Family]NAT{},
+		next:   1,
 	}
 	f.addLink(&Link{Name: "lo", Type: TypeDevice, MTU: 65536, Up: true})
 	return f
