@@ -195,14 +195,17 @@ func TestPrepareErrors(t *testing.T) {
 }
 
 // TestWithNetdriverFake runs Prepare against the shared stateful fake,
-// whose unset sysctls read "0".
+// which starts from the kernel's defaults.
 func TestWithNetdriverFake(t *testing.T) {
 	f := netdriver.NewFake()
 	v, p := vmi(t, ports(api.Port{Port: 80}))
 	in := input(v, p)
 	require.NoError(t, Binding{}.Prepare(context.Background(), f, in, nil, nil))
 	require.NoError(t, Binding{}.Prepare(context.Background(), f, in, nil, nil))
-	require.Equal(t, []string{"SetSysctl " + PingGroupRangeKey + "=107 107"}, f.Calls())
+	require.Equal(t, []string{
+		"SetSysctl " + PingGroupRangeKey + "=107 107",
+		"SetSysctl " + UnprivilegedPortStartKey + "=80",
+	}, f.Calls(), "the second Prepare changes nothing")
 }
 
 func TestRender(t *testing.T) {
