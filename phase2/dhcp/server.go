@@ -70,7 +70,8 @@ func NewServer(cfg *Config, log *slog.Logger, opts ...Option) (*Server, error) {
 	return s, nil
 }
 
-// Ready is closed once Serve has bound every socket.
+// Ready is closed once Serve has bound every socket; it stays open when
+// Serve fails to bind (Serve then returns the error).
 func (s *Server) Ready() <-chan struct{} { return s.ready }
 
 // sockets are what Serve opens, in the target namespace.
@@ -110,6 +111,9 @@ func (s *Server) Serve(ctx context.Context) error {
 	var k sockets
 	if err := inNetNS(s.netns, func() error { return s.open(ctx, &k) }); err != nil {
 		k.close()
+		if ctx.Err() != nil {
+			return nil // ended while waiting for the link-local address
+		}
 		var be *BindError
 		if !errors.As(err, &be) {
 			err = &BindError{Interface: s.cfg.Bridge, Op: "enter namespace", Err: err}
