@@ -42,11 +42,10 @@ func TestKubeVirtFixtures(t *testing.T) {
 			pairs: []fixturePair{{"macvtap", api.BindingMacvtap, "net1"}}, vcpus: 1},
 		{file: "vmi-multus-multiple-net.yaml", name: "vmi-multus-multiple-net",
 			pairs: []fixturePair{{"default", api.BindingMasquerade, "eth0"}, {"ptp", api.BindingBridge, "net1"}}, vcpus: 1},
-		// KubeVirt v0.53 accepts interface names of [A-Za-z0-9_-]+;
-		// virtnet requires DNS-1123 labels (they name cache files, taps
-		// and aliases), so its own slirp example is refused, by name.
+		// KubeVirt accepts interface names of [A-Za-z0-9_-]+, and so does
+		// virtnet: testSlirp loads.
 		{file: "vmi-slirp.yaml", name: "vmi-slirp",
-			invalid: []string{"spec.domain.devices.interfaces[0].name", "spec.networks[0].name"}, vcpus: 1},
+			pairs: []fixturePair{{"testSlirp", api.BindingSlirp, "eth0"}}, vcpus: 1},
 		{file: "vmi-gpu.yaml", name: "vmi-gpu",
 			pairs:       []fixturePair{{"default", api.BindingBridge, "eth0"}},
 			unsupported: []string{"spec.domain.devices.gpus"}, vcpus: 1},

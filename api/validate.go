@@ -13,6 +13,8 @@ var (
 	dnsLabelRE   = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 	dnsSubdomRE  = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
 	portNameRE   = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
+	// ifaceNameRE is KubeVirt's rule for interface and network names.
+	ifaceNameRE  = regexp.MustCompile(`^[A-Za-z0-9_-]{1,63}$`)
 	pciAddressRE = regexp.MustCompile(`^([0-9a-fA-F]{4}):([0-9a-fA-F]{2}):([01][0-9a-fA-F])\.([0-7])$`)
 )
 
@@ -67,8 +69,8 @@ func (v *validator) networks(vmi *VMI) {
 		p := fmt.Sprintf("spec.networks[%d]", i)
 		if n.Name == "" {
 			v.add(p+".name", nil, "required")
-		} else if !isDNSLabel(n.Name) {
-			v.add(p+".name", n.Name, "not a DNS-1123 label")
+		} else if !ifaceNameRE.MatchString(n.Name) {
+			v.add(p+".name", n.Name, "not a network name (1 to 63 of A-Z, a-z, 0-9, '-' and '_')")
 		} else if j, dup := seen[n.Name]; dup {
 			v.add(p+".name", n.Name, "duplicate of spec.networks[%d]", j)
 		} else {
@@ -147,8 +149,8 @@ func (v *validator) interfaces(vmi *VMI) {
 		declared[iface.Name] = true
 		if iface.Name == "" {
 			v.add(p+".name", nil, "required")
-		} else if !isDNSLabel(iface.Name) {
-			v.add(p+".name", iface.Name, "not a DNS-1123 label")
+		} else if !ifaceNameRE.MatchString(iface.Name) {
+			v.add(p+".name", iface.Name, "not an interface name (1 to 63 of A-Z, a-z, 0-9, '-' and '_')")
 		} else if j, dup := ifaces[iface.Name]; dup {
 			v.add(p+".name", iface.Name, "duplicate of spec.domain.devices.interfaces[%d]", j)
 		} else {
