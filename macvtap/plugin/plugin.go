@@ -31,7 +31,9 @@ type Plugin struct {
 }
 
 // VersionInfo lists the CNI spec versions the plugin speaks.
-func VersionInfo() version.PluginInfo { return version.PluginSupports(cniconfig.SupportedVersions()...) }
+func VersionInfo() version.PluginInfo {
+	return version.PluginSupports(cniconfig.SupportedVersions()...)
+}
 
 // Add is the CNI ADD verb: [Plugin.Setup], then the result printed to
 // p.Stdout in the configuration's cniVersion.

@@ -15,6 +15,7 @@ import (
 	"github.com/containernetworking/plugins/pkg/ns"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 
 	"github.com/virtnet/virtnet/macvtap"
 	"github.com/virtnet/virtnet/macvtap/cniconfig"
@@ -36,14 +37,14 @@ func isNotFound(err error) bool {
 // hostHandle opens a netlink handle in the host namespace.
 func (p *Plugin) hostHandle() (*netlink.Handle, error) {
 	if p.HostNetNS == "" {
-		return netlink.NewHandle()
+		return netlink.NewHandle(unix.NETLINK_ROUTE)
 	}
 	h, err := netns.GetFromPath(p.HostNetNS)
 	if err != nil {
 		return nil, err
 	}
 	defer func() { _ = h.Close() }()
-	return netlink.NewHandleAt(h)
+	return netlink.NewHandleAt(h, unix.NETLINK_ROUTE)
 }
 
 // containerHandle opens args.Netns and a netlink handle in it.
@@ -52,7 +53,7 @@ func containerHandle(path string) (ns.NetNS, *netlink.Handle, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	h, err := netlink.NewHandleAt(netns.NsHandle(target.Fd()))
+	h, err := netlink.NewHandleAt(netns.NsHandle(target.Fd()), unix.NETLINK_ROUTE)
 	if err != nil {
 		_ = target.Close()
 		return nil, nil, err
@@ -135,7 +136,12 @@ func (p *Plugin) setup(ctx context.Context, args *skel.CmdArgs) (*current.Result
 
 	if want := conf.MacvtapMode; want != "" && !created && mv.Mode != nlModes[want] {
 		// ip link set NAME type macvtap mode WANT
-		mod := &netlink.Macvtap{Macvlan: netlink.Macvlan{LinkAttrs: netlink.LinkAttrs{Name: name, Index: mv.Attrs().Index}, Mode: nlModes[want]}}
+		// Name only, no index: with an ifindex the kernel also "renames" the
+		// link to its own name, which it refuses with EBUSY while the link is
+		// up; NewLinkAttrs leaves txqueuelen (-1) and the rest untouched.
+		la := netlink.NewLinkAttrs()
+		la.Name = name
+		mod := &netlink.Macvtap{Macvlan: netlink.Macvlan{LinkAttrs: la, Mode: nlModes[want]}}
 		if err := host.LinkModify(mod); err != nil {
 			return nil, fail("set mode "+string(want)+" on", name, p.HostNetNS, err)
 		}
