@@ -61,7 +61,8 @@ mkdir -p "$work/root"
 dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$work/root" --wildcards \
 	'./boot/vmlinuz-*' './lib/modules/*/kernel/drivers/net/*' './lib/modules/*/kernel/net/*' \
 	'./lib/modules/*/kernel/drivers/virtio/*' './lib/modules/*/kernel/lib/*' './lib/modules/*/kernel/crypto/*' \
-	'./lib/modules/*/kernel/fs/9p/*' ||
+	'./lib/modules/*/kernel/fs/9p/*' './lib/modules/*/kernel/drivers/block/*' './lib/modules/*/kernel/fs/isofs/*' \
+	'./lib/modules/*/kernel/drivers/cdrom/*' ||
 	die "unpacking $deb failed"
 
 vmlinuz="$(ls "$work"/root/boot/vmlinuz-* 2>/dev/null | head -n1)"
@@ -78,6 +79,7 @@ wanted=(
 	nf_tables nft_chain_nat nf_nat nf_conntrack nf_defrag_ipv4 nf_defrag_ipv6
 	nft_masq nft_nat nft_ct nft_reject nft_reject_inet nft_fib_inet libcrc32c
 	virtio virtio_ring virtio_pci virtio_net failover net_failover
+	virtio_blk isofs
 )
 
 modname() { # path -> module name
@@ -141,6 +143,34 @@ done
 sort -o "$out/modules.dep" "$out/modules.dep"
 
 cp "$vmlinuz" "$out/vmlinuz"
+# Under TCG the bzImage spends seconds decompressing itself. QEMU can boot
+# the uncompressed ELF vmlinux directly through its PVH entry point, so
+# keep that too when the kernel has one (XEN_ELFNOTE_PHYS32_ENTRY); the
+# runner prefers it.
+extract_vmlinux() {
+	local magic tool off
+	for pair in 'fd377a585a00:xz' '28b52ffd:zstd' '1f8b0800:gzip'; do
+		magic="${pair%%:*}" tool="${pair##*:}"
+		command -v "$tool" >/dev/null || continue
+		off="$(LC_ALL=C grep -obUaP "$(sed 's/../\\x&/g' <<<"$magic")" "$vmlinuz" | head -n1 | cut -d: -f1)"
+		[[ -n "$off" ]] || continue
+		case "$tool" in
+		xz) tail -c +$((off + 1)) "$vmlinuz" | xz -dc --single-stream >"$out/vmlinux" 2>/dev/null ;;
+		*) tail -c +$((off + 1)) "$vmlinuz" | "$tool" -dc >"$out/vmlinux" 2>/dev/null ;;
+		esac
+		if [[ "$(head -c 4 "$out/vmlinux" | od -An -tx1 | tr -d ' \n')" == 7f454c46 ]] &&
+			LC_ALL=C grep -qaP '(?s)\x04\x00\x00\x00.{4}\x12\x00\x00\x00Xen\x00' "$out/vmlinux"; then
+			return 0
+		fi
+	done
+	rm -f "$out/vmlinux"
+	return 1
+}
+if extract_vmlinux; then
+	log "kept the uncompressed vmlinux for a PVH boot"
+else
+	log "note: no PVH-bootable vmlinux in $vmlinuz; the runner will boot the bzImage (slower)"
+fi
 cp "$busybox" "$out/busybox"
 printf '%s\n' "$kver" >"$out/VERSION"
 printf '%s\n' "$pkg" >"$out/PACKAGE"
@@ -148,7 +178,9 @@ printf '%s\n' "$pkg" >"$out/PACKAGE"
 mkdir -p "$dir"
 rm -rf "$dir/modules"
 cp -r "$out/modules" "$dir/modules"
+rm -f "$dir/vmlinux" "$stamp"
 cp "$out/modules.dep" "$out/vmlinuz" "$out/busybox" "$out/VERSION" "$out/PACKAGE" "$dir/"
+[[ -f "$out/vmlinux" ]] && cp "$out/vmlinux" "$dir/"
 date -u +%Y-%m-%dT%H:%M:%SZ >"$stamp"
 log "assets ready: kernel $kver, $(ls "$dir/modules" | wc -l) modules"
 echo "$dir"

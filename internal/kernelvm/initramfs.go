@@ -1,0 +1,227 @@
+package kernelvm
+
+import (
+	"bufio"
+	"debug/elf"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// cpioWriter writes a "newc" cpio archive, the format the kernel unpacks
+// into its initial root file system. It is uncompressed on purpose: under
+// TCG the guest is slow at decompressing tens of megabytes of test binary,
+// and the host is not short of the memory.
+type cpioWriter struct {
+	w   *bufio.Writer
+	ino int
+	off int64
+	err error
+}
+
+func newCPIOWriter(w io.Writer) *cpioWriter {
+	return &cpioWriter{w: bufio.NewWriterSize(w, 1<<20), ino: 1}
+}
+
+const (
+	modeDir  = 0o040000
+	modeFile = 0o100000
+	modeLink = 0o120000
+	modeChar = 0o020000
+)
+
+func (c *cpioWriter) write(p []byte) {
+	if c.err != nil {
+		return
+	}
+	n, err := c.w.Write(p)
+	c.off += int64(n)
+	c.err = err
+}
+
+func (c *cpioWriter) pad() {
+	if r := c.off % 4; r != 0 {
+		c.write(make([]byte, 4-r))
+	}
+}
+
+// header writes an entry header and its name.
+func (c *cpioWriter) header(name string, mode uint32, size int64, rmajor, rminor uint32) {
+	nlink := 1
+	if mode&0o170000 == modeDir {
+		nlink = 2
+	}
+	h := fmt.Sprintf("070701%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X",
+		c.ino, mode, 0, 0, nlink, 0, size, 0, 0, rmajor, rminor, len(name)+1, 0)
+	c.ino++
+	c.write([]byte(h))
+	c.write([]byte(name + "\x00"))
+	c.pad()
+}
+
+func (c *cpioWriter) dir(name string) { c.header(name, modeDir|0o755, 0, 0, 0) }
+
+func (c *cpioWriter) charDev(name string, major, minor uint32) {
+	c.header(name, modeChar|0o600, 0, major, minor)
+}
+
+func (c *cpioWriter) symlink(name, target string) {
+	c.header(name, modeLink|0o777, int64(len(target)), 0, 0)
+	c.write([]byte(target))
+	c.pad()
+}
+
+func (c *cpioWriter) bytes(name string, perm uint32, data []byte) {
+	c.header(name, modeFile|perm, int64(len(data)), 0, 0)
+	c.write(data)
+	c.pad()
+}
+
+// file copies the host file src into the archive as name.
+func (c *cpioWriter) file(name string, perm uint32, src string) {
+	if c.err != nil {
+		return
+	}
+	f, err := os.Open(src)
+	if err != nil {
+		c.err = err
+		return
+	}
+	defer func() { _ = f.Close() }()
+	st, err := f.Stat()
+	if err != nil {
+		c.err = err
+		return
+	}
+	c.header(name, modeFile|perm, st.Size(), 0, 0)
+	if c.err != nil {
+		return
+	}
+	n, err := io.Copy(c.w, f)
+	c.off += n
+	if err == nil && n != st.Size() {
+		err = fmt.Errorf("%s changed size while being copied", src)
+	}
+	c.err = err
+	c.pad()
+}
+
+// close writes the trailer and flushes.
+func (c *cpioWriter) close() error {
+	c.header("TRAILER!!!", 0, 0, 0, 0)
+	if c.err != nil {
+		return c.err
+	}
+	return c.w.Flush()
+}
+
+// Paths inside the guest.
+const (
+	guestTestBin = "/virtnet.test"
+	guestModDir  = "/lib/modules"
+)
+
+// initramfsSpec is what goes into one VM's initramfs.
+type initramfsSpec struct {
+	busybox string
+	modDir  string   // host directory with <name>.ko
+	modules []string // in load order
+	testBin string   // host path of the test binary
+	init    string   // the /init script
+}
+
+// writeInitramfs writes the archive to path and returns its size.
+func writeInitramfs(path string, s initramfsSpec) (int64, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return 0, fmt.Errorf("kernelvm: initramfs %s: %w", path, err)
+	}
+	c := newCPIOWriter(f)
+	for _, d := range []string{"bin", "dev", "etc", "lib", "lib/modules", "proc", "root", "run", "sys", "tmp", "var"} {
+		c.dir(d)
+	}
+	// The kernel opens /dev/console for init's stdio before init can mount
+	// devtmpfs.
+	c.charDev("dev/console", 5, 1)
+	c.file("bin/busybox", 0o755, s.busybox)
+	c.symlink("bin/sh", "busybox")
+	for _, m := range s.modules {
+		c.file(strings.TrimPrefix(guestModDir, "/")+"/"+m+".ko", 0o644, filepath.Join(s.modDir, m+".ko"))
+	}
+	c.file(strings.TrimPrefix(guestTestBin, "/"), 0o755, s.testBin)
+	c.bytes("init", 0o755, []byte(s.init))
+	err = c.close()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return 0, fmt.Errorf("kernelvm: initramfs %s: %w", path, err)
+	}
+	return c.off, nil
+}
+
+// checkStatic returns an error wrapping [ErrDynamicBinary] if the ELF file
+// at path asks for a program interpreter.
+func checkStatic(path string) error {
+	f, err := elf.Open(path)
+	if err != nil {
+		return fmt.Errorf("kernelvm: test binary %s: %w", path, err)
+	}
+	defer func() { _ = f.Close() }()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			interp, _ := io.ReadAll(io.LimitReader(p.Open(), 256))
+			return fmt.Errorf("%w: %s asks for the loader %s, which the initramfs does not have",
+				ErrDynamicBinary, path, strings.TrimRight(string(interp), "\x00"))
+		}
+	}
+	return nil
+}
+
+// shQuote quotes s for a POSIX shell.
+func shQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// initScript returns the guest's /init: mount the pseudo file systems,
+// bring lo up, load the modules, run the test binary, print the exit
+// marker and reboot, which ends QEMU (-no-reboot; there is no ACPI to power
+// off with). Marker lines start with marker and carry the guest
+// uptime, for the boot-time figures.
+func initScript(marker string, modules []string, env [][2]string, args []string) string {
+	var b strings.Builder
+	w := func(format string, a ...any) { fmt.Fprintf(&b, format+"\n", a...) }
+	w("#!/bin/busybox sh")
+	w("/bin/busybox --install -s /bin")
+	w("export PATH=/bin")
+	w("up() { read -r u _ </proc/uptime; echo \"$u\"; }")
+	w("mount -t proc proc /proc")
+	w("mount -t sysfs sysfs /sys")
+	w("mount -t devtmpfs devtmpfs /dev")
+	w("mkdir -p /dev/pts /dev/shm && mount -t devpts devpts /dev/pts")
+	w("mount -t tmpfs tmpfs /tmp && mount -t tmpfs tmpfs /run && ln -s /run /var/run")
+	w("echo %s init \"$(up)\"", shQuote(marker))
+	w("ip link set lo up")
+	for _, m := range modules {
+		p := guestModDir + "/" + m + ".ko"
+		w("insmod %s || echo %s", shQuote(p), shQuote(marker+" insmod-failed "+m))
+	}
+	w("echo %s modules \"$(up)\"", shQuote(marker))
+	w("mkdir -p /tmp/work && cd /tmp/work")
+	w("export HOME=/root TMPDIR=/tmp %s=1", EnvInVM)
+	for _, kv := range env {
+		w("export %s=%s", kv[0], shQuote(kv[1]))
+	}
+	q := make([]string, len(args))
+	for i, a := range args {
+		q[i] = shQuote(a)
+	}
+	w("%s %s </dev/null 2>&1", guestTestBin, strings.Join(q, " "))
+	w("rc=$?")
+	w("echo %s exit \"$rc\" \"$(up)\"", shQuote(marker))
+	w("sync")
+	w("reboot -f")
+	return b.String()
+}

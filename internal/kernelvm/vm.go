@@ -1,0 +1,355 @@
+package kernelvm
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/virtnet/virtnet/internal/testutil"
+)
+
+// Defaults for [Options].
+const (
+	DefaultTimeout   = 5 * time.Minute
+	DefaultMemoryMiB = 1024
+)
+
+// Options tune [DelegateWith]. The zero value of each field means its
+// default.
+type Options struct {
+	// Needs are the link types the test needs: dummy, bridge, veth, tun,
+	// macvlan, macvtap, vlan. The test is delegated when this kernel cannot
+	// create one of them; their modules are loaded in the guest.
+	Needs []string
+	// Modules are extra guest modules to load (names as in the asset
+	// directory's modules.dep, e.g. "nft_masq"), with their dependencies.
+	Modules []string
+	// Env names host environment variables to pass into the VM (set ones
+	// only). VIRTNET_REQUIRE_KERNEL is always passed.
+	Env []string
+	// Timeout bounds the VM's whole life; default [DefaultTimeout] or
+	// $VIRTNET_KERNELVM_TIMEOUT, cut to the test's deadline.
+	Timeout time.Duration
+	// MemoryMiB is the guest's memory; default [DefaultMemoryMiB].
+	MemoryMiB int
+	// QEMUArgs are appended to QEMU's command line, e.g. a -drive and a
+	// -device for a disk (load its modules with Modules).
+	QEMUArgs []string
+}
+
+// Delegate runs the calling test inside a throwaway VM when this kernel
+// cannot create one of the link types in needs; see [DelegateWith].
+//
+//	func TestMacvtap(t *testing.T) {
+//		if kernelvm.Delegate(t, "dummy", "macvtap") {
+//			return
+//		}
+//		// runs here, or inside the VM
+//	}
+func Delegate(t *testing.T, needs ...string) bool {
+	t.Helper()
+	return DelegateWith(t, Options{Needs: needs})
+}
+
+// DelegateWith returns false when the test should go on in this process:
+// inside the VM, or when this kernel supports every need (and
+// VIRTNET_KERNELVM_FORCE is not 1). Otherwise it boots a VM, runs this test
+// (and only it) from this test binary inside it, streams the output to
+// t.Log, fails t if the test failed inside or the VM timed out, skips t if
+// it skipped inside, and returns true. When the runner is unavailable
+// (no root, qemu or assets) it calls testutil.Skip, which fails under
+// VIRTNET_REQUIRE_KERNEL=1.
+func DelegateWith(t *testing.T, opts Options) bool {
+	t.Helper()
+	if os.Getenv(EnvInVM) == "1" {
+		return false
+	}
+	mods, err := modulesFor(opts.Needs, opts.Modules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if os.Geteuid() != 0 {
+		testutil.Skip(t, "root (to probe link types "+strings.Join(opts.Needs, ", ")+" and to run them in a kernel VM)")
+		return true
+	}
+	if os.Getenv(EnvForce) != "1" {
+		err := Supported(opts.Needs...)
+		if err == nil {
+			return false
+		}
+		if !isProbeError(err) {
+			t.Fatalf("kernelvm: cannot tell whether this kernel supports %v: %v", opts.Needs, err)
+		}
+		t.Logf("kernelvm: delegating to a VM: %v", err)
+	}
+	qemu, err := qemuPath()
+	if err != nil {
+		testutil.Skip(t, err.Error())
+		return true
+	}
+	a, err := loadAssets(assetDir())
+	if err != nil {
+		testutil.Skip(t, err.Error())
+		return true
+	}
+	order, err := loadOrder(a.deps, a.dir, mods)
+	if err != nil {
+		testutil.Skip(t, err.Error())
+		return true
+	}
+	bin, err := os.Executable()
+	if err != nil {
+		bin = os.Args[0]
+	}
+	if err := checkStatic(bin); err != nil {
+		t.Fatal(err)
+	}
+	timeout := opts.Timeout
+	if timeout == 0 {
+		timeout = DefaultTimeout
+		if s := os.Getenv(EnvTimeout); s != "" {
+			d, err := time.ParseDuration(s)
+			if err != nil || d <= 0 {
+				t.Fatalf("kernelvm: %s=%q: want a positive Go duration such as 5m", EnvTimeout, s)
+			}
+			timeout = d
+		}
+	}
+	if dl, ok := t.Deadline(); ok {
+		// Leave the outer test time to report.
+		if left := time.Until(dl) - 10*time.Second; left < timeout {
+			timeout = max(left, time.Second)
+		}
+	}
+	mem := opts.MemoryMiB
+	if mem == 0 {
+		mem = DefaultMemoryMiB
+	}
+	env := [][2]string{}
+	for _, name := range append([]string{EnvRequireKernel}, opts.Env...) {
+		if v, ok := os.LookupEnv(name); ok {
+			env = append(env, [2]string{name, v})
+		}
+	}
+	r := &run{
+		name:     t.Name(),
+		qemu:     qemu,
+		assets:   a,
+		modules:  order,
+		testBin:  bin,
+		args:     testArgs(t.Name(), timeout),
+		env:      env,
+		timeout:  timeout,
+		mem:      mem,
+		qemuArgs: opts.QEMUArgs,
+		tmp:      t.TempDir(),
+		log:      func(line string) { t.Log(line) },
+	}
+	res, err := r.do(context.Background())
+	if res.stats != "" {
+		t.Log(res.stats)
+	}
+	switch {
+	case err != nil:
+		t.Fatal(err)
+	case res.exit != 0:
+		t.Fatalf("kernelvm: %s failed inside the VM (exit status %d; its output is above)", t.Name(), res.exit)
+	case res.verdict == "SKIP":
+		t.Skipf("kernelvm: %s skipped inside the VM (reason above)", t.Name())
+	case res.verdict != "PASS":
+		t.Fatalf("kernelvm: the VM ran no test named %s (pattern %q)", t.Name(), runPattern(t.Name()))
+	}
+	return true
+}
+
+// runPattern returns the -test.run pattern that selects exactly the test
+// named name (as t.Name() spells it), level by level.
+func runPattern(name string) string {
+	parts := strings.Split(name, "/")
+	for i, p := range parts {
+		parts[i] = "^" + regexp.QuoteMeta(p) + "$"
+	}
+	return strings.Join(parts, "/")
+}
+
+// testArgs returns the arguments for the test binary inside the VM.
+func testArgs(name string, timeout time.Duration) []string {
+	args := []string{"-test.run", runPattern(name), "-test.v", "-test.count=1", "-test.timeout=" + timeout.String()}
+	if testing.Short() {
+		args = append(args, "-test.short")
+	}
+	return args
+}
+
+// run is one VM boot.
+type run struct {
+	name     string // t.Name()
+	qemu     string
+	assets   *assets
+	modules  []string
+	testBin  string
+	args     []string
+	env      [][2]string
+	timeout  time.Duration
+	mem      int
+	qemuArgs []string
+	tmp      string
+	log      func(string)
+}
+
+// result is what a boot found out.
+type result struct {
+	exit    int    // the test binary's exit status, -1 if unknown
+	verdict string // PASS, FAIL or SKIP line for the test, "" if none
+	stats   string // the boot-time figures
+}
+
+// do boots the VM and waits for it to finish.
+func (r *run) do(ctx context.Context) (result, error) {
+	res := result{exit: -1}
+	nonce := make([]byte, 8)
+	if _, err := rand.Read(nonce); err != nil {
+		return res, fmt.Errorf("kernelvm: marker nonce: %w", err)
+	}
+	marker := "VIRTNET-KVM-" + hex.EncodeToString(nonce)
+	start := time.Now()
+	initrd := filepath.Join(r.tmp, "initramfs.cpio")
+	size, err := writeInitramfs(initrd, initramfsSpec{
+		busybox: r.assets.busybox,
+		modDir:  filepath.Join(r.assets.dir, "modules"),
+		modules: r.modules,
+		testBin: r.testBin,
+		init:    initScript(marker, r.modules, r.env, r.args),
+	})
+	if err != nil {
+		return res, err
+	}
+	built := time.Since(start)
+
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, r.qemu, append(qemuArgs(r.assets.kernel, initrd, r.mem), r.qemuArgs...)...)
+	cmd.Stdin = nil
+	cmd.WaitDelay = 5 * time.Second
+	pr, pw := io.Pipe()
+	cmd.Stdout = pw
+	cmd.Stderr = pw
+	boot := time.Now()
+	if err := cmd.Start(); err != nil {
+		return res, fmt.Errorf("kernelvm: starting %s: %w", r.qemu, err)
+	}
+	waitc := make(chan error, 1)
+	go func() {
+		err := cmd.Wait()
+		_ = pw.Close()
+		waitc <- err
+	}()
+
+	var tInit, tMods, tDone time.Duration
+	var guestInit, guestMods, guestDone string
+	sc := bufio.NewScanner(pr)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := strings.TrimRight(sc.Text(), "\r")
+		if rest, ok := strings.CutPrefix(line, marker+" "); ok {
+			f := strings.Fields(rest)
+			now := time.Since(boot)
+			switch {
+			case len(f) == 2 && f[0] == "init":
+				tInit, guestInit = now, f[1]
+			case len(f) == 2 && f[0] == "modules":
+				tMods, guestMods = now, f[1]
+			case len(f) == 3 && f[0] == "exit":
+				tDone, guestDone = now, f[2]
+				if n, err := strconv.Atoi(f[1]); err == nil {
+					res.exit = n
+				}
+			default:
+				r.log("vm: " + rest)
+			}
+			continue
+		}
+		if v := verdict(line, r.name); v != "" {
+			res.verdict = v
+		}
+		r.log("vm: " + line)
+	}
+	_ = pr.Close() // lets a writer still blocked in the pipe go on
+	werr := <-waitc
+	total := time.Since(start)
+	var cpu time.Duration
+	if ps := cmd.ProcessState; ps != nil {
+		cpu = ps.UserTime() + ps.SystemTime()
+	}
+
+	res.stats = fmt.Sprintf("kernelvm: kernel %s (%s), %d modules, initramfs %.1f MiB built in %v; "+
+		"qemu start → init running %v (guest uptime %ss), modules loaded %v (%ss), test done %v (%ss); total %v, qemu CPU time %v",
+		r.assets.version, filepath.Base(r.assets.kernel), len(r.modules), float64(size)/(1<<20), built.Round(time.Millisecond),
+		tInit.Round(time.Millisecond), orDash(guestInit), tMods.Round(time.Millisecond), orDash(guestMods),
+		tDone.Round(time.Millisecond), orDash(guestDone), total.Round(time.Millisecond), cpu.Round(time.Millisecond))
+	if ctx.Err() != nil {
+		return res, fmt.Errorf("kernelvm: VM timed out after %v (set %s or Options.Timeout)", r.timeout, EnvTimeout)
+	}
+	if res.exit < 0 {
+		var ee *exec.ExitError
+		if werr != nil && !errors.As(werr, &ee) {
+			return res, fmt.Errorf("kernelvm: %s: %w", r.qemu, werr)
+		}
+		return res, fmt.Errorf("kernelvm: the VM stopped before the test binary reported an exit status (qemu: %v; see the output above)", werr)
+	}
+	return res, nil
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// bootCmdline is the guest kernel's command line. Under TCG, ACPI's
+// interpreter and the crypto self-tests cost seconds at boot, so both are
+// off; without ACPI the init ends the VM with a reboot, which -no-reboot
+// turns into QEMU exiting. quiet keeps the (slow, emulated) serial console
+// for the test's output.
+const bootCmdline = "console=ttyS0 quiet loglevel=3 panic=-1 rdinit=/init acpi=off cryptomgr.notests mitigations=off"
+
+// qemuArgs returns QEMU's command line: TCG, no default devices, the serial
+// console on stdio, exit instead of reboot.
+func qemuArgs(kernel, initrd string, memMiB int) []string {
+	return []string{
+		"-accel", "tcg",
+		"-nodefaults", "-no-user-config",
+		"-display", "none",
+		"-serial", "stdio",
+		"-no-reboot",
+		"-m", strconv.Itoa(memMiB),
+		"-kernel", kernel,
+		"-initrd", initrd,
+		"-append", bootCmdline,
+	}
+}
+
+// verdict returns PASS, FAIL or SKIP when line is go test -v's verdict line
+// for the test called name, else "".
+func verdict(line, name string) string {
+	l := strings.TrimLeft(line, " ")
+	for _, v := range []string{"PASS", "FAIL", "SKIP"} {
+		if rest, ok := strings.CutPrefix(l, "--- "+v+": "+name+" "); ok && strings.HasPrefix(rest, "(") {
+			return v
+		}
+	}
+	return ""
+}
