@@ -1,0 +1,146 @@
+package e2e
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// cpio writes a "newc" archive, the format the kernel unpacks into its
+// initial root file system.
+type cpio struct {
+	w   *bufio.Writer
+	ino int
+	off int64
+	err error
+}
+
+func (c *cpio) write(p []byte) {
+	if c.err != nil {
+		return
+	}
+	n, err := c.w.Write(p)
+	c.off += int64(n)
+	c.err = err
+}
+
+func (c *cpio) entry(name string, mode uint32, data []byte, major, minor uint32) {
+	nlink := 1
+	if mode&0o170000 == 0o040000 {
+		nlink = 2
+	}
+	c.write(fmt.Appendf(nil, "070701%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X",
+		c.ino, mode, 0, 0, nlink, 0, len(data), 0, 0, major, minor, len(name)+1, 0))
+	c.ino++
+	c.write([]byte(name + "\x00"))
+	c.pad()
+	c.write(data)
+	c.pad()
+}
+
+func (c *cpio) pad() {
+	if r := c.off % 4; r != 0 {
+		c.write(make([]byte, 4-r))
+	}
+}
+
+// guestFiles is the content of the initramfs beside busybox.
+type guestFiles struct {
+	busybox string            // host path of a static busybox
+	modules []string          // host paths of .ko files, in load order
+	files   map[string]string // guest path (no leading /) → content, mode 0755
+}
+
+// writeInitramfs writes the guest's initramfs to path.
+func writeInitramfs(path string, g guestFiles) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	c := &cpio{w: bufio.NewWriter(f), ino: 1}
+	for _, d := range []string{"bin", "dev", "etc", "lib", "lib/modules", "mnt", "mnt/ci", "proc", "root", "run", "sys", "tmp", "var"} {
+		c.entry(d, 0o040755, nil, 0, 0)
+	}
+	c.entry("dev/console", 0o020600, nil, 5, 1)
+	for _, src := range append([]string{g.busybox}, g.modules...) {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			_ = f.Close()
+			return err
+		}
+		name := "bin/busybox"
+		if strings.HasSuffix(src, ".ko") {
+			name = "lib/modules/" + filepath.Base(src)
+		}
+		c.entry(name, 0o100755, b, 0, 0)
+	}
+	c.entry("bin/sh", 0o120777, []byte("busybox"), 0, 0)
+	for name, content := range g.files {
+		c.entry(name, 0o100755, []byte(content), 0, 0)
+	}
+	c.entry("TRAILER!!!", 0, nil, 0, 0)
+	if c.err == nil {
+		c.err = c.w.Flush()
+	}
+	if err := f.Close(); c.err == nil {
+		c.err = err
+	}
+	return c.err
+}
+
+// Marker starts every line the guest reports on its console.
+const marker = "VIRTNET-E2E"
+
+// guestInit is the guest's /init: load the modules, take a lease with
+// udhcpc, read the hostname from the NoCloud image and run its user-data,
+// ping the gateway, connect to the node's server at nodeAddr and report
+// what it answered, then serve port 8080 forever. Each result is one
+// console line "VIRTNET-E2E <what> <details> t=<uptime>".
+func guestInit(modules []string, nodeAddr string) string {
+	var b strings.Builder
+	w := func(s string) { io.WriteString(&b, s+"\n") }
+	w("#!/bin/busybox sh")
+	w("/bin/busybox --install -s /bin")
+	w("export PATH=/bin")
+	w("mount -t proc proc /proc; mount -t sysfs sysfs /sys; mount -t devtmpfs devtmpfs /dev; mount -t tmpfs tmpfs /tmp")
+	w("m() { read -r u _ </proc/uptime; echo \"" + marker + " $* t=$u\" >/dev/console; }")
+	w("m init")
+	for _, mod := range modules {
+		name := filepath.Base(mod)
+		w("insmod /lib/modules/" + name + " || m insmod-failed " + name)
+	}
+	w("m modules")
+	w("ip link set lo up; ip link set eth0 up")
+	w("udhcpc -i eth0 -f -q -n -t 10 -T 2 -s /udhcpc.script >/tmp/udhcpc.log 2>&1 || { m lease-failed; cat /tmp/udhcpc.log >/dev/console; }")
+	w("m addr $(ip -4 -o addr show dev eth0 | awk '{print $4}')")
+	w("for d in /dev/vd? /dev/sr?; do [ -b \"$d\" ] || continue; mount -t iso9660 -o ro \"$d\" /mnt/ci 2>/dev/null || continue; [ -f /mnt/ci/meta-data ] && break; umount /mnt/ci; done")
+	w("if [ -f /mnt/ci/meta-data ]; then")
+	w("  h=$(sed -n 's/.*\"local-hostname\":\"\\([^\"]*\\)\".*/\\1/p' /mnt/ci/meta-data)")
+	w("  hostname \"$h\"; m hostname $(hostname) from $d")
+	w("  sh /mnt/ci/user-data >/tmp/ud.out 2>&1; m userdata $(cat /tmp/ud.out)")
+	w("else m hostname-failed no-nocloud-image; fi")
+	w("if ping -c 3 -W 2 10.0.2.1 >/tmp/ping.out 2>&1; then m ping-ok $(grep -E 'packets transmitted' /tmp/ping.out); else m ping-failed $(tail -n 2 /tmp/ping.out); fi")
+	w("src=$(nc -w 5 " + strings.Replace(nodeAddr, ":", " ", 1) + " </dev/null)")
+	w("m source ${src:-none}")
+	w("( while true; do echo \"hello from $(hostname)\" | nc -l -p 8080; done ) &")
+	w("sleep 1; m listening 8080")
+	w("while true; do sleep 3600; done")
+	return b.String()
+}
+
+// udhcpcScript configures eth0 from the lease and reports it.
+const udhcpcScript = `#!/bin/sh
+case "$1" in
+bound|renew)
+	[ -n "$mtu" ] && ip link set "$interface" mtu "$mtu"
+	ip addr add "$ip/$mask" dev "$interface"
+	for r in $router; do ip route add default via "$r" dev "$interface"; break; done
+	read -r u _ </proc/uptime
+	echo "` + marker + ` lease ip=$ip mask=$mask router=$router dns=$dns domain=$domain search=$search hostname=$hostname mtu=$mtu lease=$lease t=$u" >/dev/console
+	;;
+esac
+exit 0
+`

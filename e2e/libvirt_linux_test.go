@@ -1,0 +1,178 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/virtnet/virtnet/internal/nsexec"
+)
+
+// qemuConf is <root>/etc/qemu.conf for virt-qemu-run: console output
+// straight to files (there is no virtlogd), QEMU as root (the test's files
+// live in root's 0700 temporary directories) and no security driver.
+const qemuConf = `stdio_handler = "file"
+user = "root"
+group = "root"
+security_driver = "none"
+`
+
+// virtQemuRun is a running virt-qemu-run.
+type virtQemuRun struct {
+	cmd  *exec.Cmd
+	root string
+	out  *bytes.Buffer
+	done chan error
+}
+
+// startVirtQemuRun writes qemu.conf under root and starts virt-qemu-run on
+// domainXML inside the network namespace at netnsPath: the process is
+// started from a thread that entered the namespace (nsexec.Do), so it, the
+// QEMU it starts and the tap it opens are there. Cleanup kills it and its
+// QEMU.
+func startVirtQemuRun(t *testing.T, root, domainXML, netnsPath string) *virtQemuRun {
+	t.Helper()
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "etc"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "etc", "qemu.conf"), []byte(qemuConf), 0o644))
+	v := &virtQemuRun{root: root, out: &bytes.Buffer{}, done: make(chan error, 1)}
+	v.cmd = exec.Command("virt-qemu-run", "--root", root, "--verbose", domainXML)
+	v.cmd.Stdout, v.cmd.Stderr = v.out, v.out
+	v.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	require.NoError(t, nsexec.Do(netnsPath, v.cmd.Start), "start virt-qemu-run in %s", netnsPath)
+	go func() { v.done <- v.cmd.Wait() }()
+	t.Cleanup(func() { v.stop(t) })
+	return v
+}
+
+// stop ends virt-qemu-run and the QEMU it started. virt-qemu-run does not
+// end by itself when the guest stops; SIGTERM makes it shut the domain
+// down and exit. Whatever QEMU is left (its pid file under root) is
+// killed.
+func (v *virtQemuRun) stop(t *testing.T) {
+	qemuPIDs := v.qemuPIDs()
+	_ = v.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-v.done:
+	case <-time.After(15 * time.Second):
+		_ = syscall.Kill(-v.cmd.Process.Pid, syscall.SIGKILL)
+		<-v.done
+	}
+	for _, pid := range qemuPIDs {
+		if syscall.Kill(pid, 0) == nil {
+			t.Logf("killing QEMU %d left by virt-qemu-run", pid)
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	if t.Failed() {
+		t.Logf("virt-qemu-run output:\n%s", v.out.String())
+	}
+}
+
+// qemuPIDs reads the pid files libvirt keeps under root.
+func (v *virtQemuRun) qemuPIDs() []int {
+	var pids []int
+	files, _ := filepath.Glob(filepath.Join(v.root, "run", "qemu", "*.pid"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 1 {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// exited reports virt-qemu-run's end, if it ended.
+func (v *virtQemuRun) exited() (error, bool) {
+	select {
+	case err := <-v.done:
+		v.done <- err
+		return err, true
+	default:
+		return nil, false
+	}
+}
+
+// console follows the guest's serial console file.
+type console struct {
+	path  string
+	lines []string
+	seen  int // bytes consumed
+	part  string
+}
+
+var markerRE = regexp.MustCompile(marker + ` (\S+)(.*)$`)
+
+// poll reads what was appended to the console file.
+func (c *console) poll() error {
+	b, err := os.ReadFile(c.path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil || len(b) <= c.seen {
+		return err
+	}
+	s := c.part + string(b[c.seen:])
+	c.seen = len(b)
+	sc := bufio.NewScanner(strings.NewReader(s))
+	c.part = ""
+	for sc.Scan() {
+		c.lines = append(c.lines, strings.TrimRight(sc.Text(), "\r"))
+	}
+	if !strings.HasSuffix(s, "\n") && len(c.lines) > 0 {
+		c.part = c.lines[len(c.lines)-1]
+		c.lines = c.lines[:len(c.lines)-1]
+	}
+	return nil
+}
+
+// report is the first "VIRTNET-E2E <what> …" line with that what, without
+// the marker.
+func (c *console) report(what string) (string, bool) {
+	for _, l := range c.lines {
+		if m := markerRE.FindStringSubmatch(l); m != nil && m[1] == what {
+			return strings.TrimSpace(m[1] + m[2]), true
+		}
+	}
+	return "", false
+}
+
+// waitFor polls until the guest reported one of whats (the first found is
+// returned) or the budget is spent, virt-qemu-run ended or ctx ended.
+func (c *console) waitFor(ctx context.Context, v *virtQemuRun, whats ...string) (string, error) {
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if err := c.poll(); err != nil {
+			return "", err
+		}
+		for _, w := range whats {
+			if l, ok := c.report(w); ok {
+				return l, nil
+			}
+		}
+		if err, ok := v.exited(); ok {
+			return "", fmt.Errorf("virt-qemu-run exited (%v) before the guest reported %v", err, whats)
+		}
+		select {
+		case <-ctx.Done():
+			return "", fmt.Errorf("guest did not report %v: %w", whats, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}

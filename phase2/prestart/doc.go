@@ -1,0 +1,61 @@
+// Package prestart is virt-launcher's preStartHook: what must be on disk and
+// running before libvirt may start the domain of a VMI. The launcher calls
+// one function, [Hook.Run], with the VMI, the domain (from phase2.Domain or
+// domxml.Build), the phase1 cache and its directories.
+//
+// # Steps
+//
+// [Steps] lists the steps in the order they run (KubeVirt v0.53's
+// preStartHook order, KUBEVIRT_V053.md §6, reduced to what virtnet renders):
+//
+//  1. [Storage] ("storage"): the sources of the domain's disks. Volumes
+//     the kubelet provides (persistentVolumeClaim, dataVolume, hostDisk,
+//     the raw image under a containerDisk) must exist and be readable; a
+//     containerDisk gets its qcow2 overlay (`qemu-img create -f qcow2 -F raw
+//     -b <image> <overlay>`, as KubeVirt); an emptyDisk is created as a
+//     sparse raw file of its capacity and its disk's driver type is set to
+//     raw (see below); a hostDisk of type DiskOrCreate likewise.
+//  2. [Network] ("network"): the interfaces, through phase2.EnrichDomain
+//     unless the domain already has them (a device with alias
+//     "ua-<interface>"), then one DHCP server ([dhcp.Server]) per bridge or
+//     masquerade interface with IPAM, each in its own goroutine. The step
+//     ends once every server has bound its sockets; a server that cannot
+//     bind fails the step.
+//  3. [CloudInit] ("cloud-init"): the NoCloud ("cidata") or ConfigDrive
+//     ("config-2") image of each cloud-init volume, at the path the domain's
+//     disk names (domxml.DiskPath), through package phase2/cloudinit.
+//  4. [Sysprep] ("sysprep"): the "unattendCD" image of each sysprep volume
+//     from its mounted config map or secret.
+//
+// Each step is a small named type ([Step]: Name and Run on a shared
+// [*State]); [Hook.Steps] replaces the list (tests record or inject
+// failures through it).
+//
+// # Failure
+//
+// The first failing step ends the run with a [*StepError] naming it; no
+// later step runs. The run is all or nothing: every file and directory it
+// created (images, overlays, emptyDisk files; never one that existed
+// before) is removed, the DHCP servers it started are stopped, and the
+// domain is restored to what the caller passed. Images are written to a
+// staging name and renamed, so a failing step leaves no partial file
+// either. Running the hook again after a failure starts from scratch;
+// running it again after a success keeps the files it finds (emptyDisk
+// content, overlays) and rewrites the cloud-init and sysprep images.
+//
+// # Differences from KubeVirt v0.53
+//
+//   - emptyDisk images are sparse raw files, not qcow2 (KubeVirt runs
+//     qemu-img): creating them needs no external program and a sparse
+//     file costs no more space. The storage step switches the disk's
+//     <driver type> from domxml's qcow2 to raw accordingly.
+//   - The cloud-init image is written in the hook, at once, not after the
+//     domain is defined; ConfigDrive device metadata is therefore not
+//     filled in.
+//   - DHCP servers are part of the hook (KubeVirt starts them inside
+//     SetupPodNetworkPhase2).
+//
+// Everything here is phase2: no kernel changes, only files under the
+// configured directories, and sockets inside the pod's namespace (port 67
+// needs CAP_NET_BIND_SERVICE, as for package dhcp).
+package prestart

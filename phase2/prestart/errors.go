@@ -1,0 +1,48 @@
+package prestart
+
+import (
+	"errors"
+	"fmt"
+)
+
+// StepError is the failure of one step of [Hook.Run]: the step's name and
+// its error. No later step ran.
+type StepError struct {
+	Step string
+	Err  error
+}
+
+func (e *StepError) Error() string { return fmt.Sprintf("prestart: step %s: %v", e.Step, e.Err) }
+
+// Unwrap returns the step's error.
+func (e *StepError) Unwrap() error { return e.Err }
+
+// ErrInvalidHook is matched by a [*HookError].
+var ErrInvalidHook = errors.New("prestart: invalid hook")
+
+// HookError is a [Hook] field that is missing or wrong; Run checks them
+// before any step.
+type HookError struct {
+	Field  string
+	Reason string
+}
+
+func (e *HookError) Error() string { return fmt.Sprintf("prestart: Hook.%s: %s", e.Field, e.Reason) }
+
+// Is makes a HookError match [ErrInvalidHook].
+func (e *HookError) Is(target error) bool { return target == ErrInvalidHook }
+
+// DiskError is a disk source the storage step cannot provide: the volume,
+// the path and why.
+type DiskError struct {
+	Volume string
+	Path   string
+	Err    error
+}
+
+func (e *DiskError) Error() string {
+	return fmt.Sprintf("volume %q: %s: %v", e.Volume, e.Path, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *DiskError) Unwrap() error { return e.Err }

@@ -1,0 +1,249 @@
+package prestart
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"libvirt.org/go/libvirtxml"
+
+	"github.com/virtnet/virtnet/api"
+	"github.com/virtnet/virtnet/binding"
+	"github.com/virtnet/virtnet/cache"
+	"github.com/virtnet/virtnet/domxml"
+	"github.com/virtnet/virtnet/phase2/dhcp"
+)
+
+// DefaultResolvConf is the pod's resolver configuration the DHCP servers
+// read their DNS servers and search domains from.
+const DefaultResolvConf = "/etc/resolv.conf"
+
+// DefaultQemuImg is the program the storage step creates containerDisk
+// overlays with (Debian package qemu-utils).
+const DefaultQemuImg = "qemu-img"
+
+// Hook is one preStartHook run: the inputs of every step. VMI, Domain and
+// Store are required; the rest have defaults.
+type Hook struct {
+	// VMI is the validated VMI.
+	VMI *api.VMI
+	// Domain is the domain about to be defined; the steps complete it
+	// (interfaces, emptyDisk driver type). On failure it is restored.
+	Domain *libvirtxml.Domain
+	// Store is phase1's cache (the network step reads the records).
+	Store *cache.Store
+	// Dirs are the directories the domain was built with: they locate
+	// the disk sources (domxml.DiskPath) and the images.
+	Dirs domxml.Options
+	// SecretDir holds the mounted cloud-init secrets, one directory per
+	// volume; SysprepDir the mounted sysprep config maps or secrets (see
+	// cloudinit.Builder).
+	SecretDir  string
+	SysprepDir string
+	// ResolvConf is the pod's resolv.conf; "" means [DefaultResolvConf].
+	// A missing file gives the DHCP defaults (a warning is logged).
+	ResolvConf string
+	// Hostname, when set, replaces the VMI's hostname in the DHCP reply
+	// (option 12) and in the NoCloud/ConfigDrive metadata.
+	Hostname string
+	// Registry and Render are phase2.EnrichDomain's (nil registry means
+	// registry.Default()).
+	Registry binding.Registry
+	Render   binding.RenderOptions
+	// DHCPOptions are passed to every dhcp.NewServer, e.g.
+	// dhcp.WithNetNS when the launcher does not itself run in the pod's
+	// namespace.
+	DHCPOptions []dhcp.Option
+	// QemuImg is the qemu-img program; "" means [DefaultQemuImg].
+	QemuImg string
+	// Logger receives one line per step and per action; nil discards.
+	Logger *slog.Logger
+	// Steps replaces [Steps] when not nil.
+	Steps []Step
+}
+
+// Step is one stage of the hook.
+type Step interface {
+	// Name is the step's name in logs and in [StepError].
+	Name() string
+	// Run does the step's work on the shared state. It records every file
+	// or directory it creates with [State.Created], so that a failure of
+	// this or a later step can remove them.
+	Run(ctx context.Context, st *State) error
+}
+
+// Steps is the hook's step list, in the order the steps run.
+func Steps() []Step {
+	return []Step{
+		Storage{},
+		Network{},
+		CloudInit{},
+		Sysprep{},
+	}
+}
+
+// State is what the steps of one run share.
+type State struct {
+	// Hook holds the inputs (defaults applied); steps must not change it
+	// except Hook.Domain.
+	Hook *Hook
+	// Log is the step's logger (with a "step" attribute).
+	Log *slog.Logger
+
+	created []string
+	servers []*runningServer
+	// serveCtx is the DHCP servers' context: the run's, canceled when
+	// the run fails or the Running handle is stopped.
+	serveCtx context.Context
+	wg       *sync.WaitGroup
+}
+
+// Created records a file or directory this run made; on failure the run
+// removes them, last first. Record a directory before what it holds.
+func (st *State) Created(path string) { st.created = append(st.created, path) }
+
+// runningServer is one started DHCP server.
+type runningServer struct {
+	info ServerInfo
+	err  error // set when Serve returned, before wg.Done
+}
+
+// ServerInfo describes one DHCP server a run started.
+type ServerInfo struct {
+	Interface string
+	Bridge    string
+	MAC       string
+	Address   string
+	Hostname  string
+}
+
+// Running is a successful run: its DHCP servers keep serving until the
+// context given to [Hook.Run] ends or [Running.Stop] is called.
+type Running struct {
+	servers []*runningServer
+	created []string
+	wg      *sync.WaitGroup
+	cancel  context.CancelFunc
+}
+
+// Servers describes the DHCP servers, in interface order.
+func (r *Running) Servers() []ServerInfo {
+	out := make([]ServerInfo, len(r.servers))
+	for i, s := range r.servers {
+		out[i] = s.info
+	}
+	return out
+}
+
+// Created lists the files and directories the run created, in order.
+func (r *Running) Created() []string { return slices.Clone(r.created) }
+
+// Wait blocks until every DHCP server has stopped (the run's context
+// ended, or Stop) and returns their failures joined; a server that stopped
+// because its context ended is not a failure.
+func (r *Running) Wait() error {
+	r.wg.Wait()
+	var errs []error
+	for _, s := range r.servers {
+		if s.err != nil {
+			errs = append(errs, s.err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Stop stops the DHCP servers and waits for them (see Wait).
+func (r *Running) Stop() error {
+	r.cancel()
+	return r.Wait()
+}
+
+func (h *Hook) check() error {
+	switch {
+	case h.VMI == nil:
+		return &HookError{Field: "VMI", Reason: "required"}
+	case h.Domain == nil:
+		return &HookError{Field: "Domain", Reason: "required"}
+	case h.Store == nil:
+		return &HookError{Field: "Store", Reason: "required"}
+	}
+	return nil
+}
+
+// Run runs the steps in order (see the package documentation). On success
+// the DHCP servers run until ctx ends or Running.Stop; on failure it
+// returns a [*StepError] (or a [*HookError] before any step) after undoing
+// the run: created files removed, servers stopped, domain restored.
+func (h *Hook) Run(ctx context.Context) (*Running, error) {
+	if err := h.check(); err != nil {
+		return nil, err
+	}
+	hk := *h
+	if hk.ResolvConf == "" {
+		hk.ResolvConf = DefaultResolvConf
+	}
+	if hk.QemuImg == "" {
+		hk.QemuImg = DefaultQemuImg
+	}
+	if hk.Logger == nil {
+		hk.Logger = slog.New(slog.DiscardHandler)
+	}
+	steps := hk.Steps
+	if steps == nil {
+		steps = Steps()
+	}
+	saved, err := copyDomain(h.Domain)
+	if err != nil {
+		return nil, &HookError{Field: "Domain", Reason: err.Error()}
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	st := &State{Hook: &hk, serveCtx: sctx, wg: &sync.WaitGroup{}}
+	for _, s := range steps {
+		st.Log = hk.Logger.With("step", s.Name())
+		start := time.Now()
+		err := ctx.Err()
+		if err == nil {
+			err = s.Run(ctx, st)
+		}
+		if err != nil {
+			st.Log.Error("step failed; undoing the run", "error", err)
+			cancel()
+			st.wg.Wait()
+			undo(st)
+			*h.Domain = *saved
+			return nil, &StepError{Step: s.Name(), Err: err}
+		}
+		st.Log.Info("step done", "took", time.Since(start).Round(time.Millisecond))
+	}
+	return &Running{servers: st.servers, created: st.created, wg: st.wg, cancel: cancel}, nil
+}
+
+// undo removes what the run created, last first. Failures are logged: the
+// step's error is what the caller needs, and a re-run starts over anyway.
+func undo(st *State) {
+	for _, p := range slices.Backward(st.created) {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			st.Log.Warn("cannot remove what the failed run created", "path", p, "error", err)
+			continue
+		}
+		st.Log.Info("removed", "path", p)
+	}
+}
+
+// copyDomain deep-copies a domain through its XML.
+func copyDomain(d *libvirtxml.Domain) (*libvirtxml.Domain, error) {
+	s, err := d.Marshal()
+	if err != nil {
+		return nil, fmt.Errorf("marshal: %w", err)
+	}
+	var c libvirtxml.Domain
+	if err := c.Unmarshal(s); err != nil {
+		return nil, fmt.Errorf("unmarshal: %w", err)
+	}
+	return &c, nil
+}

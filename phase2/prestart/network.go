@@ -1,0 +1,141 @@
+package prestart
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+
+	"libvirt.org/go/libvirtxml"
+
+	"github.com/virtnet/virtnet/api"
+	"github.com/virtnet/virtnet/domxml"
+	"github.com/virtnet/virtnet/phase2"
+	"github.com/virtnet/virtnet/phase2/dhcp"
+)
+
+// Network is the network step: the interfaces (phase2.EnrichDomain, unless
+// the domain has them already) and a DHCP server per bridge or masquerade
+// interface with IPAM.
+type Network struct{}
+
+// Name is "network".
+func (Network) Name() string { return "network" }
+
+// Run enriches the domain and starts the DHCP servers; it returns once
+// every server is bound, or with the first that could not bind.
+func (Network) Run(ctx context.Context, st *State) error {
+	h := st.Hook
+	items, err := phase2.Load(ctx, h.VMI, h.Store, h.Registry)
+	if err != nil {
+		return err
+	}
+	if hasInterfaces(h.VMI, h.Domain) {
+		st.Log.Info("domain has the VMI's interfaces already; not enriched")
+	} else {
+		if err := phase2.Render(h.VMI, items, h.Domain, h.Render); err != nil {
+			return err
+		}
+		st.Log.Info("interfaces added to the domain", "count", len(items))
+	}
+	var resolv []byte
+	for _, it := range items {
+		if b := it.Pair.Binding(); b != api.BindingBridge && b != api.BindingMasquerade || it.Record == nil {
+			continue
+		}
+		if resolv == nil {
+			if resolv, err = readResolvConf(st); err != nil {
+				return err
+			}
+		}
+		cfg, err := dhcp.NewConfig(h.VMI, it.Pair.Interface, it.Record, resolv)
+		if errors.Is(err, dhcp.ErrIPAMDisabled) {
+			st.Log.Info("no IPAM: no DHCP server", "interface", it.Pair.Interface.Name)
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("interface %q: %w", it.Pair.Interface.Name, err)
+		}
+		if h.Hostname != "" {
+			cfg.Hostname = h.Hostname
+		}
+		if err := st.serve(ctx, cfg); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// hasInterfaces reports whether the domain has a device of one of the
+// VMI's interfaces (alias "ua-<name>", or "ua-sriov-<name>" for SR-IOV).
+func hasInterfaces(vmi *api.VMI, dom *libvirtxml.Domain) bool {
+	if dom.Devices == nil {
+		return false
+	}
+	names := map[string]bool{}
+	for _, iface := range vmi.Spec.Domain.Devices.Interfaces {
+		names[domxml.UserAliasPrefix+iface.Name] = true
+		names[domxml.UserAliasPrefix+"sriov-"+iface.Name] = true
+	}
+	for _, i := range dom.Devices.Interfaces {
+		if i.Alias != nil && names[i.Alias.Name] {
+			return true
+		}
+	}
+	for _, d := range dom.Devices.Hostdevs {
+		if d.Alias != nil && names[d.Alias.Name] {
+			return true
+		}
+	}
+	return false
+}
+
+// readResolvConf reads the pod's resolv.conf; a missing one means the DHCP
+// defaults. The result is never nil.
+func readResolvConf(st *State) ([]byte, error) {
+	b, err := os.ReadFile(st.Hook.ResolvConf)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		st.Log.Warn("no resolv.conf; DHCP serves the default DNS server and search domain", "path", st.Hook.ResolvConf)
+		return []byte{}, nil
+	case err != nil:
+		return nil, fmt.Errorf("resolv.conf: %w", err)
+	}
+	return b, nil
+}
+
+// serve starts one DHCP server and waits until it is bound.
+func (st *State) serve(ctx context.Context, cfg *dhcp.Config) error {
+	srv, err := dhcp.NewServer(cfg, st.Hook.Logger, st.Hook.DHCPOptions...)
+	if err != nil {
+		return fmt.Errorf("interface %q: %w", cfg.Interface, err)
+	}
+	mac := ""
+	if cfg.MAC != nil {
+		mac = cfg.MAC.String()
+	}
+	rs := &runningServer{info: ServerInfo{Interface: cfg.Interface, Bridge: cfg.Bridge, MAC: mac,
+		Address: cfg.Address.String(), Hostname: cfg.Hostname}}
+	done := make(chan struct{})
+	st.wg.Add(1)
+	go func() {
+		defer st.wg.Done()
+		defer close(done)
+		rs.err = srv.Serve(st.serveCtx)
+	}()
+	select {
+	case <-srv.Ready():
+	case <-done:
+		if rs.err == nil {
+			rs.err = st.serveCtx.Err()
+		}
+		return fmt.Errorf("interface %q: DHCP server: %w", cfg.Interface, rs.err)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	st.servers = append(st.servers, rs)
+	st.Log.Info("DHCP server started", "interface", cfg.Interface, "bridge", cfg.Bridge,
+		"mac", mac, "address", cfg.Address.String(), "hostname", cfg.Hostname)
+	return nil
+}
