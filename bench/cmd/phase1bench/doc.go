@@ -1,0 +1,16 @@
+// Command phase1bench times phase1 against the shell script a user would
+// write instead (bench/bridge.sh, bench/masquerade.sh), in the same run and
+// on the same kind of namespace: a pod namespace whose CNI links are veth
+// pairs with their peers in a node namespace. It needs root.
+//
+// The table's ratio is phase1's time over the script's; -cache-dir puts
+// phase1's caches on tmpfs (as /var/run usually is) or on disk, where
+// each record's fsync dominates phase1's time.
+//
+//	go run ./bench/cmd/phase1bench -n 1,8,64 -runs 5 -scripts bench
+//
+// It prints one markdown table row per case (see -header): the median wall
+// time of phase1 (netdriver.Open, phase1.Run, Close) and of the script
+// (`ip netns exec POD bash SCRIPT`), their ratio, the cost per interface,
+// and the kernel round trips per interface that netdriver counted.
+package main
