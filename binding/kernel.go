@@ -224,15 +224,12 @@ func EnsureTXChecksumOff(d netdriver.Driver, name string) error {
 	return nil
 }
 
-// DeleteIfType deletes a link if it exists with the given type; another
-// type is left alone and reported.
+// DeleteIfType deletes a link if it exists with the given type; a link of
+// another type is not phase1's and is left alone.
 func DeleteIfType(d netdriver.Driver, name, typ string) error {
 	l, err := lookup(d, name)
-	if err != nil || l == nil {
+	if err != nil || l == nil || l.Type != typ {
 		return err
-	}
-	if l.Type != typ {
-		return &ForeignLinkError{Name: name, Type: l.Type, Want: typ}
 	}
 	return d.DeleteLink(name)
 }
@@ -299,6 +296,22 @@ func RestoreLink(d netdriver.Driver, link *cache.Link) error {
 			if err := d.RouteReplace(r); err != nil {
 				return err
 			}
+		}
+	}
+	return nil
+}
+
+// Preflight checks, before Prepare changes anything, that each named link
+// is either absent or of the given type, so that a foreign link is refused
+// with nothing half-applied.
+func Preflight(d netdriver.Driver, want map[string]string) error {
+	for name, typ := range want {
+		l, err := lookup(d, name)
+		if err != nil {
+			return err
+		}
+		if l != nil && l.Type != typ {
+			return &ForeignLinkError{Name: name, Type: l.Type, Want: typ}
 		}
 	}
 	return nil

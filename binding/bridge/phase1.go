@@ -112,6 +112,13 @@ func (Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input
 	if link == nil || rec == nil {
 		return errors.New("bridge: prepare needs the discovery and the record")
 	}
+	want := map[string]string{rec.Bridge: netdriver.TypeBridge, rec.Tap: netdriver.TypeTuntap}
+	if !rec.IPAMDisabled {
+		want[rec.NIC] = link.Type
+	}
+	if err := binding.Preflight(d, want); err != nil {
+		return err
+	}
 	nic := in.Names.Pod
 	if !rec.IPAMDisabled {
 		nic = rec.NIC
