@@ -9,7 +9,7 @@ time=${1:-30s}
 failed=()
 while IFS=: read -r file _ line; do
 	name=$(sed -E 's/^func (Fuzz[A-Za-z0-9_]*).*/\1/' <<<"$line")
-	pkg=./$(dirname "$file")
+	pkg=$(dirname "$file")
 	echo "=== $pkg $name ($time)"
 	if ! go test "$pkg" -run '^$' -fuzz "^${name}\$" -fuzztime "$time"; then
 		failed+=("$pkg $name")

@@ -1,0 +1,155 @@
+package reliability_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/virtnet/virtnet/api"
+	"github.com/virtnet/virtnet/cache"
+	"github.com/virtnet/virtnet/internal/netdriver"
+	"github.com/virtnet/virtnet/internal/testutil"
+	"github.com/virtnet/virtnet/phase1"
+	"github.com/virtnet/virtnet/reliability"
+)
+
+// fakePod is a simulated pod behind a counting wrapper.
+func fakePod() (*netdriver.Fake, *reliability.Driver) {
+	f := netdriver.SimulatedPod(netdriver.SimLink{Name: "eth0"})
+	return f, &reliability.Driver{Inner: f}
+}
+
+// TestHostileNamesNoKernelCall: interface and network names that could
+// reach a path or a link name ('/', "..", spaces, over-long, NUL) and a
+// hostile VMI UID are refused at validation, before any kernel call,
+// read-only ones included.
+func TestHostileNamesNoKernelCall(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(*api.VMI)
+	}{
+		{"interface with slash", func(v *api.VMI) { renameDefault(v, "a/b") }},
+		{"interface dot-dot", func(v *api.VMI) { renameDefault(v, "..") }},
+		{"interface with space", func(v *api.VMI) { renameDefault(v, "de fault") }},
+		{"interface with NUL", func(v *api.VMI) { renameDefault(v, "eth\x000") }},
+		{"interface of 64 bytes", func(v *api.VMI) { renameDefault(v, strings.Repeat("a", 64)) }},
+		{"interface of 4096 bytes", func(v *api.VMI) { renameDefault(v, strings.Repeat("a", 4096)) }},
+		{"interface ../../etc", func(v *api.VMI) { renameDefault(v, "../../etc") }},
+		{"uid with slash", func(v *api.VMI) { v.Metadata.UID = "a/b" }},
+		{"uid dot-dot", func(v *api.VMI) { v.Metadata.UID = ".." }},
+		{"uid hidden", func(v *api.VMI) { v.Metadata.UID = ".x" }},
+		{"uid empty", func(v *api.VMI) { v.Metadata.UID = "" }},
+	}
+	for _, tt := range tests {
+		for _, yaml := range []string{bridgeVMI, masqueradeVMI} {
+			t.Run(tt.name, func(t *testing.T) {
+				vmi := loadVMI(t, yaml)
+				tt.mutate(vmi)
+				f, d := fakePod()
+				s := newStore(t)
+				err := phase1.Run(context.Background(), vmi, "", s, phase1.Options{Driver: d})
+				var pe *phase1.Error
+				require.ErrorAs(t, err, &pe)
+				require.Equal(t, phase1.StepValidate, pe.Step, "%v", err)
+				reads, writes := d.Counts()
+				require.Zero(t, reads+writes, "kernel calls before validation: %d reads, %d writes", reads, writes)
+				require.Empty(t, f.Calls())
+				_, err = os.Stat(s.Root())
+				require.ErrorIs(t, err, os.ErrNotExist, "nothing written to the cache")
+				require.Error(t, phase1.Cleanup(context.Background(), vmi, "", s, phase1.Options{Driver: d}))
+				reads, writes = d.Counts()
+				require.Zero(t, reads+writes, "Cleanup made kernel calls")
+			})
+		}
+	}
+}
+
+// renameDefault renames the interface and network "default" together, so
+// that only the name itself is wrong.
+func renameDefault(v *api.VMI, name string) {
+	v.Spec.Domain.Devices.Interfaces[0].Name = name
+	v.Spec.Networks[0].Name = name
+}
+
+// TestHostileCacheThroughRun: a cache root or record directory that is a
+// symlink, world-writable or owned by someone else, and a record that is
+// a symlink, make phase1.Run fail with a *cache.UnsafeError naming the
+// path, before it touches the kernel.
+func TestHostileCacheThroughRun(t *testing.T) {
+	type env struct{ root, dir, file, elsewhere string }
+	tests := []struct {
+		name     string
+		needRoot bool
+		setup    func(t *testing.T, e env)
+		path     func(e env) string
+	}{
+		{name: "root is a symlink", setup: func(t *testing.T, e env) {
+			require.NoError(t, os.Symlink(e.elsewhere, e.root))
+		}, path: func(e env) string { return e.root }},
+		{name: "root is world-writable", setup: func(t *testing.T, e env) {
+			require.NoError(t, os.Mkdir(e.root, 0o755))
+			require.NoError(t, os.Chmod(e.root, 0o777))
+		}, path: func(e env) string { return e.root }},
+		{name: "record directory is a symlink", setup: func(t *testing.T, e env) {
+			require.NoError(t, os.Mkdir(e.root, 0o755))
+			require.NoError(t, os.Symlink(e.elsewhere, e.dir))
+		}, path: func(e env) string { return e.dir }},
+		{name: "record directory is world-writable", setup: func(t *testing.T, e env) {
+			require.NoError(t, os.MkdirAll(e.dir, 0o755))
+			require.NoError(t, os.Chmod(e.dir, 0o757))
+		}, path: func(e env) string { return e.dir }},
+		{name: "record is a symlink", setup: func(t *testing.T, e env) {
+			require.NoError(t, os.MkdirAll(e.dir, 0o755))
+			target := filepath.Join(e.elsewhere, "record.json")
+			require.NoError(t, os.WriteFile(target, []byte(`{"version":1}`), 0o644))
+			require.NoError(t, os.Symlink(target, e.file))
+		}, path: func(e env) string { return e.file }},
+		{name: "record is world-writable", setup: func(t *testing.T, e env) {
+			require.NoError(t, os.MkdirAll(e.dir, 0o755))
+			require.NoError(t, os.WriteFile(e.file, []byte(`{"version":1}`), 0o644))
+			require.NoError(t, os.Chmod(e.file, 0o666))
+		}, path: func(e env) string { return e.file }},
+		{name: "record directory owned by another user", needRoot: true, setup: func(t *testing.T, e env) {
+			require.NoError(t, os.MkdirAll(e.dir, 0o755))
+			require.NoError(t, os.Chown(e.dir, 4242, 4242))
+		}, path: func(e env) string { return e.dir }},
+		{name: "record owned by another user", needRoot: true, setup: func(t *testing.T, e env) {
+			require.NoError(t, os.MkdirAll(e.dir, 0o755))
+			require.NoError(t, os.WriteFile(e.file, []byte(`{"version":1}`), 0o644))
+			require.NoError(t, os.Chown(e.file, 4242, 4242))
+		}, path: func(e env) string { return e.file }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.needRoot {
+				testutil.RequireRoot(t)
+			}
+			base := t.TempDir()
+			s, err := cache.New(filepath.Join(base, "cache"))
+			require.NoError(t, err)
+			file, err := s.PodInterfacePath(uid, "default")
+			require.NoError(t, err)
+			e := env{root: s.Root(), dir: filepath.Dir(file), file: file, elsewhere: filepath.Join(base, "elsewhere")}
+			require.NoError(t, os.Mkdir(e.elsewhere, 0o755))
+			tt.setup(t, e)
+			f, d := fakePod()
+			err = phase1.Run(context.Background(), loadVMI(t, bridgeVMI), "", s, phase1.Options{Driver: d})
+			var ue *cache.UnsafeError
+			require.ErrorAs(t, err, &ue, "%v", err)
+			require.Equal(t, tt.path(e), ue.Path)
+			var pe *phase1.Error
+			require.ErrorAs(t, err, &pe)
+			require.Equal(t, phase1.StepRead, pe.Step)
+			reads, writes := d.Counts()
+			require.Zero(t, reads+writes, "kernel calls despite an unsafe cache")
+			require.Empty(t, f.Calls())
+			ents, err := os.ReadDir(e.elsewhere)
+			require.NoError(t, err)
+			require.LessOrEqual(t, len(ents), 1, "nothing written through the link")
+		})
+	}
+}

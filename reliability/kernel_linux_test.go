@@ -1,0 +1,107 @@
+package reliability_test
+
+import (
+	"fmt"
+	"net"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/virtnet/virtnet/internal/netdriver"
+	"github.com/virtnet/virtnet/internal/testutil"
+)
+
+// podMAC is the pod link's MAC in every test pod, so that the caches of
+// runs in different namespaces compare byte for byte.
+var podMAC = net.HardwareAddr{0x0a, 0x58, 0x0a, 0xf4, 0x01, 0x07}
+
+// scenario is a binding this kernel can run (no dummy: the bridge runs
+// without IPAM).
+type scenario struct {
+	name string
+	yaml string
+	pod  testutil.PodConfig
+}
+
+var kernelScenarios = []scenario{
+	{"masquerade", masqueradeVMI, testutil.PodConfig{}},
+	{"bridge-no-ipam", bridgeVMI, testutil.PodConfig{NoIPAM: true}},
+}
+
+// newPod makes a pod namespace as the CNI leaves it, with podMAC on its
+// pod link.
+func newPod(tb testing.TB, cfg testutil.PodConfig) *testutil.Pod {
+	tb.Helper()
+	p := testutil.NewPodWith(tb, cfg)
+	l, err := p.Pod.Handle.LinkByName(p.PodLink)
+	require.NoError(tb, err)
+	require.NoError(tb, p.Pod.Handle.LinkSetHardwareAddr(l, podMAC))
+	return p
+}
+
+// kernelState lists what phase1 may change in a namespace: every link
+// (type, master, flags, MTU, tap owner, learning; the MAC except for taps,
+// whose MAC the kernel picks), its global addresses and IPv4 routes, the
+// NAT tables and the sysctls phase1 sets.
+func kernelState(tb testing.TB, nsPath string) []string {
+	tb.Helper()
+	d, err := netdriver.Open(nsPath)
+	require.NoError(tb, err)
+	defer d.Close()
+	links, err := d.LinkList()
+	require.NoError(tb, err)
+	var out []string
+	for _, l := range links {
+		mac := l.MAC.String()
+		if l.Type == netdriver.TypeTuntap {
+			mac = "(kernel's)"
+		}
+		out = append(out, fmt.Sprintf("link %s type=%s master=%q up=%v noarp=%v mtu=%d mac=%s tap=%d:%d mq=%v learning=%v",
+			l.Name, l.Type, l.Master, l.Up, l.NoARP, l.MTU, mac, l.TapOwner, l.TapGroup, l.TapMultiQueue, l.Learning))
+		for _, fam := range []netdriver.Family{netdriver.IPv4, netdriver.IPv6} {
+			addrs, err := d.AddrList(l.Name, fam)
+			require.NoError(tb, err)
+			for _, a := range addrs {
+				out = append(out, fmt.Sprintf("addr %s %s", l.Name, a))
+			}
+		}
+		routes, err := d.RouteList(l.Name, netdriver.IPv4)
+		require.NoError(tb, err)
+		for _, r := range routes {
+			out = append(out, fmt.Sprintf("route %s %+v", l.Name, r))
+		}
+		if l.Type == netdriver.TypeBridge {
+			v, err := d.Sysctl("ipv4/conf/" + l.Name + "/route_localnet")
+			require.NoError(tb, err)
+			out = append(out, "sysctl route_localnet "+l.Name+"="+v)
+		}
+	}
+	for _, k := range []string{"ipv4/ip_forward", "ipv4/conf/all/arp_ignore"} {
+		v, err := d.Sysctl(k)
+		require.NoError(tb, err)
+		out = append(out, "sysctl "+k+"="+v)
+	}
+	for _, fam := range []netdriver.Family{netdriver.IPv4, netdriver.IPv6} {
+		rules, err := d.NATRules(fam)
+		require.NoError(tb, err)
+		for _, r := range rules {
+			out = append(out, fmt.Sprintf("nat%d %s", fam, r))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// linkNames lists the names of a namespace's links, sorted.
+func linkNames(tb testing.TB, ns *testutil.NS) []string {
+	tb.Helper()
+	ls, err := ns.Handle.LinkList()
+	require.NoError(tb, err)
+	var out []string
+	for _, l := range ls {
+		out = append(out, l.Attrs().Name)
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,129 @@
+package reliability_test
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/vishvananda/netns"
+
+	"github.com/virtnet/virtnet/internal/netdriver"
+	"github.com/virtnet/virtnet/internal/testutil"
+	"github.com/virtnet/virtnet/phase1"
+	"github.com/virtnet/virtnet/reliability"
+)
+
+// cleanRun runs phase1 once in a fresh pod and returns the kernel state,
+// the cache files and the number of mutating kernel calls it made.
+func cleanRun(t *testing.T, sc scenario) (state []string, files map[string]string, mutating int) {
+	t.Helper()
+	pod := newPod(t, sc.pod)
+	s := newStore(t)
+	nl, err := netdriver.Open(pod.Pod.Path)
+	require.NoError(t, err)
+	defer nl.Close()
+	d := &reliability.Driver{Inner: nl}
+	require.NoError(t, phase1.Run(context.Background(), loadVMI(t, sc.yaml), pod.Pod.Path, s, phase1.Options{Driver: d}))
+	_, mutating = d.Counts()
+	return kernelState(t, pod.Pod.Path), cacheFiles(t, s), mutating
+}
+
+// TestSIGKILLAtEveryStep kills a phase1 process (this test binary
+// re-executed) with SIGKILL before its first mutating kernel call and
+// after each one in turn. Whatever the kill left, every cache file parses
+// (absent, old or new, never torn), and a re-run converges to the kernel
+// state and cache bytes of a clean run.
+func TestSIGKILLAtEveryStep(t *testing.T) {
+	testutil.RequireRoot(t)
+	for _, sc := range kernelScenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			wantState, wantFiles, n := cleanRun(t, sc)
+			require.Greater(t, n, 3, "a clean run makes several mutating calls")
+			type kill struct {
+				when string
+				at   int
+			}
+			kills := []kill{{"before", 1}}
+			for i := 1; i <= n; i++ {
+				kills = append(kills, kill{"after", i})
+			}
+			for _, k := range kills {
+				t.Run(fmt.Sprintf("%s-call-%d", k.when, k.at), func(t *testing.T) {
+					pod := newPod(t, sc.pod)
+					s := newStore(t)
+					cmd := exec.Command(os.Args[0], "-test.run=^$")
+					cmd.Env = append(os.Environ(),
+						envHelper+"=kill", envNetNS+"="+pod.Pod.Path, envCache+"="+s.Root(),
+						envVMI+"="+sc.yaml, envKillAt+fmt.Sprint("=", k.at), envKillWhy+"="+k.when)
+					out, err := cmd.CombinedOutput()
+					var ee *exec.ExitError
+					require.ErrorAs(t, err, &ee, "helper output: %s", out)
+					ws := ee.Sys().(syscall.WaitStatus)
+					require.True(t, ws.Signaled() && ws.Signal() == syscall.SIGKILL,
+						"the helper must die by SIGKILL, got %v: %s", ee, out)
+
+					cacheFiles(t, s) // every file left parses
+					require.NoError(t, phase1.Run(context.Background(), loadVMI(t, sc.yaml), pod.Pod.Path, s, phase1.Options{}))
+					require.Equal(t, wantState, kernelState(t, pod.Pod.Path))
+					require.Equal(t, wantFiles, cacheFiles(t, s))
+				})
+			}
+		})
+	}
+}
+
+// TestNamespaceVanishes deletes the pod namespace's name while phase1
+// runs, before each mutating call in turn: phase1 ends with a nil error
+// (the driver's netlink handle keeps the namespace alive, and nothing
+// after needed its path) or a *phase1.Error, never a panic or a hang.
+func TestNamespaceVanishes(t *testing.T) {
+	testutil.RequireRoot(t)
+	for _, sc := range kernelScenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			_, _, n := cleanRun(t, sc)
+			var failed int
+			for at := 1; at <= n; at++ {
+				pod := newPod(t, sc.pod)
+				nl, err := netdriver.Open(pod.Pod.Path)
+				require.NoError(t, err)
+				d := &reliability.Driver{Inner: nl, Before: func(c reliability.Call) error {
+					if c.Mutating && c.Seq == at {
+						return netns.DeleteNamed(pod.Pod.Name)
+					}
+					return nil
+				}}
+				ctx, cancel := context.WithCancel(context.Background())
+				done := make(chan error, 1)
+				go func() {
+					done <- phase1.Run(ctx, loadVMI(t, sc.yaml), pod.Pod.Path, newStore(t), phase1.Options{Driver: d})
+				}()
+				// A watchdog, not a timing assertion: a hang fails here
+				// instead of at the package's -timeout.
+				var runErr error
+				select {
+				case runErr = <-done:
+				case <-time.After(time.Minute):
+					t.Fatalf("phase1 hangs after the namespace was deleted before call %d", at)
+				}
+				cancel()
+				nl.Close()
+				if runErr != nil {
+					failed++
+					var pe *phase1.Error
+					require.ErrorAs(t, runErr, &pe, "call %d: %v", at, runErr)
+					require.ErrorIs(t, runErr, fs.ErrNotExist, "call %d: the namespace's path is gone", at)
+					t.Logf("namespace deleted before mutating call %d: %v", at, runErr)
+				} else {
+					t.Logf("namespace deleted before mutating call %d: phase1 finished through its handles", at)
+				}
+			}
+			require.Positive(t, failed, "deleting the namespace must fail some run")
+		})
+	}
+}
