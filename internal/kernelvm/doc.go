@@ -30,8 +30,15 @@
 // Without root, QEMU or the assets, Delegate calls testutil.Skip naming
 // exactly what is missing, which is a failure under
 // VIRTNET_REQUIRE_KERNEL=1. [Available] reports the same without a test.
-// A dynamically linked test binary fails the test: it cannot run in the
-// initramfs, so build tests with CGO_ENABLED=0.
+//
+// Build tests with CGO_ENABLED=0 where possible: a static test binary is
+// copied into the initramfs as it is. A dynamically linked one (cgo, or
+// go test -race) also works: its loader goes into the initramfs at the
+// path the binary names and its DT_NEEDED libraries (host copies, found in
+// the multiarch directories) into /lib/virtnet, with LD_LIBRARY_PATH
+// pointing there; when one cannot be found the test fails with
+// [ErrDynamicBinary]. A -race binary is larger and slower under TCG.
+// A TestMain runs inside the VM too, before the delegated test.
 //
 // # The VM
 //

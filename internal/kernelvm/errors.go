@@ -70,6 +70,7 @@ func (e *ModuleError) Error() string {
 // missing asset.
 func (e *ModuleError) Is(target error) bool { return target == ErrUnavailable }
 
-// ErrDynamicBinary is matched by the error for a test binary that needs a
-// dynamic loader, which the initramfs does not have.
-var ErrDynamicBinary = errors.New("kernelvm: test binary is dynamically linked (build tests with CGO_ENABLED=0)")
+// ErrDynamicBinary is matched by the error for a dynamically linked test
+// binary whose loader or libraries cannot be found on the host to copy into
+// the initramfs. Static binaries (CGO_ENABLED=0) need neither.
+var ErrDynamicBinary = errors.New("kernelvm: test binary is dynamically linked and its loader or libraries are missing (build tests with CGO_ENABLED=0)")

@@ -129,7 +129,8 @@ type initramfsSpec struct {
 	modDir  string   // host directory with <name>.ko
 	modules []string // in load order
 	testBin string   // host path of the test binary
-	init    string   // the /init script
+	libs    []sharedObj
+	init    string // the /init script
 }
 
 // writeInitramfs writes the archive to path and returns its size.
@@ -150,6 +151,18 @@ func writeInitramfs(path string, s initramfsSpec) (int64, error) {
 	for _, m := range s.modules {
 		c.file(strings.TrimPrefix(guestModDir, "/")+"/"+m+".ko", 0o644, filepath.Join(s.modDir, m+".ko"))
 	}
+	madeDirs := map[string]bool{"lib": true}
+	for _, o := range s.libs {
+		// Parent directories first (e.g. lib64 for the loader).
+		parts := strings.Split(filepath.Dir(o.guest), "/")
+		for i := range parts {
+			if d := strings.Join(parts[:i+1], "/"); d != "." && !madeDirs[d] {
+				madeDirs[d] = true
+				c.dir(d)
+			}
+		}
+		c.file(o.guest, 0o755, o.host)
+	}
 	c.file(strings.TrimPrefix(guestTestBin, "/"), 0o755, s.testBin)
 	c.bytes("init", 0o755, []byte(s.init))
 	err = c.close()
@@ -162,22 +175,94 @@ func writeInitramfs(path string, s initramfsSpec) (int64, error) {
 	return c.off, nil
 }
 
-// checkStatic returns an error wrapping [ErrDynamicBinary] if the ELF file
-// at path asks for a program interpreter.
-func checkStatic(path string) error {
+// guestLibDir holds the shared libraries of a dynamically linked test
+// binary inside the guest; the init points LD_LIBRARY_PATH at it.
+const guestLibDir = "/lib/virtnet"
+
+// libSearchPath is where host libraries are looked for (Debian's
+// multiarch directories first).
+var libSearchPath = []string{
+	"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu",
+	"/lib64", "/usr/lib64", "/lib", "/usr/lib",
+}
+
+// sharedObj is a host file to copy into the guest at a path.
+type sharedObj struct {
+	guest string // path in the guest, without the leading slash
+	host  string // resolved host path
+}
+
+// dynamicDeps returns what a test binary needs to run in the guest besides
+// itself: nothing for a static binary; for a dynamic one (CGO_ENABLED=1,
+// -race) its program interpreter, at the path the binary names, and its
+// DT_NEEDED libraries, transitively, in [guestLibDir]. The host's files
+// are used: the guest runs the host's binary on the same architecture.
+func dynamicDeps(bin string) ([]sharedObj, error) {
+	interp, err := interpreter(bin)
+	if err != nil || interp == "" {
+		return nil, err
+	}
+	hostInterp, err := filepath.EvalSymlinks(interp)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s asks for the loader %s: %w", ErrDynamicBinary, bin, interp, err)
+	}
+	objs := []sharedObj{{guest: strings.TrimPrefix(interp, "/"), host: hostInterp}}
+	seen := map[string]bool{}
+	queue := []string{bin}
+	for len(queue) > 0 {
+		f, err := elf.Open(queue[0])
+		if err != nil {
+			return nil, fmt.Errorf("kernelvm: %s: %w", queue[0], err)
+		}
+		libs, err := f.ImportedLibraries()
+		_ = f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("kernelvm: %s: DT_NEEDED: %w", queue[0], err)
+		}
+		queue = queue[1:]
+		for _, lib := range libs {
+			if seen[lib] || strings.HasPrefix(lib, "ld-linux") {
+				continue
+			}
+			seen[lib] = true
+			host, err := findLib(lib)
+			if err != nil {
+				return nil, fmt.Errorf("%w: %s needs %s: %w", ErrDynamicBinary, bin, lib, err)
+			}
+			objs = append(objs, sharedObj{guest: strings.TrimPrefix(guestLibDir, "/") + "/" + lib, host: host})
+			queue = append(queue, host)
+		}
+	}
+	return objs, nil
+}
+
+// interpreter returns the ELF file's PT_INTERP, "" for a static binary.
+func interpreter(path string) (string, error) {
 	f, err := elf.Open(path)
 	if err != nil {
-		return fmt.Errorf("kernelvm: test binary %s: %w", path, err)
+		return "", fmt.Errorf("kernelvm: test binary %s: %w", path, err)
 	}
 	defer func() { _ = f.Close() }()
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_INTERP {
-			interp, _ := io.ReadAll(io.LimitReader(p.Open(), 256))
-			return fmt.Errorf("%w: %s asks for the loader %s, which the initramfs does not have",
-				ErrDynamicBinary, path, strings.TrimRight(string(interp), "\x00"))
+			b, err := io.ReadAll(io.LimitReader(p.Open(), 4096))
+			if err != nil {
+				return "", fmt.Errorf("kernelvm: test binary %s: PT_INTERP: %w", path, err)
+			}
+			return strings.TrimRight(string(b), "\x00"), nil
 		}
 	}
-	return nil
+	return "", nil
+}
+
+func findLib(name string) (string, error) {
+	for _, d := range libSearchPath {
+		p, err := filepath.EvalSymlinks(filepath.Join(d, name))
+		if err == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("not found in %s: %w", strings.Join(libSearchPath, ":"), os.ErrNotExist)
 }
 
 // shQuote quotes s for a POSIX shell.
@@ -210,7 +295,7 @@ func initScript(marker string, modules []string, env [][2]string, args []string)
 	}
 	w("echo %s modules \"$(up)\"", shQuote(marker))
 	w("mkdir -p /tmp/work && cd /tmp/work")
-	w("export HOME=/root TMPDIR=/tmp %s=1", EnvInVM)
+	w("export HOME=/root TMPDIR=/tmp LD_LIBRARY_PATH=%s %s=1", guestLibDir, EnvInVM)
 	for _, kv := range env {
 		w("export %s=%s", kv[0], shQuote(kv[1]))
 	}

@@ -43,6 +43,7 @@ func inNewNetns(t *testing.T, fn func(h *netlink.Handle)) {
 // TestDummyAddressInVM creates a dummy link, gives it 192.0.2.1/24, sets
 // it up and reads both back through netlink.
 func TestDummyAddressInVM(t *testing.T) {
+	t.Parallel() // two VMs boot side by side on two cores
 	if Delegate(t, "dummy") {
 		return
 	}
@@ -72,6 +73,7 @@ func TestDummyAddressInVM(t *testing.T) {
 // TestMacvtapOnDummyInVM creates a macvtap in bridge mode on top of a
 // dummy and checks its type, mode and lower device.
 func TestMacvtapOnDummyInVM(t *testing.T) {
+	t.Parallel()
 	if Delegate(t, "dummy", "macvtap") {
 		return
 	}

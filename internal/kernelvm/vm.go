@@ -81,7 +81,7 @@ func DelegateWith(t *testing.T, opts Options) bool {
 		t.Fatal(err)
 	}
 	if os.Geteuid() != 0 {
-		testutil.Skip(t, "root (to probe link types "+strings.Join(opts.Needs, ", ")+" and to run them in a kernel VM)")
+		testutil.Skip(t, "root privileges (to probe link types "+strings.Join(opts.Needs, ", ")+" and to run the test in a kernel VM)")
 		return true
 	}
 	if os.Getenv(EnvForce) != "1" {
@@ -113,7 +113,8 @@ func DelegateWith(t *testing.T, opts Options) bool {
 	if err != nil {
 		bin = os.Args[0]
 	}
-	if err := checkStatic(bin); err != nil {
+	libs, err := dynamicDeps(bin)
+	if err != nil {
 		t.Fatal(err)
 	}
 	timeout := opts.Timeout
@@ -149,6 +150,7 @@ func DelegateWith(t *testing.T, opts Options) bool {
 		assets:   a,
 		modules:  order,
 		testBin:  bin,
+		libs:     libs,
 		args:     testArgs(t.Name(), timeout),
 		env:      env,
 		timeout:  timeout,
@@ -186,7 +188,10 @@ func runPattern(name string) string {
 
 // testArgs returns the arguments for the test binary inside the VM.
 func testArgs(name string, timeout time.Duration) []string {
-	args := []string{"-test.run", runPattern(name), "-test.v", "-test.count=1", "-test.timeout=" + timeout.String()}
+	// The inner timeout leaves time for the boot, so that a hung test
+	// panics with its goroutines' stacks before the VM is killed.
+	inner := max(timeout-30*time.Second, timeout/2).Round(time.Second)
+	args := []string{"-test.run", runPattern(name), "-test.v", "-test.count=1", "-test.timeout=" + inner.String()}
 	if testing.Short() {
 		args = append(args, "-test.short")
 	}
@@ -200,6 +205,7 @@ type run struct {
 	assets   *assets
 	modules  []string
 	testBin  string
+	libs     []sharedObj
 	args     []string
 	env      [][2]string
 	timeout  time.Duration
@@ -231,6 +237,7 @@ func (r *run) do(ctx context.Context) (result, error) {
 		modDir:  filepath.Join(r.assets.dir, "modules"),
 		modules: r.modules,
 		testBin: r.testBin,
+		libs:    r.libs,
 		init:    initScript(marker, r.modules, r.env, r.args),
 	})
 	if err != nil {
@@ -295,10 +302,10 @@ func (r *run) do(ctx context.Context) (result, error) {
 	}
 
 	res.stats = fmt.Sprintf("kernelvm: kernel %s (%s), %d modules, initramfs %.1f MiB built in %v; "+
-		"qemu start → init running %v (guest uptime %ss), modules loaded %v (%ss), test done %v (%ss); total %v, qemu CPU time %v",
+		"qemu start → init running %s (guest uptime %ss), modules loaded %s (%ss), test done %s (%ss); total %v, qemu CPU time %v",
 		r.assets.version, filepath.Base(r.assets.kernel), len(r.modules), float64(size)/(1<<20), built.Round(time.Millisecond),
-		tInit.Round(time.Millisecond), orDash(guestInit), tMods.Round(time.Millisecond), orDash(guestMods),
-		tDone.Round(time.Millisecond), orDash(guestDone), total.Round(time.Millisecond), cpu.Round(time.Millisecond))
+		since(tInit), orDash(guestInit), since(tMods), orDash(guestMods), since(tDone), orDash(guestDone),
+		total.Round(time.Millisecond), cpu.Round(time.Millisecond))
 	if ctx.Err() != nil {
 		return res, fmt.Errorf("kernelvm: VM timed out after %v (set %s or Options.Timeout)", r.timeout, EnvTimeout)
 	}
@@ -310,6 +317,14 @@ func (r *run) do(ctx context.Context) (result, error) {
 		return res, fmt.Errorf("kernelvm: the VM stopped before the test binary reported an exit status (qemu: %v; see the output above)", werr)
 	}
 	return res, nil
+}
+
+// since formats a time since the boot, "-" for a point never reached.
+func since(d time.Duration) string {
+	if d == 0 {
+		return "-"
+	}
+	return d.Round(time.Millisecond).String()
 }
 
 func orDash(s string) string {
