@@ -1,0 +1,50 @@
+#!/bin/bash
+# bench.sh — runs virtnet's benchmarks (root: they create network
+# namespaces) and prints ONE markdown table with the machine. Not part of
+# CI. RUNS (default 3) sets the phase1/script runs per case.
+set -euo pipefail
+cd "$(dirname "$0")"
+runs=${RUNS:-3}
+[ "$(id -u)" = 0 ] || { echo "bench.sh: needs root (network namespaces)" >&2; exit 1; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
+echo "Machine: ${cpu:-unknown CPU}, $(nproc) cores, kernel $(uname -r), $(go version | cut -d' ' -f3)"
+echo
+
+go build -o "$tmp/phase1bench" ./bench/cmd/phase1bench
+# The pod's caches: /var/run is tmpfs in a pod; on disk each record's
+# fsync dominates.
+"$tmp/phase1bench" -n 1,8,64 -runs "$runs" -scripts bench -cache-dir /dev/shm >"$tmp/p1-tmpfs"
+"$tmp/phase1bench" -n 64 -runs "$runs" -scripts bench -masquerade=false -header=false -cache-dir /var/tmp >"$tmp/p1-disk"
+
+gobench() { # pkg regexp benchtime
+	go test "$1" -run '^$' -bench "$2" -benchtime "$3" -count 1 | grep '^Benchmark'
+}
+gobench ./phase2 'Render1$|Render64$|Load64$' 2s >"$tmp/go"
+gobench ./phase2/dhcp 'DiscoverAck$|ServerHeap$' 2000x >>"$tmp/go"
+
+echo "| benchmark | result | per interface | notes |"
+echo "|---|---:|---:|---|"
+# phase1 rows: | case | ours | script | ratio | ours/iface | script/iface | req/iface |
+tail -n +3 "$tmp/p1-tmpfs" | awk -F' \\| ' '{gsub(/^\| /,"",$1); gsub(/ \|$/,"",$7);
+	printf "| phase1 %s, cache on tmpfs | %s (script %s, ratio %s) | %s (script %s) | %s kernel requests/iface |\n", $1, $2, $3, $4, $5, $6, $7}'
+awk -F' \\| ' '{gsub(/^\| /,"",$1); gsub(/ \|$/,"",$7);
+	printf "| phase1 %s, cache on disk (fsync) | %s (script %s, ratio %s) | %s (script %s) | %s kernel requests/iface |\n", $1, $2, $3, $4, $5, $6, $7}' "$tmp/p1-disk"
+while read -r name iters rest; do
+	ns=$(awk '{for (i=1;i<NF;i++) if ($(i+1)=="ns/op") print $i}' <<<"$rest")
+	allocs=$(awk '{for (i=1;i<NF;i++) if ($(i+1)=="allocs/op") print $i}' <<<"$rest")
+	bytes=$(awk '{for (i=1;i<NF;i++) if ($(i+1)=="B/op") print $i}' <<<"$rest")
+	heap=$(awk '{for (i=1;i<NF;i++) if ($(i+1)=="heap-inuse-B") print $i}' <<<"$rest")
+	growth=$(awk '{for (i=1;i<NF;i++) if ($(i+1)=="heap-growth-B") print $i}' <<<"$rest")
+	name=${name%-*}
+	per="" notes=""
+	case $name in
+	*Render64 | *Load64) per=$(awk -v n="$ns" 'BEGIN{printf "%.1f µs", n/64/1000}') ;;
+	*Render1) per=$(awk -v n="$ns" 'BEGIN{printf "%.1f µs", n/1000}') ;;
+	esac
+	[ -n "$allocs" ] && notes="$allocs allocs/op, $bytes B/op"
+	[ -n "$heap" ] && notes="heap in use after $iters exchanges: $((heap / 1024)) KiB (growth $growth B)"
+	printf '| %s | %s µs/op | %s | %s |\n' "$name" "$(awk -v n="$ns" 'BEGIN{printf "%.1f", n/1000}')" "$per" "$notes"
+done <"$tmp/go"
