@@ -70,15 +70,17 @@
 //
 // # Time
 //
-// Measured on a 2-core machine under TCG (Debian kernel 6.1): about 2.6 s
-// of QEMU CPU time per boot; from QEMU's start to the guest's init about
-// 2.7-3.5 s of wall time on a quiet machine (guest uptime 1.9 s), the
-// whole delegated test about 3.5-4 s. With the bzImage, ACPI and the
-// crypto self-tests it was about 6.6 s of CPU. Wall times grow with the
-// host's load (the same boot took 30 s with a load average of 20). Each
-// boot logs its figures with t.Logf: initramfs build, QEMU start → init
-// running (with the guest's uptime), modules loaded, test done, total and
-// QEMU's CPU time.
+// Measured on this project's 2-core machine under TCG (Debian kernel 6.1,
+// QEMU 7.2): about 2.5-3.2 s of QEMU CPU time per boot for the tests of
+// this package (up to 5.5 s for tests that do more inside). On a quiet
+// machine QEMU's start to the guest's init took 1.8-3.5 s of wall time
+// (guest uptime at init 1.8-2.6 s), and a whole delegated test 2.8-4 s.
+// Booting the bzImage with ACPI and the crypto self-tests cost about
+// 6.6 s of CPU instead. Wall times grow with the host's load: with a load
+// average of 10-20 from parallel builds the same boots took 12-30 s. Each
+// boot logs its figures with t.Logf: initramfs size and build time, QEMU
+// start → init running (with the guest's uptime), modules loaded, test
+// done, total, and QEMU's CPU time.
 //
 // # Environment
 //

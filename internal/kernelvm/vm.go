@@ -157,7 +157,8 @@ func DelegateWith(t *testing.T, opts Options) bool {
 		mem:      mem,
 		qemuArgs: opts.QEMUArgs,
 		tmp:      t.TempDir(),
-		log:      func(line string) { t.Log(line) },
+		log:      func(line string) { t.Helper(); t.Log(line) },
+		helper:   t.Helper,
 	}
 	res, err := r.do(context.Background())
 	if res.stats != "" {
@@ -213,6 +214,7 @@ type run struct {
 	qemuArgs []string
 	tmp      string
 	log      func(string)
+	helper   func() // t.Helper, so that the log lines name the test's line
 }
 
 // result is what a boot found out.
@@ -224,6 +226,9 @@ type result struct {
 
 // do boots the VM and waits for it to finish.
 func (r *run) do(ctx context.Context) (result, error) {
+	if r.helper != nil {
+		r.helper()
+	}
 	res := result{exit: -1}
 	nonce := make([]byte, 8)
 	if _, err := rand.Read(nonce); err != nil {
@@ -287,6 +292,9 @@ func (r *run) do(ctx context.Context) (result, error) {
 				r.log("vm: " + rest)
 			}
 			continue
+		}
+		if tDone != 0 && strings.HasSuffix(line, "] reboot: Restarting system") {
+			continue // the init's own reboot, after the test
 		}
 		if v := verdict(line, r.name); v != "" {
 			res.verdict = v
