@@ -27,7 +27,7 @@ if [[ -f "$stamp" && "${VIRTNET_KERNELVM_FORCE:-0}" != 1 ]]; then
 	exit 0
 fi
 
-for tool in apt-get apt-cache dpkg-deb xz; do
+for tool in apt-get apt-cache dpkg-deb tar xz grep od; do
 	command -v "$tool" >/dev/null || die "missing tool '$tool' (install: apt-get install -y apt dpkg xz-utils)"
 done
 busybox=/bin/busybox
