@@ -116,11 +116,11 @@ func driverFor(netnsPath string, opts Options) (netdriver.Driver, func(), error)
 	if opts.Driver != nil {
 		return opts.Driver, func() {}, nil
 	}
-	nl, err := netdriver.Open(netnsPath)
+	d, closeFn, err := netdriver.OpenDriver(netnsPath)
 	if err != nil {
 		return nil, nil, &Error{Step: StepOpen, Err: err}
 	}
-	return nl, func() { nl.Close() }, nil
+	return d, func() { _ = closeFn() }, nil
 }
 
 // InputFor builds the binding input of a pair.

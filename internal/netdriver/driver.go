@@ -3,6 +3,8 @@ package netdriver
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
+	"strings"
 	"net"
 	"net/netip"
 )
@@ -185,3 +187,13 @@ var ErrNotSupported = errors.New("netdriver: not supported on this OS")
 
 // IsLinkNotFound reports whether err says a link does not exist.
 func IsLinkNotFound(err error) bool { return errors.Is(err, ErrLinkNotFound) }
+
+// sysctlPath maps a key under /proc/sys/net to its file, refusing keys
+// that would leave that directory.
+func sysctlPath(key string) (string, error) {
+	clean := filepath.Clean("/" + key)
+	if key == "" || strings.Contains(key, "..") || clean != "/"+key {
+		return "", fmt.Errorf("sysctl key %q is not a path under /proc/sys/net", key)
+	}
+	return "/proc/sys/net" + clean, nil
+}

@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 
@@ -43,6 +42,16 @@ func Open(nsPath string) (*Netlink, error) {
 		return nil, fmt.Errorf("netlink handle in %s: %w", nsPath, err)
 	}
 	return &Netlink{nsPath: nsPath, ns: ns, h: h}, nil
+}
+
+// OpenDriver is [Open] behind the [Driver] interface, with its Close; it
+// exists on every OS (elsewhere it returns [ErrNotSupported]).
+func OpenDriver(nsPath string) (Driver, func() error, error) {
+	n, err := Open(nsPath)
+	if err != nil {
+		return nil, nil, err
+	}
+	return n, n.Close, nil
 }
 
 // Close releases the namespace handle and the netlink sockets.
@@ -442,13 +451,6 @@ func (n *Netlink) RouteReplace(r Route) error {
 	})
 }
 
-func sysctlPath(key string) (string, error) {
-	clean := filepath.Clean("/" + key)
-	if key == "" || strings.Contains(key, "..") || clean != "/"+key {
-		return "", fmt.Errorf("sysctl key %q is not a path under /proc/sys/net", key)
-	}
-	return "/proc/sys/net" + clean, nil
-}
 
 // Sysctl implements [Driver].
 func (n *Netlink) Sysctl(key string) (string, error) {
