@@ -3,10 +3,10 @@ package netdriver
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
-	"strings"
 	"net"
 	"net/netip"
+	"path/filepath"
+	"strings"
 )
 
 // Link types as [Link.Type] reports them (the kernel's rtnetlink kinds;

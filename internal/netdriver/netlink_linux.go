@@ -451,7 +451,6 @@ func (n *Netlink) RouteReplace(r Route) error {
 	})
 }
 
-
 // Sysctl implements [Driver].
 func (n *Netlink) Sysctl(key string) (string, error) {
 	p, err := sysctlPath(key)
