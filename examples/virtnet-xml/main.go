@@ -14,9 +14,13 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/google/uuid"
+
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/binding"
+	"github.com/virtnet/virtnet/binding/sriov"
 	"github.com/virtnet/virtnet/cache"
+	"github.com/virtnet/virtnet/domxml"
 	"github.com/virtnet/virtnet/phase1"
 	"github.com/virtnet/virtnet/phase2"
 )
@@ -104,7 +108,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		out = renderPlan(vmi, store, items, c.source())
 	} else {
-		dom, err := phase2.Domain(ctx, vmi, store, phase2.Options{Render: binding.RenderOptions{InterfaceType: it}})
+		render := binding.RenderOptions{InterfaceType: it, Env: launcherEnv()}
+		if c.netns == "" && c.cacheDir == "" {
+			// The simulated pod also stands in for the SR-IOV device
+			// plugin: its VFs come from made-up PCIDEVICE_* variables,
+			// unless the environment already has them.
+			for k, v := range sriov.SimulatedEnv(vmi) {
+				if _, set := render.Env[k]; !set {
+					render.Env[k] = v
+				}
+			}
+		}
+		dom, err := phase2.Domain(ctx, vmi, store, phase2.Options{Render: render})
 		if err != nil {
 			fmt.Fprintf(stderr, "virtnet-xml: %v\n", err)
 			return 1
@@ -127,6 +142,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// launcherEnv is this process's environment, where a virt-launcher finds
+// the SR-IOV device plugin's variables.
+func launcherEnv() map[string]string {
+	env := map[string]string{}
+	for _, kv := range os.Environ() {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v
+		}
+	}
+	return env
+}
+
 func loadVMI(file string) (*api.VMI, error) {
 	data := defaultVMI
 	if file != "" {
@@ -135,7 +162,17 @@ func loadVMI(file string) (*api.VMI, error) {
 			return nil, err
 		}
 	}
-	return api.Load(data)
+	vmi, err := api.Load(data)
+	if err != nil {
+		return nil, err
+	}
+	if vmi.Metadata.UID == "" {
+		// Manifests get their uid from the API server; a file fresh
+		// from a repository has none. Derive a stable one so that the
+		// cache directory and the domain UUID are the same every run.
+		vmi.Metadata.UID = uuid.NewSHA1(uuid.MustParse(domxml.UUIDNamespace), []byte(vmi.Metadata.Namespace+"/"+vmi.Metadata.Name)).String()
+	}
+	return vmi, nil
 }
 
 // printLoadError prints every validation error on its own line, or the one

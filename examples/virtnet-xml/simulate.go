@@ -23,7 +23,8 @@ const SimulatedMTU = 1440
 // 192.168.<N>.7/24 with a route to 192.168.0.0/16 via 192.168.<N>.1 (a
 // bridge binding with IPAM needs a gateway); each link's MAC
 // is 0a:58 followed by its IPv4 address (as OVN-Kubernetes forms them),
-// MTU [SimulatedMTU].
+// MTU [SimulatedMTU]. A macvtap network gets a macvtap link without
+// addresses, as the macvtap CNI leaves it.
 func simulatedPod(vmi *api.VMI) (*netdriver.Fake, error) {
 	pairs, err := api.Pairs(vmi)
 	if err != nil {
@@ -50,6 +51,11 @@ func simulatedPod(vmi *api.VMI) (*netdriver.Fake, error) {
 			dst = netip.MustParsePrefix("192.168.0.0/16")
 		}
 		link.Routes = []netdriver.Route{{Dst: dst, Gateway: gw}}
+		if p.Binding() == api.BindingMacvtap {
+			// The macvtap CNI moves a macvtap, without addresses,
+			// into the pod under the pod interface's name.
+			link.Type, link.Addresses, link.Routes = netdriver.TypeMacvtap, nil, nil
+		}
 		fake.SeedPodLink(link)
 	}
 	return fake, nil

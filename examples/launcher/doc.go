@@ -1,0 +1,28 @@
+// Command launcher does, in order, what a KubeVirt virt-launcher does with
+// this library for one VMI in a pod's network namespace, and stops short
+// of starting QEMU:
+//
+//  1. load and validate the VMI (-vmi FILE);
+//  2. phase1.Run in the namespace (-netns NAME or path; needs root),
+//     standing in for virt-handler, writing the cache under -dir;
+//  3. domxml.Build: the domain without its interfaces;
+//  4. the preStartHook (package phase2/prestart): disk sources, the
+//     interfaces, a DHCP server per bridge/masquerade interface with its
+//     sockets inside the namespace, the cloud-init and sysprep images;
+//  5. print what it did and write the domain XML (-o FILE, default
+//     stdout);
+//  6. keep the DHCP servers running until SIGINT/SIGTERM (or exit at once
+//     with -once); with -cleanup, undo phase1 on the way out.
+//
+// Example, with a namespace made by `ip netns add pod` and a veth eth0 in
+// it holding an address and a default route:
+//
+//	launcher -netns pod -vmi api/testdata/kubevirt/vmi-masquerade.yaml -dir /tmp/vmi -o /tmp/vmi/domain.xml
+//
+// The directories under -dir are those of domxml.Options (private,
+// ephemeral, container-disks, empty-disks) and cache/; the cloud-init
+// secrets and sysprep volumes are read from secret/ and sysprep/ there.
+// The domain's bridge and masquerade NICs are <interface type='ethernet'>
+// on phase1's taps by default (-interface-type), the form an unprivileged
+// libvirt can start.
+package main
