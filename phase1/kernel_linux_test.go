@@ -268,3 +268,74 @@ func TestBridgeIPAMKernel(t *testing.T) {
 	}
 	require.True(t, def, "cleanup restores the default route: %v", routes)
 }
+
+// TestSeveralInterfacesKernel: masquerade on eth0 and two IPAM-less
+// bridges on net1 and net2 (no dummy needed) in one namespace, each with
+// its own bridge, tap, link-local address and records; the masquerade
+// path still carries traffic; a re-run changes nothing; cleanup restores
+// all three links.
+func TestSeveralInterfacesKernel(t *testing.T) {
+	pod := testutil.NewPod(t)
+	testutil.AddVeth(t, pod.Node, "peer1", pod.Pod, "net1", 1400)
+	testutil.AddVeth(t, pod.Node, "peer2", pod.Pod, "net2", 9000)
+	vmi := loadVMI(t, `
+metadata: {name: several, namespace: default, uid: `+uid+`}
+spec:
+  domain:
+    devices:
+      interfaces:
+      - {name: default, masquerade: {}, ports: [{port: 80}]}
+      - {name: blue, bridge: {}}
+      - {name: red, bridge: {}}
+  networks:
+  - {name: default, pod: {}}
+  - {name: blue, multus: {networkName: blue-net}}
+  - {name: red, multus: {networkName: red-net}}
+`)
+	s := realRun(t, vmi, pod)
+	for _, c := range []struct {
+		iface, pod, bridge, tap, addr string
+		mtu                           int
+	}{
+		{"default", "eth0", "k6t-eth0", "tap0", "10.0.2.1/24", 1440},
+		{"blue", "net1", "k6t-net1", "tap1", "169.254.75.11/32", 1400},
+		{"red", "net2", "k6t-net2", "tap2", "169.254.75.12/32", 9000},
+	} {
+		rec, err := s.ReadInterface(uid, c.iface)
+		require.NoError(t, err)
+		require.Equal(t, c.bridge, rec.Bridge)
+		require.Equal(t, c.tap, rec.Tap)
+		require.Equal(t, c.mtu, rec.MTU)
+		br := mustNL(t, pod.Pod, c.bridge)
+		require.Equal(t, c.mtu, br.Attrs().MTU)
+		addrs, err := pod.Pod.Handle.AddrList(br, netlink.FAMILY_V4)
+		require.NoError(t, err)
+		require.Len(t, addrs, 1)
+		require.Equal(t, c.addr, addrs[0].IPNet.String())
+		require.Equal(t, br.Attrs().Index, mustNL(t, pod.Pod, c.tap).Attrs().MasterIndex)
+		if c.iface != "default" {
+			require.Equal(t, br.Attrs().Index, mustNL(t, pod.Pod, c.pod).Attrs().MasterIndex)
+		}
+	}
+	rec, err := s.ReadInterface(uid, "default")
+	require.NoError(t, err)
+	vm := vmNS(t, pod.Pod, rec.Bridge, rec.MAC, rec.IPv4, rec.Gateway)
+	listen(t, vm, "0.0.0.0:80")
+	_, err = dial(pod.Node, "10.244.1.7:80")
+	require.NoError(t, err)
+
+	before := files(t, s)
+	require.NoError(t, phase1.Run(context.Background(), vmi, pod.Pod.Path, s, phase1.Options{}))
+	require.Equal(t, before, files(t, s))
+
+	require.NoError(t, vm.Handle.LinkDel(mustNL(t, vm, "eth0")))
+	require.NoError(t, phase1.Cleanup(context.Background(), vmi, pod.Pod.Path, s, phase1.Options{}))
+	links, err := pod.Pod.Handle.LinkList()
+	require.NoError(t, err)
+	var names []string
+	for _, l := range links {
+		names = append(names, l.Attrs().Name)
+		require.Zero(t, l.Attrs().MasterIndex, l.Attrs().Name)
+	}
+	require.ElementsMatch(t, []string{"lo", "eth0", "net1", "net2"}, names)
+}
