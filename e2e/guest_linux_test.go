@@ -235,10 +235,19 @@ func TestGuestEndToEnd(t *testing.T) {
 
 	line, err := c.waitFor(ctx, v, "init")
 	require.NoError(t, err)
-	t.Logf("guest init running %s after virt-qemu-run started (QEMU probe + boot): %s", time.Since(start).Round(time.Second), line)
+	seenInit := time.Since(start)
+	// The guest's uptime at init dates its kernel's start: what came
+	// before is libvirt (probing QEMU's capabilities: the root is new, so
+	// nothing is cached), QEMU's start and the firmware.
+	t.Logf("guest init seen %s after virt-qemu-run started: %q; guest kernel started about %s after virt-qemu-run",
+		seenInit.Round(100*time.Millisecond), line, (seenInit - uptime(t, line)).Round(100*time.Millisecond))
 	line, err = c.waitFor(ctx, v, "lease", "lease-failed")
 	require.NoError(t, err)
 	t.Logf("guest: %s", line)
+	if mods, ok := c.report("modules"); ok {
+		t.Logf("DHCP lease %s after the guest's modules were loaded (udhcpc start → bound, guest clock)",
+			(uptime(t, line) - uptime(t, mods)).Round(10*time.Millisecond))
+	}
 	require.Contains(t, line, "lease ip=10.0.2.2 mask=24 router=10.0.2.1")
 	require.Contains(t, line, "dns=10.96.0.10")
 	require.Contains(t, line, "hostname=e2e-guest")
@@ -289,6 +298,16 @@ func TestGuestEndToEnd(t *testing.T) {
 	t.Logf("node → 10.244.1.7:8080 answered %q", reply)
 	require.Equal(t, "hello from e2e-guest", reply)
 	t.Logf("whole run (virt-qemu-run start → inbound checked): %s", time.Since(start).Round(time.Second))
+}
+
+// uptime is the guest uptime "t=<seconds>" of a report.
+func uptime(t *testing.T, report string) time.Duration {
+	t.Helper()
+	i := strings.LastIndex(report, "t=")
+	require.GreaterOrEqual(t, i, 0, "no t= in %q", report)
+	d, err := time.ParseDuration(strings.TrimSpace(report[i+2:]) + "s")
+	require.NoError(t, err)
+	return d
 }
 
 // forTCG adapts the domain to this test's machine: plain QEMU (no KVM), a
