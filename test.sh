@@ -17,7 +17,7 @@ packages=(
 	qemu-system-x86 busybox-static xz-utils          # kernel VM runner, udhcpc
 	nftables iproute2 ethtool                         # inspection of what phase1 did
 	libvirt-clients libxml2-utils                     # virt-xml-validate
-	libvirt-daemon-driver-qemu                        # virt-qemu-run (end-to-end guest)
+	libvirt-daemon-driver-qemu qemu-utils             # virt-qemu-run and qemu-img (end-to-end guest, overlays)
 	ovmf                                              # EFI firmware paths in golden domains
 	isc-dhcp-client                                   # dhclient -6 (DHCPv6 test client)
 )
