@@ -125,8 +125,8 @@ func TestHostileCacheThroughRun(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if tt.needRoot {
-				testutil.RequireRoot(t)
+			if tt.needRoot && os.Geteuid() != 0 {
+				testutil.Skip(t, "needs root to chown a cache path to another user")
 			}
 			base := t.TempDir()
 			s, err := cache.New(filepath.Join(base, "cache"))

@@ -23,7 +23,7 @@ const (
 	envNetNS   = "VIRTNET_RELIABILITY_NETNS"
 	envCache   = "VIRTNET_RELIABILITY_CACHE"
 	envVMI     = "VIRTNET_RELIABILITY_VMI"
-	envKillAt  = "VIRTNET_RELIABILITY_KILL_AT"  // mutating call number
+	envKillAt  = "VIRTNET_RELIABILITY_KILL_AT"   // mutating call number
 	envKillWhy = "VIRTNET_RELIABILITY_KILL_WHEN" // "before" or "after" it
 )
 
