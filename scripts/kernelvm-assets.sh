@@ -21,7 +21,10 @@ stamp="$dir/COMPLETE"
 log() { printf 'kernelvm-assets: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
-if [[ -f "$stamp" && "${VIRTNET_KERNELVM_FORCE:-0}" != 1 ]]; then
+# The stamp holds this script's checksum: editing the script (say, its
+# module list) rebuilds the assets on the next run.
+self_sum=$(sha256sum "$0" | cut -d' ' -f1)
+if [[ -f "$stamp" && "$(tail -n1 "$stamp")" == "$self_sum" && "${VIRTNET_KERNELVM_FORCE:-0}" != 1 ]]; then
 	log "assets already complete ($(cat "$dir/VERSION" 2>/dev/null || echo '?'))"
 	echo "$dir"
 	exit 0
@@ -79,7 +82,7 @@ wanted=(
 	nf_tables nft_chain_nat nf_nat nf_conntrack nf_defrag_ipv4 nf_defrag_ipv6
 	nft_masq nft_nat nft_ct nft_reject nft_reject_inet nft_fib_inet libcrc32c
 	virtio virtio_ring virtio_pci virtio_net failover net_failover
-	virtio_blk isofs
+	virtio_blk isofs loop
 )
 
 modname() { # path -> module name
@@ -181,6 +184,6 @@ cp -r "$out/modules" "$dir/modules"
 rm -f "$dir/vmlinux" "$stamp"
 cp "$out/modules.dep" "$out/vmlinuz" "$out/busybox" "$out/VERSION" "$out/PACKAGE" "$dir/"
 [[ -f "$out/vmlinux" ]] && cp "$out/vmlinux" "$dir/"
-date -u +%Y-%m-%dT%H:%M:%SZ >"$stamp"
+{ date -u +%Y-%m-%dT%H:%M:%SZ; echo "$self_sum"; } >"$stamp"
 log "assets ready: kernel $kver, $(ls "$dir/modules" | wc -l) modules"
 echo "$dir"

@@ -49,6 +49,10 @@ type Options struct {
 	// QEMUArgs are appended to QEMU's command line, e.g. a -drive and a
 	// -device for a disk (load its modules with Modules).
 	QEMUArgs []string
+	// Always delegates whatever this kernel supports: for tests that
+	// need a kernel feature other than a link type (a file system, say),
+	// which the caller has probed itself.
+	Always bool
 }
 
 // Delegate runs the calling test inside a throwaway VM when this kernel
@@ -86,7 +90,7 @@ func DelegateWith(t *testing.T, opts Options) bool {
 		testutil.Skip(t, "root privileges (to probe link types "+strings.Join(opts.Needs, ", ")+" and to run the test in a kernel VM)")
 		return true
 	}
-	if os.Getenv(EnvForce) != "1" {
+	if os.Getenv(EnvForce) != "1" && !opts.Always {
 		err := Supported(opts.Needs...)
 		if err == nil {
 			return false
