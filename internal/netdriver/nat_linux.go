@@ -56,8 +56,9 @@ func applyNAT(conn *nftables.Conn, nat NAT) error {
 	conn.DelTable(table)
 	conn.AddTable(table)
 	chains := addNATChains(conn, table)
+	var sets uint32
 	for _, r := range rules {
-		exprs, err := natExprs(conn, table, r)
+		exprs, err := natExprs(conn, table, r, &sets)
 		if err != nil {
 			return fmt.Errorf("netdriver: NAT table %s %s: rule %q: %w", familyName(nat.Family), NATTable, r.String(), err)
 		}
@@ -117,7 +118,10 @@ const (
 )
 
 // natExprs compiles a rule; a multi-port match queues an anonymous set.
-func natExprs(conn *nftables.Conn, table *nftables.Table, r natRule) ([]expr.Any, error) {
+// The set's ID and name come from sets, counted per batch: google/nftables
+// v0.3.0 numbers sets from an unsynchronised package-level counter when the
+// ID is 0, a data race when two namespaces are set up at once.
+func natExprs(conn *nftables.Conn, table *nftables.Table, r natRule, sets *uint32) ([]expr.Any, error) {
 	var e []expr.Any
 	ifname := func(key expr.MetaKey, name string) {
 		data := make([]byte, unix.IFNAMSIZ) // NUL-padded, as nft does
@@ -157,7 +161,9 @@ func natExprs(conn *nftables.Conn, table *nftables.Table, r natRule) ([]expr.Any
 		if len(r.dports) == 1 {
 			e = append(e, &expr.Cmp{Op: expr.CmpOpEq, Register: natReg, Data: binary.BigEndian.AppendUint16(nil, r.dports[0])})
 		} else {
-			set := &nftables.Set{Table: table, Anonymous: true, Constant: true, KeyType: nftables.TypeInetService}
+			*sets++
+			set := &nftables.Set{Table: table, Anonymous: true, Constant: true, KeyType: nftables.TypeInetService,
+				ID: *sets, Name: "__set%d"}
 			elems := make([]nftables.SetElement, len(r.dports))
 			for i, p := range r.dports {
 				elems[i] = nftables.SetElement{Key: binary.BigEndian.AppendUint16(nil, p)}
