@@ -124,3 +124,37 @@ type UnknownMethodError struct{ Method string }
 func (e *UnknownMethodError) Error() string {
 	return "binding: no implementation of method " + e.Method
 }
+
+// NoKernelWork is the phase1 half of a binding that neither discovers nor
+// changes anything in the pod (slirp, SR-IOV; passt overrides Prepare):
+// its record only names the interface and its binding, so that phase1
+// still tracks its progress. Embed it in the binding's type.
+type NoKernelWork struct{}
+
+// NeedsRecord is false: Render works from the VMI (and the environment).
+func (NoKernelWork) NeedsRecord() bool { return false }
+
+// Discover does nothing.
+func (NoKernelWork) Discover(ctx context.Context, d netdriver.Driver, in Input) (*cache.Link, error) {
+	return nil, nil
+}
+
+// Plan returns a record naming only the interface and its binding.
+func (NoKernelWork) Plan(in Input, link *cache.Link) (*cache.Interface, error) {
+	return &cache.Interface{
+		Version:      cache.Version,
+		Interface:    in.Pair.Interface.Name,
+		PodInterface: in.Pair.PodInterface,
+		Binding:      in.Pair.Binding(),
+	}, nil
+}
+
+// Prepare does nothing.
+func (NoKernelWork) Prepare(ctx context.Context, d netdriver.Driver, in Input, link *cache.Link, rec *cache.Interface) error {
+	return nil
+}
+
+// Cleanup does nothing.
+func (NoKernelWork) Cleanup(ctx context.Context, d netdriver.Driver, in Input, link *cache.Link, rec *cache.Interface) error {
+	return nil
+}

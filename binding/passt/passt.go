@@ -1,6 +1,9 @@
 package passt
 
-import "github.com/virtnet/virtnet/api"
+import (
+	"github.com/virtnet/virtnet/api"
+	"github.com/virtnet/virtnet/binding"
+)
 
 // DefaultPingGroup is the group of KubeVirt's qemu user, which passt runs
 // as.
@@ -8,6 +11,9 @@ const DefaultPingGroup = 107
 
 // Binding is the passt binding method. Its zero value is ready to use.
 type Binding struct {
+	// Discover, Plan and NeedsRecord come from NoKernelWork; Prepare
+	// and Cleanup are passt's own.
+	binding.NoKernelWork
 	// PingGroup is the group ID passt runs as, which phase1 lets open ICMP
 	// echo sockets; 0 means DefaultPingGroup.
 	PingGroup int

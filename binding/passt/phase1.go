@@ -17,24 +17,6 @@ const (
 	UnprivilegedPortStartKey = "ipv4/ip_unprivileged_port_start"
 )
 
-// NeedsRecord is false: Render works from the VMI alone.
-func (Binding) NeedsRecord() bool { return false }
-
-// Discover does nothing: passt finds the pod's addresses and routes itself.
-func (Binding) Discover(ctx context.Context, d netdriver.Driver, in binding.Input) (*cache.Link, error) {
-	return nil, nil
-}
-
-// Plan returns a record naming only the interface and its binding.
-func (Binding) Plan(in binding.Input, link *cache.Link) (*cache.Interface, error) {
-	return &cache.Interface{
-		Version:      cache.Version,
-		Interface:    in.Pair.Interface.Name,
-		PodInterface: in.Pair.PodInterface,
-		Binding:      in.Pair.Binding(),
-	}, nil
-}
-
 // Prepare widens net.ipv4.ping_group_range and lowers
 // net.ipv4.ip_unprivileged_port_start as passt needs (see the package
 // doc): `sysctl -w net.ipv4.ping_group_range="LO HI"`,

@@ -1,9 +1,15 @@
 package sriov
 
-import "github.com/virtnet/virtnet/api"
+import (
+	"github.com/virtnet/virtnet/api"
+	"github.com/virtnet/virtnet/binding"
+)
 
 // Binding is the sriov binding method. Its zero value is ready to use.
-type Binding struct{}
+type Binding struct {
+	// Phase1 has nothing to do in the pod namespace.
+	binding.NoKernelWork
+}
 
 // Method is "sriov".
 func (Binding) Method() string { return api.BindingSRIOV }
