@@ -1,3 +1,5 @@
+//go:build linux
+
 // One method of Driver per netdriver.Driver method; keep them in step.
 
 package reliability

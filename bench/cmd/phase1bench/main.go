@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 import (
@@ -47,11 +49,10 @@ func main() {
 
 // result is one case's medians.
 type result struct {
-	name       string
-	ifaces     int
-	ours, sh   time.Duration
-	requests   int64
-	linksAfter int
+	name     string
+	ifaces   int
+	ours, sh time.Duration
+	requests int64
 }
 
 func run(nlist string, runs int, scripts string, masq, header bool) error {
