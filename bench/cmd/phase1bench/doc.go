@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command phase1bench times phase1 against the shell script a user would
 // write instead (bench/bridge.sh, bench/masquerade.sh), in the same run and
 // on the same kind of namespace: a pod namespace whose CNI links are veth
