@@ -316,3 +316,31 @@ func Preflight(d netdriver.Driver, want map[string]string) error {
 	}
 	return nil
 }
+
+// AddressInUseError is an address phase1 must give a link that another
+// link already holds.
+type AddressInUseError struct {
+	Addr netip.Addr
+	// Link holds the address; Want is the link phase1 gives it to.
+	Link, Want string
+}
+
+func (e *AddressInUseError) Error() string {
+	return fmt.Sprintf("address %s is already on link %q, phase1 needs it on %q", e.Addr, e.Link, e.Want)
+}
+
+// CheckAddressFree checks, before Prepare changes anything, that addr is
+// held by no link other than those in allowed; want names the link phase1
+// will give it to, for the error.
+func CheckAddressFree(d netdriver.Driver, addr netip.Addr, want string, allowed ...string) error {
+	owners, err := d.AddrOwners(addr)
+	if err != nil {
+		return err
+	}
+	for _, o := range owners {
+		if !contains(allowed, o) {
+			return &AddressInUseError{Addr: addr, Link: o, Want: want}
+		}
+	}
+	return nil
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"testing"
@@ -335,6 +336,21 @@ func TestRunHostile(t *testing.T) {
 		{name: "foreign tap name", yaml: masqueradeVMI, links: []netdriver.SimLink{{Name: "eth0"}},
 			extra: func(f *netdriver.Fake) { require.NoError(t, f.AddDummy("tap0")) },
 			step:  phase1.StepPrepare, as: new(*binding.ForeignLinkError), contains: "tap0"},
+		{name: "masquerade gateway already on another link", yaml: masqueradeVMI, links: []netdriver.SimLink{{Name: "eth0"}, {Name: "other"}},
+			extra: func(f *netdriver.Fake) {
+				require.NoError(t, f.AddrReplace("other", netip.MustParsePrefix("10.0.2.1/24")))
+			},
+			step: phase1.StepPrepare, as: new(*binding.AddressInUseError), contains: `10.0.2.1 is already on link "other"`},
+		{name: "bridge link-local address already on another link", yaml: bridgeVMI, links: []netdriver.SimLink{{Name: "eth0"}, {Name: "other"}},
+			extra: func(f *netdriver.Fake) {
+				require.NoError(t, f.AddrReplace("other", netip.MustParsePrefix("169.254.75.10/32")))
+			},
+			step: phase1.StepPrepare, as: new(*binding.AddressInUseError), contains: "169.254.75.10"},
+		{name: "pod IP already on another link", yaml: bridgeVMI, links: []netdriver.SimLink{{Name: "eth0"}, {Name: "other"}},
+			extra: func(f *netdriver.Fake) {
+				require.NoError(t, f.AddrReplace("other", netip.MustParsePrefix("10.244.1.7/32")))
+			},
+			step: phase1.StepPrepare, as: new(*binding.AddressInUseError), contains: "10.244.1.7"},
 		{name: "pod link is a dummy", yaml: bridgeVMI, links: []netdriver.SimLink{{Name: "eth0", Type: netdriver.TypeDummy}},
 			step: phase1.StepDiscover, as: new(*binding.PodLinkError), contains: "dummy"},
 		{name: "masquerade without address", yaml: masqueradeVMI, links: []netdriver.SimLink{{Name: "eth0", NoIPAM: true}},

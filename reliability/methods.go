@@ -167,6 +167,17 @@ func (d *Driver) SetNoARP(name string, on bool) error {
 	return err
 }
 
+// AddrOwners implements [netdriver.Driver] through the hooks.
+func (d *Driver) AddrOwners(addr netip.Addr) ([]string, error) {
+	c, err := d.before("AddrOwners", false)
+	if err != nil {
+		return nil, err
+	}
+	v, err := d.Inner.AddrOwners(addr)
+	d.after(c, err)
+	return v, err
+}
+
 // AddrList implements [netdriver.Driver] through the hooks.
 func (d *Driver) AddrList(name string, family netdriver.Family) ([]netip.Prefix, error) {
 	c, err := d.before("AddrList", false)

@@ -119,6 +119,19 @@ func (Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input
 	if err := binding.Preflight(d, want); err != nil {
 		return err
 	}
+	ll := names.BridgeLinkLocal(in.Pair.Index)
+	if err := binding.CheckAddressFree(d, ll.Addr(), rec.Bridge, rec.Bridge); err != nil {
+		return err
+	}
+	if !rec.IPAMDisabled {
+		podIP, err := netip.ParsePrefix(rec.IPv4)
+		if err != nil {
+			return fmt.Errorf("record ipv4 %q: %w", rec.IPv4, err)
+		}
+		if err := binding.CheckAddressFree(d, podIP.Addr(), in.Names.Pod, in.Names.Pod, rec.NIC); err != nil {
+			return err
+		}
+	}
 	nic := in.Names.Pod
 	if !rec.IPAMDisabled {
 		nic = rec.NIC
@@ -141,7 +154,6 @@ func (Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input
 			return err
 		}
 	}
-	ll := names.BridgeLinkLocal(in.Pair.Index)
 	if err := ensureAddr(d, rec.Bridge, ll); err != nil {
 		return err
 	}

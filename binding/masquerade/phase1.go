@@ -131,10 +131,6 @@ func (Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input
 	if err := binding.Preflight(d, map[string]string{rec.Bridge: netdriver.TypeBridge, rec.Tap: netdriver.TypeTuntap}); err != nil {
 		return err
 	}
-	br, err := binding.EnsureBridge(d, rec.Bridge, rec.MTU, names.MasqueradeBridgeMAC())
-	if err != nil {
-		return err
-	}
 	type fam struct {
 		family      netdriver.Family
 		vm, gateway string
@@ -145,6 +141,19 @@ func (Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input
 	}
 	if rec.IPv6 != "" {
 		fams = append(fams, fam{netdriver.IPv6, rec.IPv6, rec.GatewayIPv6})
+	}
+	for _, f := range fams {
+		gw, err := netip.ParseAddr(f.gateway)
+		if err != nil {
+			return fmt.Errorf("record gateway %q: %w", f.gateway, err)
+		}
+		if err := binding.CheckAddressFree(d, gw, rec.Bridge, rec.Bridge); err != nil {
+			return err
+		}
+	}
+	br, err := binding.EnsureBridge(d, rec.Bridge, rec.MTU, names.MasqueradeBridgeMAC())
+	if err != nil {
+		return err
 	}
 	if rec.IPv6 != "" {
 		// Skip duplicate address detection on the bridge: until its

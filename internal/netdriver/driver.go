@@ -110,6 +110,9 @@ type Driver interface {
 
 	// AddrList returns the link's global addresses of a family.
 	AddrList(name string, family Family) ([]netip.Prefix, error)
+	// AddrOwners returns the links holding addr (`ip -o addr show to
+	// ADDR`), in one dump of the namespace's addresses.
+	AddrOwners(addr netip.Addr) ([]string, error)
 	// AddrReplace is `ip addr replace PREFIX dev NAME`.
 	AddrReplace(name string, addr netip.Prefix) error
 	// AddrDel is `ip addr del PREFIX dev NAME`; a missing address is not

@@ -385,6 +385,22 @@ func (f *Fake) AddrList(name string, family Family) ([]netip.Prefix, error) {
 	return out, nil
 }
 
+// AddrOwners implements [Driver].
+func (f *Fake) AddrOwners(addr netip.Addr) ([]string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for _, l := range f.links {
+		for _, a := range f.addrs[l.Index] {
+			if a.Addr() == addr {
+				out = append(out, l.Name)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
 // AddrReplace implements [Driver].
 func (f *Fake) AddrReplace(name string, addr netip.Prefix) error {
 	return f.mutate("AddrReplace "+addr.String(), name, func(l *Link) error {

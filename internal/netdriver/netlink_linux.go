@@ -372,6 +372,31 @@ func (n *Netlink) AddrList(name string, family Family) ([]netip.Prefix, error) {
 	return out, nil
 }
 
+// AddrOwners implements [Driver].
+func (n *Netlink) AddrOwners(addr netip.Addr) ([]string, error) {
+	fam := IPv4
+	if addr.Is6() {
+		fam = IPv6
+	}
+	n.count(1)
+	addrs, err := retryDump(func() ([]netlink.Addr, error) { return n.h.AddrList(nil, nlFamily(fam)) })
+	if err != nil {
+		return nil, fmt.Errorf("list addresses: %w", err)
+	}
+	var out []string
+	for _, a := range addrs {
+		if p, ok := prefixOf(a.IPNet); ok && p.Addr() == addr {
+			n.count(1)
+			l, err := n.h.LinkByIndex(a.LinkIndex)
+			if err != nil {
+				return nil, fmt.Errorf("link of address %s: %w", addr, err)
+			}
+			out = append(out, l.Attrs().Name)
+		}
+	}
+	return out, nil
+}
+
 // AddrReplace implements [Driver]. IPv6 addresses skip duplicate address
 // detection so that they are usable at once.
 func (n *Netlink) AddrReplace(name string, addr netip.Prefix) error {
