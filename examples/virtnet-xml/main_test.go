@@ -194,7 +194,7 @@ func TestBinary(t *testing.T) {
 	}
 	gobin, err := exec.LookPath("go")
 	if err != nil {
-		t.Skip("no go command in PATH")
+		testutil.Skip(t, "no go command in PATH to build the example with")
 	}
 	bin := filepath.Join(t.TempDir(), "virtnet-xml")
 	out, err := exec.Command(gobin, "build", "-o", bin, ".").CombinedOutput()

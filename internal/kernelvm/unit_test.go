@@ -15,6 +15,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/virtnet/virtnet/internal/testutil"
 )
 
 func TestRunPattern(t *testing.T) {
@@ -237,7 +239,7 @@ func TestWriteInitramfs(t *testing.T) {
 func TestInitScriptQuoting(t *testing.T) {
 	sh, err := exec.LookPath("sh")
 	if err != nil {
-		t.Skip("no sh to check the quoting with")
+		testutil.Skip(t, "no sh to check the quoting with")
 	}
 	for _, v := range []string{"plain", "it's", `a "b" $c`, "`x`", "new\nline", ""} {
 		t.Run(v, func(t *testing.T) {
