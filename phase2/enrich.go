@@ -84,6 +84,16 @@ func readRecord(vmi *api.VMI, store *cache.Store, p api.Pair) (*cache.Interface,
 			return nil, &StaleCacheError{Interface: name, Path: path, Field: f.field, Got: f.got, Want: f.want}
 		}
 	}
+	// Phase1 writes the interface record before it prepares the kernel;
+	// only its progress record says the bridge and tap are there.
+	podPath, _ := store.PodInterfacePath(vmi.Metadata.UID, name)
+	pod, err := store.ReadPodInterface(vmi.Metadata.UID, name)
+	if err != nil {
+		return nil, &NotReadyError{Interface: name, Path: podPath, Err: err}
+	}
+	if pod.State != cache.Finished {
+		return nil, &NotReadyError{Interface: name, Path: podPath, State: pod.State}
+	}
 	return rec, nil
 }
 

@@ -1,6 +1,10 @@
 package phase2
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/virtnet/virtnet/cache"
+)
 
 // MissingCacheError is an interface whose binding needs phase1's record,
 // and the record does not exist: phase1 did not run (or not to the end)
@@ -47,3 +51,22 @@ func (e *RenderError) Error() string {
 }
 
 func (e *RenderError) Unwrap() error { return e.Err }
+
+// NotReadyError is an interface whose record exists but whose phase1 did
+// not finish (state pending or started, e.g. after a crash): its bridge
+// or tap may be missing, so phase2 neither renders it nor serves DHCP.
+type NotReadyError struct {
+	Interface string
+	Path      string
+	State     cache.State
+	Err       error
+}
+
+func (e *NotReadyError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("phase2: interface %q: phase1 progress record %s: %v (run phase1 again)", e.Interface, e.Path, e.Err)
+	}
+	return fmt.Sprintf("phase2: interface %q: phase1 is in state %q, not finished, per %s (run phase1 again)", e.Interface, e.State, e.Path)
+}
+
+func (e *NotReadyError) Unwrap() error { return e.Err }
