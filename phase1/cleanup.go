@@ -62,6 +62,10 @@ func cleanupPairs(ctx context.Context, d netdriver.Driver, vmi *api.VMI, pairs [
 			errs = append(errs, &Error{Interface: name, Step: StepCleanup, Err: err})
 			continue
 		}
+		// Undo what was done, under the names it was done with: the
+		// pod interface comes from the record, since ordinal names
+		// move when spec.networks is reordered.
+		p.PodInterface = pod.PodInterface
 		in := InputFor(vmi, p, opts)
 		if err := b.Cleanup(ctx, d, in, pod.Discovered, rec); err != nil {
 			errs = append(errs, &Error{Interface: name, Step: StepCleanup, Err: err})

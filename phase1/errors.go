@@ -12,6 +12,7 @@ const (
 	StepPlan     = "plan"
 	StepPrepare  = "prepare"
 	StepCleanup  = "cleanup"
+	StepCanceled = "canceled"
 )
 
 // Error is a failure of phase1 for one interface at one step.

@@ -69,9 +69,9 @@ func Run(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.Store
 	}
 	defer closeFn()
 	for i, p := range pairs {
-		err := ctx.Err()
-		if err != nil {
-			err = &Error{Interface: p.Interface.Name, Step: StepPrepare, Err: err}
+		var err error
+		if cerr := ctx.Err(); cerr != nil {
+			err = &Error{Step: StepCanceled, Err: cerr}
 		} else {
 			err = runPair(ctx, d, vmi, p, store, opts)
 		}
@@ -79,10 +79,11 @@ func Run(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.Store
 			continue
 		}
 		var pe *Error
-		if !opts.KeepOnFailure && errors.As(err, &pe) && pe.Step == StepPrepare && i > 0 {
+		if !opts.KeepOnFailure && i > 0 && errors.As(err, &pe) && pe.Step != StepRead && pe.Step != StepValidate {
 			// The VMI gets all of its interfaces or none: undo the
-			// ones this run completed before the failure.
-			if cerr := cleanupPairs(ctx, d, vmi, pairs[:i], store, opts); cerr != nil {
+			// ones this run completed before the failure, even when
+			// the failure is the caller's cancellation.
+			if cerr := cleanupPairs(context.WithoutCancel(ctx), d, vmi, pairs[:i], store, opts); cerr != nil {
 				err = errors.Join(err, fmt.Errorf("rollback: %w", cerr))
 			}
 		}
@@ -198,7 +199,7 @@ func runPair(ctx context.Context, d netdriver.Driver, vmi *api.VMI, p api.Pair, 
 		if opts.KeepOnFailure {
 			return fail(StepPrepare, err)
 		}
-		return fail(StepPrepare, rollback(ctx, d, b, in, link, rec, store, err))
+		return fail(StepPrepare, rollback(context.WithoutCancel(ctx), d, b, in, link, rec, store, err))
 	}
 	done := *want
 	done.State = cache.Finished

@@ -425,3 +425,58 @@ func requireAddrs(t testing.TB, f *netdriver.Fake, name string, want ...string) 
 	}
 	require.ElementsMatch(t, want, got, "addresses of %s", name)
 }
+
+// TestRollbackOnLaterDiscoverFailure: the second interface's pod link is
+// missing, so phase1 fails at discovery after the first interface was
+// prepared; the first is undone (all or none).
+func TestRollbackOnLaterDiscoverFailure(t *testing.T) {
+	vmi := loadVMI(t, threeVMI)
+	links := []netdriver.SimLink{{Name: "eth0"}, {Name: "net2", NoIPAM: true}}
+	f := netdriver.SimulatedPod(links...)
+	pristine := f.Snapshot()
+	s := newStore(t)
+	err := run(t, vmi, f, s, phase1.Options{})
+	var pe *phase1.Error
+	require.ErrorAs(t, err, &pe)
+	require.Equal(t, "blue", pe.Interface)
+	require.Equal(t, phase1.StepDiscover, pe.Step)
+	got := f.Snapshot()
+	require.Equal(t, pristine.Links, got.Links)
+	require.Equal(t, pristine.Addrs, got.Addrs)
+	require.Empty(t, got.NAT)
+	_, err = s.ReadInterface(uid, "default")
+	require.ErrorIs(t, err, cache.ErrNotExist, "the rolled-back interface's records are gone")
+}
+
+// TestCanceled: a cancelled context stops phase1 before the next
+// interface and undoes the ones done, despite the cancellation.
+func TestCanceled(t *testing.T) {
+	vmi := loadVMI(t, threeVMI)
+	links := []netdriver.SimLink{{Name: "eth0"}, {Name: "net1"}, {Name: "net2", NoIPAM: true}}
+	f := netdriver.SimulatedPod(links...)
+	pristine := f.Snapshot()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := phase1.Run(ctx, vmi, "", newStore(t), phase1.Options{Driver: f})
+	require.ErrorIs(t, err, context.Canceled)
+	require.Equal(t, pristine.Links, f.Snapshot().Links)
+}
+
+// TestCleanupUsesRecordedNames: cleanup after spec.networks was
+// reordered (so ordinal pod interface names moved) undoes each interface
+// under the names phase1 used.
+func TestCleanupUsesRecordedNames(t *testing.T) {
+	vmi := loadVMI(t, threeVMI)
+	links := []netdriver.SimLink{{Name: "eth0"}, {Name: "net1"}, {Name: "net2", NoIPAM: true}}
+	f := netdriver.SimulatedPod(links...)
+	pristine := f.Snapshot()
+	s := newStore(t)
+	require.NoError(t, run(t, vmi, f, s, phase1.Options{}))
+	nets := vmi.Spec.Networks
+	nets[1], nets[2] = nets[2], nets[1]
+	require.NoError(t, phase1.Cleanup(context.Background(), vmi, "", s, phase1.Options{Driver: f}))
+	got := f.Snapshot()
+	require.Equal(t, pristine.Links, got.Links)
+	require.Equal(t, pristine.Addrs, got.Addrs)
+	require.Equal(t, pristine.Routes, got.Routes)
+}

@@ -110,7 +110,10 @@ func (Binding) Plan(in binding.Input, link *cache.Link) (*cache.Interface, error
 // Prepare converges from any intermediate state.
 func (Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input, link *cache.Link, rec *cache.Interface) error {
 	if link == nil || rec == nil {
-		return errors.New("bridge: prepare needs the discovery and the record")
+		return fmt.Errorf("bridge: interface %q: prepare needs the discovery and the record", in.Pair.Interface.Name)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	want := map[string]string{rec.Bridge: netdriver.TypeBridge, rec.Tap: netdriver.TypeTuntap}
 	if !rec.IPAMDisabled {

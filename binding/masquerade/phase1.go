@@ -123,7 +123,10 @@ func (Binding) Plan(in binding.Input, link *cache.Link) (*cache.Interface, error
 //	the virtnet_nat table of each family (see [netdriver.NAT])
 func (Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input, link *cache.Link, rec *cache.Interface) error {
 	if link == nil || rec == nil {
-		return errors.New("masquerade: prepare needs the discovery and the record")
+		return fmt.Errorf("masquerade: interface %q: prepare needs the discovery and the record", in.Pair.Interface.Name)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	if _, err := d.LinkByName(in.Names.Pod); err != nil {
 		return &binding.PodLinkError{Name: in.Names.Pod, Reason: "gone", Err: err}
