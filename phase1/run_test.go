@@ -131,7 +131,9 @@ func TestRunBridgeState(t *testing.T) {
 	require.Equal(t, netdriver.TypeVeth, nic.Type)
 	require.Equal(t, "k6t-eth0", nic.Master)
 	require.True(t, nic.Up)
-	require.False(t, nic.Learning)
+	learning, err := f.Learning("eth0-nic")
+	require.NoError(t, err)
+	require.False(t, learning, "MAC learning off on the pod NIC")
 	requireAddrs(t, f, "eth0-nic")
 
 	br := mustLink(t, f, "k6t-eth0")

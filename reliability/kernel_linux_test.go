@@ -59,8 +59,14 @@ func kernelState(tb testing.TB, nsPath string) []string {
 		if l.Type == netdriver.TypeTuntap {
 			mac = "(kernel's)"
 		}
-		out = append(out, fmt.Sprintf("link %s type=%s master=%q up=%v noarp=%v mtu=%d mac=%s tap=%d:%d mq=%v learning=%v",
-			l.Name, l.Type, l.Master, l.Up, l.NoARP, l.MTU, mac, l.TapOwner, l.TapGroup, l.TapMultiQueue, l.Learning))
+		learning := "-"
+		if l.Master != "" {
+			on, err := d.Learning(l.Name)
+			require.NoError(tb, err)
+			learning = fmt.Sprint(on)
+		}
+		out = append(out, fmt.Sprintf("link %s type=%s master=%q up=%v noarp=%v mtu=%d mac=%s tap=%d:%d mq=%v learning=%s",
+			l.Name, l.Type, l.Master, l.Up, l.NoARP, l.MTU, mac, l.TapOwner, l.TapGroup, l.TapMultiQueue, learning))
 		for _, fam := range []netdriver.Family{netdriver.IPv4, netdriver.IPv6} {
 			addrs, err := d.AddrList(l.Name, fam)
 			require.NoError(tb, err)

@@ -145,6 +145,17 @@ func (d *Driver) SetMaster(name, bridge string) error {
 	return err
 }
 
+// Learning implements [netdriver.Driver] through the hooks.
+func (d *Driver) Learning(name string) (bool, error) {
+	c, err := d.before("Learning", false)
+	if err != nil {
+		return false, err
+	}
+	v, err := d.Inner.Learning(name)
+	d.after(c, err)
+	return v, err
+}
+
 // SetLearning implements [netdriver.Driver] through the hooks.
 func (d *Driver) SetLearning(name string, on bool) error {
 	c, err := d.before("SetLearning", true)

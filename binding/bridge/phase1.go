@@ -189,7 +189,9 @@ func (Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input
 			return err
 		}
 	}
-	if nicLink.Learning || nicLink.Master != rec.Bridge {
+	if on, err := d.Learning(nic); err != nil {
+		return err
+	} else if on {
 		return d.SetLearning(nic, false)
 	}
 	return nil

@@ -37,8 +37,6 @@ type Link struct {
 	TapMultiQueue      bool
 	// MacvtapMode is the mode of a macvtap ("bridge", "vepa", …).
 	MacvtapMode string
-	// Learning is the bridge-port learning flag of an enslaved link.
-	Learning bool
 }
 
 // Route is one route in the main table.
@@ -103,6 +101,9 @@ type Driver interface {
 	SetMTU(name string, mtu int) error
 	// SetMaster is `ip link set NAME master BRIDGE` (`nomaster` for "").
 	SetMaster(name, bridge string) error
+	// Learning reports the bridge-port learning flag of an enslaved
+	// link (`bridge -d link show dev NAME`).
+	Learning(name string) (bool, error)
 	// SetLearning is `bridge link set dev NAME learning on|off`.
 	SetLearning(name string, on bool) error
 	// SetNoARP is `ip link set NAME arp off|on`.

@@ -25,11 +25,13 @@ type Fake struct {
 	rlinks  []int                  // link index of routes[i]
 	sysctls map[string]string
 	txcsum  map[int]bool
-	nat     map[Family]NAT
-	next    int
-	calls   []string
-	failAt  int
-	failErr error
+	// learning holds the bridge-port learning flag of enslaved links.
+	learning map[int]bool
+	nat      map[Family]NAT
+	next     int
+	calls    []string
+	failAt   int
+	failErr  error
 }
 
 var _ Driver = (*Fake)(nil)
@@ -45,9 +47,10 @@ func NewFake() *Fake {
 			"ipv4/ping_group_range":           "1\t0",
 			"ipv4/ip_unprivileged_port_start": "1024",
 		},
-		txcsum: map[int]bool{},
-		nat:    map[Family]NAT{},
-		next:   1,
+		txcsum:   map[int]bool{},
+		learning: map[int]bool{},
+		nat:      map[Family]NAT{},
+		next:     1,
 	}
 	f.addLink(&Link{Name: "lo", Type: TypeDevice, MTU: 65536, Up: true})
 	return f
@@ -106,7 +109,9 @@ type Snapshot struct {
 	Routes  []Route
 	Sysctls map[string]string
 	TXOff   []string
-	NAT     map[Family][]string
+	// Learning lists the enslaved links with MAC learning on.
+	Learning []string
+	NAT      map[Family][]string
 }
 
 // Snapshot returns the namespace's state in a stable order (for tests
@@ -129,6 +134,9 @@ func (f *Fake) Snapshot() Snapshot {
 		}
 		if on, ok := f.txcsum[f.links[n].Index]; ok && !on {
 			s.TXOff = append(s.TXOff, n)
+		}
+		if f.learning[f.links[n].Index] {
+			s.Learning = append(s.Learning, n)
 		}
 	}
 	s.Routes = f.routesLocked(0, 0)
@@ -263,10 +271,12 @@ func (f *Fake) DeleteLink(name string) error {
 	delete(f.links, name)
 	delete(f.addrs, l.Index)
 	delete(f.txcsum, l.Index)
+	delete(f.learning, l.Index)
 	f.dropRoutes(l.Index, netip.Prefix{})
 	for _, other := range f.links {
 		if other.Master == name {
-			other.Master, other.Learning = "", false
+			other.Master = ""
+			delete(f.learning, other.Index)
 		}
 	}
 	return nil
@@ -335,7 +345,8 @@ func (f *Fake) SetMTU(name string, mtu int) error {
 func (f *Fake) SetMaster(name, bridge string) error {
 	return f.mutate("SetMaster "+bridge, name, func(l *Link) error {
 		if bridge == "" {
-			l.Master, l.Learning = "", false
+			l.Master = ""
+			delete(f.learning, l.Index)
 			return nil
 		}
 		b, err := f.get(bridge)
@@ -346,10 +357,25 @@ func (f *Fake) SetMaster(name, bridge string) error {
 			return fmt.Errorf("set master %q of %q: %w", bridge, name, unix.EOPNOTSUPP)
 		}
 		if l.Master != bridge {
-			l.Master, l.Learning = bridge, true
+			l.Master = bridge
+			f.learning[l.Index] = true
 		}
 		return nil
 	})
+}
+
+// Learning implements [Driver].
+func (f *Fake) Learning(name string) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	l, err := f.get(name)
+	if err != nil {
+		return false, err
+	}
+	if l.Master == "" {
+		return false, fmt.Errorf("bridge port flags of %q: %w", name, unix.EOPNOTSUPP)
+	}
+	return f.learning[l.Index], nil
 }
 
 // SetLearning implements [Driver].
@@ -358,7 +384,7 @@ func (f *Fake) SetLearning(name string, on bool) error {
 		if l.Master == "" {
 			return fmt.Errorf("set learning of %q: %w", name, unix.EOPNOTSUPP)
 		}
-		l.Learning = on
+		f.learning[l.Index] = on
 		return nil
 	})
 }

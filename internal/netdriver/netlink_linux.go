@@ -104,7 +104,7 @@ func linkType(l netlink.Link) string {
 	return l.Type()
 }
 
-func (n *Netlink) convert(l netlink.Link, masters map[int]string) *Link {
+func (n *Netlink) convert(l netlink.Link, masters map[int]string) (*Link, error) {
 	a := l.Attrs()
 	out := &Link{
 		Name:     a.Name,
@@ -122,17 +122,11 @@ func (n *Netlink) convert(l netlink.Link, masters map[int]string) *Link {
 			out.Master = name
 		} else {
 			n.count(1)
-			if m, err := n.h.LinkByIndex(a.MasterIndex); err == nil {
-				out.Master = m.Attrs().Name
+			m, err := n.h.LinkByIndex(a.MasterIndex)
+			if err != nil {
+				return nil, fmt.Errorf("master of link %q: %w", a.Name, err)
 			}
-		}
-		if a.Protinfo != nil {
-			out.Learning = a.Protinfo.Learning
-		} else {
-			n.count(1)
-			if pi, err := n.h.LinkGetProtinfo(l); err == nil {
-				out.Learning = pi.Learning
-			}
+			out.Master = m.Attrs().Name
 		}
 	}
 	switch t := l.(type) {
@@ -142,7 +136,7 @@ func (n *Netlink) convert(l netlink.Link, masters map[int]string) *Link {
 	case *netlink.Macvtap:
 		out.MacvtapMode = macvlanModeName(t.Mode)
 	}
-	return out
+	return out, nil
 }
 
 func macvlanModeName(m netlink.MacvlanMode) string {
@@ -167,7 +161,7 @@ func (n *Netlink) LinkByName(name string) (*Link, error) {
 	if err != nil {
 		return nil, err
 	}
-	return n.convert(l, nil), nil
+	return n.convert(l, nil)
 }
 
 // LinkList implements [Driver].
@@ -183,7 +177,11 @@ func (n *Netlink) LinkList() ([]*Link, error) {
 	}
 	out := make([]*Link, 0, len(ls))
 	for _, l := range ls {
-		out = append(out, n.convert(l, masters))
+		c, err := n.convert(l, masters)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
 	}
 	return out, nil
 }
@@ -308,6 +306,20 @@ func (n *Netlink) SetMaster(name, bridge string) error {
 		return fmt.Errorf("set master of %q: %w", name, err)
 	}
 	return n.set(name, "set master "+bridge, func(l netlink.Link) error { return n.h.LinkSetMasterByIndex(l, b.Attrs().Index) })
+}
+
+// Learning implements [Driver].
+func (n *Netlink) Learning(name string) (bool, error) {
+	l, err := n.link(name)
+	if err != nil {
+		return false, err
+	}
+	n.count(1)
+	pi, err := retryDump(func() (netlink.Protinfo, error) { return n.h.LinkGetProtinfo(l) })
+	if err != nil {
+		return false, fmt.Errorf("bridge port flags of %q: %w", name, err)
+	}
+	return pi.Learning, nil
 }
 
 // SetLearning implements [Driver].
