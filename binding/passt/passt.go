@@ -15,16 +15,21 @@ type Binding struct {
 	// and Cleanup are passt's own.
 	binding.NoKernelWork
 	// PingGroup is the group ID passt runs as, which phase1 lets open ICMP
-	// echo sockets; 0 means DefaultPingGroup.
+	// echo sockets; 0 means the tap owner phase1 was given
+	// (binding.Input.TapOwner: the user QEMU and passt run as), else
+	// DefaultPingGroup.
 	PingGroup int
 }
 
 // Method is "passt".
 func (Binding) Method() string { return api.BindingPasst }
 
-func (b Binding) pingGroup() int {
-	if b.PingGroup == 0 {
-		return DefaultPingGroup
+func (b Binding) pingGroup(in binding.Input) int {
+	switch {
+	case b.PingGroup != 0:
+		return b.PingGroup
+	case in.TapOwner != 0:
+		return in.TapOwner
 	}
-	return b.PingGroup
+	return DefaultPingGroup
 }

@@ -26,7 +26,7 @@ func (b Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Inp
 		return err
 	}
 	name := in.Pair.Interface.Name
-	gid := b.pingGroup()
+	gid := b.pingGroup(in)
 	cur, err := d.Sysctl(PingGroupRangeKey)
 	if err != nil {
 		return &SysctlError{Interface: name, Key: PingGroupRangeKey, Err: err}
