@@ -1,6 +1,8 @@
 package plugin
 
 import (
+	"log/slog"
+
 	"context"
 	"errors"
 	"fmt"
@@ -300,11 +302,21 @@ func (p *Plugin) teardown(ctx context.Context, args *skel.CmdArgs) error {
 		return err
 	}
 	log := p.log().With("containerID", args.ContainerID, "netns", args.Netns, "ifname", args.IfName)
+	// DEL is best effort: an IPAM failure does not keep the macvtap.
+	var ipamErr error
 	if conf.IPAM.Type != "" {
-		if err := p.ipamExec(ctx, "DEL", conf, args); err != nil {
-			return err
-		}
+		ipamErr = p.ipamExec(ctx, "DEL", conf, args)
 	}
+	if err := p.deleteLink(args, log); err != nil {
+		return errors.Join(ipamErr, err)
+	}
+	return ipamErr
+}
+
+// deleteLink removes the macvtap from the container; a gone namespace or
+// link is success.
+func (p *Plugin) deleteLink(args *skel.CmdArgs, log *slog.Logger) error {
+	const verb = "DEL"
 	if args.Netns == "" {
 		return nil
 	}

@@ -14,6 +14,8 @@ import (
 	"github.com/insomniacslk/dhcp/dhcpv6"
 	"github.com/insomniacslk/dhcp/dhcpv6/server6"
 	"github.com/mdlayher/ndp"
+
+	"github.com/virtnet/virtnet/internal/nsexec"
 )
 
 // maxInFlight bounds the requests handled at once; more are dropped (the
@@ -109,7 +111,7 @@ func (s *Server) Serve(ctx context.Context) error {
 		s.log.Warn("dhcp: ignored input", "interface", s.cfg.Bridge, "what", msg)
 	}
 	var k sockets
-	if err := inNetNS(s.netns, func() error { return s.open(ctx, &k) }); err != nil {
+	if err := nsexec.Do(s.netns, func() error { return s.open(ctx, &k) }); err != nil {
 		k.close()
 		if ctx.Err() != nil {
 			return nil // ended while waiting for the link-local address
