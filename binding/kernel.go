@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 
 	"github.com/virtnet/virtnet/cache"
 	"github.com/virtnet/virtnet/internal/netdriver"
@@ -128,8 +129,8 @@ func Addresses(l *cache.Link) (v4, v6 []netip.Prefix, err error) {
 	return v4, v6, nil
 }
 
-// lookup returns a link, nil when it does not exist.
-func lookup(d netdriver.Driver, name string) (*netdriver.Link, error) {
+// Lookup returns a link, or nil when it does not exist.
+func Lookup(d netdriver.Driver, name string) (*netdriver.Link, error) {
 	l, err := d.LinkByName(name)
 	if netdriver.IsLinkNotFound(err) {
 		return nil, nil
@@ -141,7 +142,7 @@ func lookup(d netdriver.Driver, name string) (*netdriver.Link, error) {
 // keep what it has) and returns it; a link of another type with that name
 // is a [*ForeignLinkError].
 func EnsureBridge(d netdriver.Driver, name string, mtu int, mac net.HardwareAddr) (*netdriver.Link, error) {
-	l, err := lookup(d, name)
+	l, err := Lookup(d, name)
 	if err != nil {
 		return nil, err
 	}
@@ -173,7 +174,7 @@ func EnsureBridge(d netdriver.Driver, name string, mtu int, mac net.HardwareAddr
 // EnsureTap makes the VM's tap, enslaved to bridge and up; a link of
 // another type, or a tap owned by someone else, is a [*ForeignLinkError].
 func EnsureTap(d netdriver.Driver, tap netdriver.Tap, bridge string) error {
-	l, err := lookup(d, tap.Name)
+	l, err := Lookup(d, tap.Name)
 	if err != nil {
 		return err
 	}
@@ -227,7 +228,7 @@ func EnsureTXChecksumOff(d netdriver.Driver, name string) error {
 // DeleteIfType deletes a link if it exists with the given type; a link of
 // another type is not phase1's and is left alone.
 func DeleteIfType(d netdriver.Driver, name, typ string) error {
-	l, err := lookup(d, name)
+	l, err := Lookup(d, name)
 	if err != nil || l == nil || l.Type != typ {
 		return err
 	}
@@ -306,7 +307,7 @@ func RestoreLink(d netdriver.Driver, link *cache.Link) error {
 // with nothing half-applied.
 func Preflight(d netdriver.Driver, want map[string]string) error {
 	for name, typ := range want {
-		l, err := lookup(d, name)
+		l, err := Lookup(d, name)
 		if err != nil {
 			return err
 		}
@@ -343,4 +344,34 @@ func CheckAddressFree(d netdriver.Driver, addr netip.Addr, want string, allowed 
 		}
 	}
 	return nil
+}
+
+// EnsureSysctl is `sysctl -w net.KEY=VALUE`, skipped when the value is
+// already set.
+func EnsureSysctl(d netdriver.Driver, key, value string) error {
+	v, err := d.Sysctl(key)
+	if err != nil {
+		return err
+	}
+	if v == value {
+		return nil
+	}
+	return d.SetSysctl(key, value)
+}
+
+// EnsureAddr is `ip addr replace PREFIX dev LINK`, skipped when the link
+// already holds the address.
+func EnsureAddr(d netdriver.Driver, link string, p netip.Prefix) error {
+	fam := netdriver.IPv4
+	if p.Addr().Is6() {
+		fam = netdriver.IPv6
+	}
+	addrs, err := d.AddrList(link, fam)
+	if err != nil {
+		return err
+	}
+	if slices.Contains(addrs, p) {
+		return nil
+	}
+	return d.AddrReplace(link, p)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 
 	"github.com/virtnet/virtnet/binding"
 	"github.com/virtnet/virtnet/cache"
@@ -157,7 +158,7 @@ func (Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input
 			return err
 		}
 	}
-	if err := ensureAddr(d, rec.Bridge, ll); err != nil {
+	if err := binding.EnsureAddr(d, rec.Bridge, ll); err != nil {
 		return err
 	}
 	if err := binding.EnsureTXChecksumOff(d, rec.Bridge); err != nil {
@@ -218,11 +219,11 @@ func moveAddressToDummy(d netdriver.Driver, in binding.Input, link *cache.Link, 
 		return fmt.Errorf("record ipv4 %q: %w", rec.IPv4, err)
 	}
 	pod, nic := in.Names.Pod, rec.NIC
-	nicLink, err := lookup(d, nic)
+	nicLink, err := binding.Lookup(d, nic)
 	if err != nil {
 		return err
 	}
-	podLink, err := lookup(d, pod)
+	podLink, err := binding.Lookup(d, pod)
 	if err != nil {
 		return err
 	}
@@ -250,7 +251,7 @@ func moveAddressToDummy(d netdriver.Driver, in binding.Input, link *cache.Link, 
 		return &binding.ForeignLinkError{Name: nic, Type: nicLink.Type, Want: link.Type}
 	} else if addrs, err := d.AddrList(nic, netdriver.IPv4); err != nil {
 		return err
-	} else if containsAddr(addrs, podIP) {
+	} else if slices.Contains(addrs, podIP) {
 		// Renamed by hand or by an older run before the address moved.
 		if err := d.AddrDel(nic, podIP); err != nil {
 			return err
@@ -263,48 +264,10 @@ func moveAddressToDummy(d netdriver.Driver, in binding.Input, link *cache.Link, 
 	} else if podLink.Type != netdriver.TypeDummy {
 		return &binding.ForeignLinkError{Name: pod, Type: podLink.Type, Want: netdriver.TypeDummy}
 	}
-	if err := ensureAddr(d, pod, podIP); err != nil {
+	if err := binding.EnsureAddr(d, pod, podIP); err != nil {
 		return err
 	}
-	if v, err := d.Sysctl("ipv4/conf/all/arp_ignore"); err != nil {
-		return err
-	} else if v != "1" {
-		return d.SetSysctl("ipv4/conf/all/arp_ignore", "1")
-	}
-	return nil
-}
-
-func lookup(d netdriver.Driver, name string) (*netdriver.Link, error) {
-	l, err := d.LinkByName(name)
-	if netdriver.IsLinkNotFound(err) {
-		return nil, nil
-	}
-	return l, err
-}
-
-func containsAddr(list []netip.Prefix, p netip.Prefix) bool {
-	for _, a := range list {
-		if a == p {
-			return true
-		}
-	}
-	return false
-}
-
-// ensureAddr is `ip addr replace`, skipped when the address is there.
-func ensureAddr(d netdriver.Driver, link string, p netip.Prefix) error {
-	fam := netdriver.IPv4
-	if p.Addr().Is6() {
-		fam = netdriver.IPv6
-	}
-	addrs, err := d.AddrList(link, fam)
-	if err != nil {
-		return err
-	}
-	if containsAddr(addrs, p) {
-		return nil
-	}
-	return d.AddrReplace(link, p)
+	return binding.EnsureSysctl(d, "ipv4/conf/all/arp_ignore", "1")
 }
 
 // Cleanup returns the pod link to how the CNI left it: tap and bridge
@@ -321,7 +284,7 @@ func (Binding) Cleanup(ctx context.Context, d netdriver.Driver, in binding.Input
 		return nil
 	}
 	pod := in.Names.Pod
-	if nic, err := lookup(d, in.Names.NIC); err != nil {
+	if nic, err := binding.Lookup(d, in.Names.NIC); err != nil {
 		return err
 	} else if nic != nil {
 		if err := binding.DeleteIfType(d, pod, netdriver.TypeDummy); err != nil {

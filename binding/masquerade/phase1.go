@@ -162,13 +162,8 @@ func (Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input
 		// Skip duplicate address detection on the bridge: until its
 		// link-local address leaves DAD, inbound IPv6 to the VM is
 		// dropped (measured in the NAT tests). The bridge is ours alone.
-		key := "ipv6/conf/" + rec.Bridge + "/accept_dad"
-		if v, err := d.Sysctl(key); err != nil {
+		if err := binding.EnsureSysctl(d, "ipv6/conf/"+rec.Bridge+"/accept_dad", "0"); err != nil {
 			return err
-		} else if v != "0" {
-			if err := d.SetSysctl(key, "0"); err != nil {
-				return err
-			}
 		}
 	}
 	for _, f := range fams {
@@ -180,15 +175,8 @@ func (Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input
 		if err != nil {
 			return fmt.Errorf("record gateway %q: %w", f.gateway, err)
 		}
-		have, err := d.AddrList(rec.Bridge, f.family)
-		if err != nil {
+		if err := binding.EnsureAddr(d, rec.Bridge, netip.PrefixFrom(gw, vm.Bits())); err != nil {
 			return err
-		}
-		want := netip.PrefixFrom(gw, vm.Bits())
-		if !contains(have, want) {
-			if err := d.AddrReplace(rec.Bridge, want); err != nil {
-				return err
-			}
 		}
 	}
 	if err := binding.EnsureTXChecksumOff(d, rec.Bridge); err != nil {
@@ -205,12 +193,8 @@ func (Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input
 	}
 	for _, f := range fams {
 		for _, s := range netdriver.NATSysctls(f.family, rec.Bridge) {
-			if v, err := d.Sysctl(s.Key); err != nil {
+			if err := binding.EnsureSysctl(d, s.Key, s.Value); err != nil {
 				return err
-			} else if v != s.Value {
-				if err := d.SetSysctl(s.Key, s.Value); err != nil {
-					return err
-				}
 			}
 		}
 		vm, _ := netip.ParsePrefix(f.vm)
@@ -252,15 +236,6 @@ func natPorts(ports []api.Port) []netdriver.NATPort {
 		out = append(out, netdriver.NATPort{Protocol: proto, Port: uint16(p.Port)})
 	}
 	return out
-}
-
-func contains(list []netip.Prefix, p netip.Prefix) bool {
-	for _, a := range list {
-		if a == p {
-			return true
-		}
-	}
-	return false
 }
 
 // Cleanup removes the NAT tables, the tap and the bridge. The pod link

@@ -106,13 +106,11 @@ func BridgeLinkLocal(i int) netip.Prefix {
 	return netip.PrefixFrom(a, 32)
 }
 
-// masqueradeBridgeMAC is read-only; use MasqueradeBridgeMAC for a copy.
-var masqueradeBridgeMAC = net.HardwareAddr{0x02, 0, 0, 0, 0, 0}
 
 // MasqueradeBridgeMAC returns the masquerade bridge's fixed MAC,
 // 02:00:00:00:00:00, as KubeVirt sets it.
 func MasqueradeBridgeMAC() net.HardwareAddr {
-	return append(net.HardwareAddr(nil), masqueradeBridgeMAC...)
+	return net.HardwareAddr{0x02, 0, 0, 0, 0, 0}
 }
 
 // VMMAC derives a stable MAC for a VM interface from the VMI UID and the
@@ -123,7 +121,7 @@ func VMMAC(uid, iface string) net.HardwareAddr {
 	sum := sha256.Sum256([]byte(uid + "/" + iface))
 	mac := net.HardwareAddr(sum[:6])
 	mac[0] = (mac[0] &^ 0x01) | 0x02
-	if mac.String() == masqueradeBridgeMAC.String() {
+	if mac.String() == MasqueradeBridgeMAC().String() {
 		mac[5] = 1
 	}
 	return append(net.HardwareAddr(nil), mac...)
