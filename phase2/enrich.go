@@ -100,13 +100,21 @@ func readRecord(vmi *api.VMI, store *cache.Store, p api.Pair) (*cache.Interface,
 // Render has each item's binding add its device to dom, in the items'
 // order, then sizes the PCI controllers again (domxml.EnsureRootPorts).
 func Render(vmi *api.VMI, items []Item, dom *libvirtxml.Domain, opts binding.RenderOptions) error {
+	if err := renderItems(vmi, items, dom, opts); err != nil {
+		return err
+	}
+	return domxml.EnsureRootPorts(dom)
+}
+
+// renderItems has each item's binding add its device to dom.
+func renderItems(vmi *api.VMI, items []Item, dom *libvirtxml.Domain, opts binding.RenderOptions) error {
 	for _, it := range items {
 		in := binding.RenderInput{VMI: vmi, Pair: it.Pair, Record: it.Record, Options: opts}
 		if err := it.Binding.Render(in, dom); err != nil {
 			return &RenderError{Interface: it.Pair.Interface.Name, Binding: it.Binding.Method(), Err: err}
 		}
 	}
-	return domxml.EnsureRootPorts(dom)
+	return nil
 }
 
 // EnrichDomain adds the network devices of a validated VMI to dom: [Load]
@@ -139,14 +147,7 @@ func Domain(ctx context.Context, vmi *api.VMI, store *cache.Store, opts Options)
 		return nil, err
 	}
 	bo := opts.Build
-	bo.Interfaces = func(dom *libvirtxml.Domain) error {
-		for _, it := range items {
-			in := binding.RenderInput{VMI: vmi, Pair: it.Pair, Record: it.Record, Options: opts.Render}
-			if err := it.Binding.Render(in, dom); err != nil {
-				return &RenderError{Interface: it.Pair.Interface.Name, Binding: it.Binding.Method(), Err: err}
-			}
-		}
-		return nil
-	}
+	// Build sizes the PCI controllers after this hook.
+	bo.Interfaces = func(dom *libvirtxml.Domain) error { return renderItems(vmi, items, dom, opts.Render) }
 	return domxml.Build(vmi, bo)
 }
