@@ -10,8 +10,11 @@ const (
 	BindingPasst      = "passt"
 )
 
-// BindingMethods lists every binding method in a stable order.
-var BindingMethods = []string{BindingBridge, BindingMasquerade, BindingSlirp, BindingSRIOV, BindingMacvtap, BindingPasst}
+// BindingMethods lists every binding method in a stable order (a new
+// slice on each call).
+func BindingMethods() []string {
+	return []string{BindingBridge, BindingMasquerade, BindingSlirp, BindingSRIOV, BindingMacvtap, BindingPasst}
+}
 
 // Interface is one entry of spec.domain.devices.interfaces.
 type Interface struct {

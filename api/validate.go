@@ -18,8 +18,11 @@ var (
 	pciAddressRE = regexp.MustCompile(`^([0-9a-fA-F]{4}):([0-9a-fA-F]{2}):([01][0-9a-fA-F])\.([0-7])$`)
 )
 
-// Models are the interface models KubeVirt accepts.
-var Models = []string{"e1000", "e1000e", "ne2k_pci", "pcnet", "rtl8139", "virtio"}
+// Models returns the interface models KubeVirt accepts (a new slice on
+// each call).
+func Models() []string {
+	return []string{"e1000", "e1000e", "ne2k_pci", "pcnet", "rtl8139", "virtio"}
+}
 
 // Disk buses virtnet renders.
 var diskBuses = map[string]bool{"virtio": true, "sata": true, "scsi": true}
@@ -163,7 +166,7 @@ func (v *validator) interfaces(vmi *VMI) {
 		bindings := iface.Bindings()
 		switch len(bindings) {
 		case 0:
-			v.add(p, iface.Name, "needs one binding method: one of %s", strings.Join(BindingMethods, ", "))
+			v.add(p, iface.Name, "needs one binding method: one of %s", strings.Join(BindingMethods(), ", "))
 		case 1:
 			v.binding(p, iface, net)
 		default:
@@ -172,8 +175,8 @@ func (v *validator) interfaces(vmi *VMI) {
 		if iface.MacAddress != "" {
 			v.mac(p+".macAddress", iface.MacAddress, bindings)
 		}
-		if iface.Model != "" && !contains(Models, iface.Model) {
-			v.add(p+".model", iface.Model, "unknown model; one of %s", strings.Join(Models, ", "))
+		if iface.Model != "" && !contains(Models(), iface.Model) {
+			v.add(p+".model", iface.Model, "unknown model; one of %s", strings.Join(Models(), ", "))
 		}
 		if iface.PciAddress != "" && !pciAddressRE.MatchString(iface.PciAddress) {
 			v.add(p+".pciAddress", iface.PciAddress, "not a PCI address dddd:bb:ss.f")

@@ -15,9 +15,9 @@ import (
 	"github.com/virtnet/virtnet/internal/netdriver"
 )
 
-// MigrationPorts are libvirt's migration ports; connections to them from
+// migrationPorts are libvirt's migration ports; connections to them from
 // the pod's loopback are never forwarded to the VM.
-var migrationPorts = []uint16{49152, 49153}
+func migrationPorts() []uint16 { return []uint16{49152, 49153} }
 
 // NeedsRecord is true: Render takes the MAC, MTU, bridge and tap from
 // phase1's record.
@@ -206,7 +206,7 @@ func (Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input
 			VM:             vm.Addr(),
 			Gateway:        gw,
 			Ports:          natPorts(in.Pair.Interface.Ports),
-			MigrationPorts: migrationPorts,
+			MigrationPorts: migrationPorts(),
 		}
 		want, err := netdriver.NATListing(nat)
 		if err != nil {
