@@ -106,18 +106,21 @@ type Config struct {
 // pod's resolv.conf (read by the caller, usually /etc/resolv.conf inside
 // the pod; nil means empty and yields KubeVirt's defaults).
 //
-// It returns [ErrIPAMDisabled] when there is no IPv4 address to serve, and
-// a [*FieldError] naming the field for any other bad input.
+// It returns [ErrIPAMDisabled] when there is no address to serve (no IPv4
+// address, and no IPv6 one for masquerade), and a [*FieldError] naming the
+// field for any other bad input. A masquerade record with IPv6 only (a
+// single-stack IPv6 pod) gets DHCPv6 and router advertisements alone.
 func NewConfig(vmi *api.VMI, iface *api.Interface, rec *cache.Interface, resolvConf []byte) (*Config, error) {
 	if rec == nil {
 		return nil, &FieldError{Field: "record", Value: "<nil>", Reason: "a cache record is required"}
 	}
-	if rec.IPAMDisabled || rec.IPv4 == "" {
-		return nil, fmt.Errorf("interface %q: %w", rec.Interface, ErrIPAMDisabled)
-	}
 	binding := rec.Binding
 	if binding == "" && iface != nil {
 		binding = iface.Binding()
+	}
+	v6only := rec.IPv4 == "" && rec.IPv6 != "" && binding == api.BindingMasquerade
+	if rec.IPAMDisabled || (rec.IPv4 == "" && !v6only) {
+		return nil, fmt.Errorf("interface %q: %w", rec.Interface, ErrIPAMDisabled)
 	}
 	if binding != api.BindingBridge && binding != api.BindingMasquerade {
 		return nil, &FieldError{Field: "Binding", Value: binding, Reason: "DHCP is served only for bridge and masquerade"}
@@ -135,25 +138,16 @@ func NewConfig(vmi *api.VMI, iface *api.Interface, rec *cache.Interface, resolvC
 	} else if binding == api.BindingBridge {
 		return nil, &FieldError{Field: "MAC", Value: "", Reason: "the VM's MAC is required for the bridge binding"}
 	}
-	if c.Address, err = netip.ParsePrefix(rec.IPv4); err != nil || !c.Address.Addr().Is4() {
-		return nil, &FieldError{Field: "IPv4", Value: rec.IPv4, Reason: "not an IPv4 address with prefix (a.b.c.d/len)"}
-	}
-	if rec.Gateway != "" {
-		if c.Router, err = parse4(rec.Gateway); err != nil {
-			return nil, &FieldError{Field: "Gateway", Value: rec.Gateway, Reason: err.Error()}
+	if !v6only {
+		if err := c.ipv4(rec); err != nil {
+			return nil, err
 		}
-	}
-	if c.ServerID, err = parse4(rec.ServerIPv4); err != nil {
-		return nil, &FieldError{Field: "ServerIPv4", Value: rec.ServerIPv4, Reason: err.Error()}
 	}
 	if rec.MTU != 0 {
 		if rec.MTU < 68 || rec.MTU > 65535 {
 			return nil, &FieldError{Field: "MTU", Value: fmt.Sprint(rec.MTU), Reason: "not between 68 and 65535"}
 		}
 		c.MTU = uint16(rec.MTU)
-	}
-	if c.Routes, err = c.routes(rec.Routes); err != nil {
-		return nil, err
 	}
 
 	rc := ParseResolvConf(resolvConf)
@@ -197,6 +191,28 @@ func NewConfig(vmi *api.VMI, iface *api.Interface, rec *cache.Interface, resolvC
 	}
 	return c, nil
 }
+
+// ipv4 fills the DHCPv4 part: address, router, server identifier, routes.
+func (c *Config) ipv4(rec *cache.Interface) error {
+	var err error
+	if c.Address, err = netip.ParsePrefix(rec.IPv4); err != nil || !c.Address.Addr().Is4() {
+		return &FieldError{Field: "IPv4", Value: rec.IPv4, Reason: "not an IPv4 address with prefix (a.b.c.d/len)"}
+	}
+	if rec.Gateway != "" {
+		if c.Router, err = parse4(rec.Gateway); err != nil {
+			return &FieldError{Field: "Gateway", Value: rec.Gateway, Reason: err.Error()}
+		}
+	}
+	if c.ServerID, err = parse4(rec.ServerIPv4); err != nil {
+		return &FieldError{Field: "ServerIPv4", Value: rec.ServerIPv4, Reason: err.Error()}
+	}
+	c.Routes, err = c.routes(rec.Routes)
+	return err
+}
+
+// HasIPv4 reports whether the configuration serves DHCPv4 (it does unless
+// the pod is single-stack IPv6).
+func (c *Config) HasIPv4() bool { return c.Address.IsValid() }
 
 func newConfig6(rec *cache.Interface) (*Config6, error) {
 	c := &Config6{}

@@ -138,9 +138,11 @@ func (s *Server) Serve(ctx context.Context) error {
 		}()
 	}
 
-	h4 := NewHandler4(s.cfg, s.log)
-	srv4, _ := server4.NewServer("", nil, s.handle4(h4), server4.WithConn(k.v4)) // cannot fail with WithConn
-	run("dhcpv4", srv4.Serve)
+	if k.v4 != nil {
+		h4 := NewHandler4(s.cfg, s.log)
+		srv4, _ := server4.NewServer("", nil, s.handle4(h4), server4.WithConn(k.v4)) // cannot fail with WithConn
+		run("dhcpv4", srv4.Serve)
+	}
 	if k.v6 != nil {
 		run("dhcpv6", k.v6.Serve)
 	}
@@ -169,11 +171,13 @@ func (s *Server) Serve(ctx context.Context) error {
 // open binds the sockets; it runs in the target namespace.
 func (s *Server) open(ctx context.Context, k *sockets) error {
 	br := s.cfg.Bridge
-	conn4, err := server4.NewIPv4UDPConn(br, &net.UDPAddr{IP: net.IPv4zero, Port: dhcpv4.ServerPort})
-	if err != nil {
-		return &BindError{Interface: br, Op: "dhcpv4 udp :67", Err: err}
+	if s.cfg.HasIPv4() {
+		conn4, err := server4.NewIPv4UDPConn(br, &net.UDPAddr{IP: net.IPv4zero, Port: dhcpv4.ServerPort})
+		if err != nil {
+			return &BindError{Interface: br, Op: "dhcpv4 udp :67", Err: err}
+		}
+		k.v4 = conn4
 	}
-	k.v4 = conn4
 	if s.cfg.IPv6 == nil {
 		return nil
 	}
