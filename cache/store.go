@@ -187,7 +187,14 @@ func (s *Store) write(path string, rec any) error {
 	if err := s.ensureDir(dir); err != nil {
 		return err
 	}
-	if err := checkFile(path); err != nil && !os.IsNotExist(err) {
+	switch err := checkFile(path); {
+	case err == nil:
+		// A re-run writes the same record again: leave the file (and
+		// its fsyncs) alone when its bytes already are the new ones.
+		if same, _ := sameContent(path, data); same {
+			return nil
+		}
+	case !os.IsNotExist(err):
 		return err
 	}
 	tmp, err := os.CreateTemp(dir, ".tmp-"+filepath.Base(path)+"-*")
@@ -224,6 +231,21 @@ func (s *Store) write(path string, rec any) error {
 	}
 	ok = true
 	return syncDir(dir)
+}
+
+// sameContent reports whether the regular file at path holds exactly data
+// (read without following a link).
+func sameContent(path string, data []byte) (bool, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	have, err := io.ReadAll(io.LimitReader(f, int64(len(data))+1))
+	if err != nil {
+		return false, err
+	}
+	return bytes.Equal(have, data), nil
 }
 
 func syncDir(dir string) error {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"reflect"
 
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/binding"
@@ -182,7 +181,7 @@ func runPair(ctx context.Context, d netdriver.Driver, vmi *api.VMI, p api.Pair, 
 		PodIPs:       podIPs(link),
 		Discovered:   link,
 	}
-	if err := writePod(store, uid, pod, want); err != nil {
+	if err := store.WritePodInterface(uid, want); err != nil {
 		return fail(StepRecord, err)
 	}
 	rec, err := b.Plan(in, link)
@@ -203,22 +202,13 @@ func runPair(ctx context.Context, d netdriver.Driver, vmi *api.VMI, p api.Pair, 
 	}
 	done := *want
 	done.State = cache.Finished
-	if err := writePod(store, uid, want, &done); err != nil {
+	if err := store.WritePodInterface(uid, &done); err != nil {
 		return fail(StepRecord, err)
 	}
 	in.Logger.Info("interface ready")
 	return nil
 }
 
-// writePod writes want unless the stored record already says the same.
-func writePod(store *cache.Store, uid string, have, want *cache.PodInterface) error {
-	h, w := *have, *want
-	h.Version, w.Version = 0, 0
-	if reflect.DeepEqual(h, w) {
-		return nil
-	}
-	return store.WritePodInterface(uid, want)
-}
 
 // podIPs are the first global IPv4 and IPv6 addresses of the link, IPv4
 // first (KubeVirt orders them after MY_POD_IP; virtnet always puts IPv4
