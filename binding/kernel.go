@@ -65,14 +65,14 @@ func DiscoverLink(d netdriver.Driver, name string, wantTypes ...string) (*cache.
 	for _, fam := range []netdriver.Family{netdriver.IPv4, netdriver.IPv6} {
 		addrs, err := d.AddrList(name, fam)
 		if err != nil {
-			return nil, err
+			return nil, &PodLinkError{Name: name, Reason: "list addresses", Err: err}
 		}
 		for _, a := range addrs {
 			out.Addresses = append(out.Addresses, a.String())
 		}
 		routes, err := d.RouteList(name, fam)
 		if err != nil {
-			return nil, err
+			return nil, &PodLinkError{Name: name, Reason: "list routes", Err: err}
 		}
 		for _, r := range routes {
 			out.Routes = append(out.Routes, CacheRoute(r))

@@ -36,7 +36,11 @@ func ethtool(name string, cmd, value uint32) (uint32, error) {
 	copy(req.name[:unix.IFNAMSIZ-1], name)
 	req.data = unsafe.Pointer(&ev)
 	if _, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.SIOCETHTOOL, uintptr(unsafe.Pointer(&req))); errno != 0 {
-		return 0, fmt.Errorf("ethtool ioctl %#x on %s: %w", cmd, name, errno)
+		what := "get"
+		if cmd == ethtoolSTXCSUM {
+			what = "set"
+		}
+		return 0, fmt.Errorf("ethtool: %s TX checksum offload of %q: %w", what, name, errno)
 	}
 	return ev.data, nil
 }
