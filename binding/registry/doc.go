@@ -1,0 +1,3 @@
+// Package registry maps each binding method of package api to its
+// implementation.
+package registry
