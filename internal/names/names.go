@@ -93,7 +93,6 @@ func BridgeLinkLocal(i int) netip.Prefix {
 	return netip.PrefixFrom(a, 32)
 }
 
-
 // MasqueradeBridgeMAC returns the masquerade bridge's fixed MAC,
 // 02:00:00:00:00:00, as KubeVirt sets it.
 func MasqueradeBridgeMAC() net.HardwareAddr {
