@@ -209,7 +209,6 @@ func runPair(ctx context.Context, d netdriver.Driver, vmi *api.VMI, p api.Pair, 
 	return nil
 }
 
-
 // podIPs are the first global IPv4 and IPv6 addresses of the link, IPv4
 // first (KubeVirt orders them after MY_POD_IP; virtnet always puts IPv4
 // first).
