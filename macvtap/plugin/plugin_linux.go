@@ -296,7 +296,6 @@ func (p *Plugin) chownTap(index int, conf *cniconfig.NetConf, log interface {
 }
 
 func (p *Plugin) teardown(ctx context.Context, args *skel.CmdArgs) error {
-	const verb = "DEL"
 	conf, err := cniconfig.Parse(args.StdinData)
 	if err != nil {
 		return err
