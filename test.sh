@@ -34,7 +34,7 @@ if [[ $install == 1 ]]; then
 	done
 	if ((${#missing[@]})); then
 		apt-get update -q
-		apt-get install -y -q --no-install-recommends "${missing[@]}"
+		apt-get install -y -q "${missing[@]}"
 	fi
 	getent passwd libvirt-qemu >/dev/null || useradd --system --no-create-home --shell /usr/sbin/nologin libvirt-qemu
 	./scripts/kernelvm-assets.sh >/dev/null
