@@ -143,10 +143,10 @@ func NewPodWith(tb testing.TB, cfg PodConfig) *Pod {
 	if cfg.IPv6 != "" {
 		addr, err := netlink.ParseAddr(cfg.IPv6)
 		require.NoError(tb, err)
-		addr.Flags = 0x80 // IFA_F_NODAD
+		addr.Flags = unix.IFA_F_NODAD
 		require.NoError(tb, pod.Handle.AddrAdd(podL, addr))
 		if cfg.GatewayV6 != "" {
-			gw := &netlink.Addr{IPNet: &net.IPNet{IP: net.ParseIP(cfg.GatewayV6), Mask: addr.Mask}, Flags: 0x80}
+			gw := &netlink.Addr{IPNet: &net.IPNet{IP: net.ParseIP(cfg.GatewayV6), Mask: addr.Mask}, Flags: unix.IFA_F_NODAD}
 			require.NoError(tb, node.Handle.AddrAdd(nodeL, gw))
 			require.NoError(tb, pod.Handle.RouteAdd(&netlink.Route{LinkIndex: podL.Attrs().Index, Gw: net.ParseIP(cfg.GatewayV6)}))
 		}

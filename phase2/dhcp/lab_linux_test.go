@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
 	"github.com/virtnet/virtnet/internal/testutil"
 )
@@ -41,7 +42,7 @@ func newLab(t testing.TB, brAddrs []string, macs ...string) *lab {
 		addr, err := netlink.ParseAddr(a)
 		require.NoError(t, err)
 		if addr.IP.To4() == nil {
-			addr.Flags = 0x80 // IFA_F_NODAD
+			addr.Flags = unix.IFA_F_NODAD
 		}
 		require.NoError(t, l.pod.Handle.AddrAdd(br, addr))
 	}
