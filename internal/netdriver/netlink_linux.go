@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/google/nftables"
@@ -25,6 +26,16 @@ type Netlink struct {
 	// requests counts the kernel round trips (netlink requests, ioctls,
 	// sysctl files, nftables batches) made through this driver.
 	requests atomic.Int64
+
+	// mu guards index: the ifindex of each link name this driver has
+	// looked up, so that the calls that only need the index (set up,
+	// set master, addresses, routes, …) skip a lookup round trip. Renames
+	// and deletions through the driver keep it current; a link that
+	// vanished behind the driver's back is looked up again (ENODEV). The
+	// driver assumes that, while it works, nothing else recreates a link
+	// under a name it uses (phase1 owns the namespace during a run).
+	mu    sync.Mutex
+	index map[string]int
 }
 
 var _ Driver = (*Netlink)(nil)
@@ -41,7 +52,7 @@ func Open(nsPath string) (*Netlink, error) {
 		ns.Close()
 		return nil, fmt.Errorf("netlink handle in %s: %w", nsPath, err)
 	}
-	return &Netlink{nsPath: nsPath, ns: ns, h: h}, nil
+	return &Netlink{nsPath: nsPath, ns: ns, h: h, index: map[string]int{}}, nil
 }
 
 // OpenDriver is [Open] behind the [Driver] interface, with its Close; it
@@ -87,11 +98,55 @@ func (n *Netlink) link(name string) (netlink.Link, error) {
 	if err != nil {
 		var nf netlink.LinkNotFoundError
 		if errors.As(err, &nf) || errors.Is(err, unix.ENODEV) {
+			n.forget(name)
 			return nil, &LinkNotFoundError{Name: name}
 		}
 		return nil, fmt.Errorf("link %q: %w", name, err)
 	}
+	n.mu.Lock()
+	n.index[name] = l.Attrs().Index
+	n.mu.Unlock()
 	return l, nil
+}
+
+// ref returns a link good for the calls that use only its index: from the
+// index cache when the name is known, else looked up. cached says which.
+func (n *Netlink) ref(name string) (l netlink.Link, cached bool, err error) {
+	n.mu.Lock()
+	idx, ok := n.index[name]
+	n.mu.Unlock()
+	if ok {
+		return &netlink.Device{LinkAttrs: netlink.LinkAttrs{Index: idx, Name: name}}, true, nil
+	}
+	l, err = n.link(name)
+	return l, false, err
+}
+
+// withRef runs f on the link's reference, looking the name up again once
+// if a cached index turns out stale (ENODEV: the link went away behind
+// the driver's back, maybe to come back under a new index).
+func (n *Netlink) withRef(name string, f func(netlink.Link) error) error {
+	l, cached, err := n.ref(name)
+	if err != nil {
+		return err
+	}
+	n.count(1)
+	err = f(l)
+	if cached && errors.Is(err, unix.ENODEV) {
+		n.forget(name)
+		if l, err = n.link(name); err != nil {
+			return err
+		}
+		n.count(1)
+		err = f(l)
+	}
+	return err
+}
+
+func (n *Netlink) forget(name string) {
+	n.mu.Lock()
+	delete(n.index, name)
+	n.mu.Unlock()
 }
 
 func linkType(l netlink.Link) string {
@@ -253,6 +308,7 @@ func (n *Netlink) DeleteLink(name string) error {
 		return err
 	}
 	n.count(1)
+	n.forget(name)
 	if err := n.h.LinkDel(l); err != nil && !errors.Is(err, unix.ENODEV) {
 		return fmt.Errorf("delete link %q: %w", name, err)
 	}
@@ -260,12 +316,10 @@ func (n *Netlink) DeleteLink(name string) error {
 }
 
 func (n *Netlink) set(name, what string, f func(netlink.Link) error) error {
-	l, err := n.link(name)
-	if err != nil {
-		return fmt.Errorf("%s: %w", what, err)
-	}
-	n.count(1)
-	if err := f(l); err != nil {
+	if err := n.withRef(name, f); err != nil {
+		if IsLinkNotFound(err) {
+			return fmt.Errorf("%s: %w", what, err)
+		}
 		return fmt.Errorf("%s of %q: %w", what, name, err)
 	}
 	return nil
@@ -273,7 +327,18 @@ func (n *Netlink) set(name, what string, f func(netlink.Link) error) error {
 
 // SetName implements [Driver].
 func (n *Netlink) SetName(old, new string) error {
-	return n.set(old, "rename to "+new, func(l netlink.Link) error { return n.h.LinkSetName(l, new) })
+	var idx int
+	err := n.set(old, "rename to "+new, func(l netlink.Link) error {
+		idx = l.Attrs().Index
+		return n.h.LinkSetName(l, new)
+	})
+	if err == nil {
+		n.mu.Lock()
+		delete(n.index, old)
+		n.index[new] = idx
+		n.mu.Unlock()
+	}
+	return err
 }
 
 // SetUp implements [Driver].
@@ -301,7 +366,7 @@ func (n *Netlink) SetMaster(name, bridge string) error {
 	if bridge == "" {
 		return n.set(name, "set nomaster", n.h.LinkSetNoMaster)
 	}
-	b, err := n.link(bridge)
+	b, _, err := n.ref(bridge)
 	if err != nil {
 		return fmt.Errorf("set master of %q: %w", name, err)
 	}
@@ -310,12 +375,12 @@ func (n *Netlink) SetMaster(name, bridge string) error {
 
 // Learning implements [Driver].
 func (n *Netlink) Learning(name string) (bool, error) {
-	l, err := n.link(name)
-	if err != nil {
-		return false, err
-	}
-	n.count(1)
-	pi, err := retryDump(func() (netlink.Protinfo, error) { return n.h.LinkGetProtinfo(l) })
+	var pi netlink.Protinfo
+	err := n.withRef(name, func(l netlink.Link) error {
+		var err error
+		pi, err = retryDump(func() (netlink.Protinfo, error) { return n.h.LinkGetProtinfo(l) })
+		return err
+	})
 	if err != nil {
 		return false, fmt.Errorf("bridge port flags of %q: %w", name, err)
 	}
@@ -363,7 +428,7 @@ func ipNet(p netip.Prefix) *net.IPNet {
 
 // AddrList implements [Driver]: addresses of universe (global) scope.
 func (n *Netlink) AddrList(name string, family Family) ([]netip.Prefix, error) {
-	l, err := n.link(name)
+	l, _, err := n.ref(name)
 	if err != nil {
 		return nil, err
 	}
@@ -435,7 +500,7 @@ func (n *Netlink) AddrDel(name string, addr netip.Prefix) error {
 // RouteList implements [Driver]: the link's routes in the main table,
 // without IPv6 link-local and multicast routes.
 func (n *Netlink) RouteList(name string, family Family) ([]Route, error) {
-	l, err := n.link(name)
+	l, _, err := n.ref(name)
 	if err != nil {
 		return nil, err
 	}
