@@ -46,14 +46,17 @@ func vmNS(t *testing.T, pod *testutil.NS, bridge string, mac, cidr, gw string) *
 	return vm
 }
 
-// listen opens a TCP listener inside ns that answers every connection
-// with the remote address it saw, then closes it.
-func listen(t *testing.T, ns *testutil.NS, addr string) {
+// listen opens a TCP (IPv4) listener inside ns that answers every
+// connection with the remote address it saw, then closes it.
+func listen(t *testing.T, ns *testutil.NS, addr string) { listenNet(t, ns, "tcp4", addr) }
+
+// listenNet is listen for a network ("tcp4" or "tcp6").
+func listenNet(t *testing.T, ns *testutil.NS, network, addr string) {
 	t.Helper()
 	var ln net.Listener
 	require.NoError(t, ns.Do(func() error {
 		var err error
-		ln, err = net.Listen("tcp4", addr)
+		ln, err = net.Listen(network, addr)
 		return err
 	}))
 	t.Cleanup(func() { ln.Close() })
@@ -69,13 +72,21 @@ func listen(t *testing.T, ns *testutil.NS, addr string) {
 	}()
 }
 
-// dial connects from inside ns and returns what the peer saw as our
-// address, or an error after a bounded wait.
-func dial(ns *testutil.NS, addr string) (string, error) {
+// dial connects over IPv4 from inside ns and returns what the peer saw as
+// our address, or an error after a bounded wait.
+func dial(ns *testutil.NS, addr string) (string, error) { return dialNet(ns, "tcp4", addr, 1) }
+
+// dialNet is dial for a network, with up to tries connection attempts
+// (the first SYN can be lost while IPv6 neighbours are resolved).
+func dialNet(ns *testutil.NS, network, addr string, tries int) (string, error) {
 	var c net.Conn
 	err := ns.Do(func() error {
 		var err error
-		c, err = net.DialTimeout("tcp4", addr, 2*time.Second)
+		for range tries {
+			if c, err = net.DialTimeout(network, addr, 2*time.Second); err == nil {
+				return nil
+			}
+		}
 		return err
 	})
 	if err != nil {
@@ -372,55 +383,11 @@ func TestMasqueradeDualStackKernel(t *testing.T) {
 	require.NoError(t, vm.Handle.AddrAdd(l, v6))
 	require.NoError(t, vm.Handle.RouteAdd(&netlink.Route{LinkIndex: l.Attrs().Index, Gw: net.ParseIP(rec.GatewayIPv6)}))
 
-	listen6 := func(ns *testutil.NS, addr string) {
-		var ln net.Listener
-		require.NoError(t, ns.Do(func() error {
-			var err error
-			ln, err = net.Listen("tcp6", addr)
-			return err
-		}))
-		t.Cleanup(func() { ln.Close() })
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				fmt.Fprintf(c, "%s\n", c.RemoteAddr())
-				c.Close()
-			}
-		}()
-	}
-	dial6 := func(ns *testutil.NS, addr string) (string, error) {
-		var c net.Conn
-		err := ns.Do(func() error {
-			var err error
-			// Bounded retries: the first SYN can be lost while the
-			// neighbours are resolved.
-			for range 3 {
-				if c, err = net.DialTimeout("tcp6", addr, 2*time.Second); err == nil {
-					return nil
-				}
-			}
-			return err
-		})
-		if err != nil {
-			return "", err
-		}
-		defer c.Close()
-		_ = c.SetDeadline(time.Now().Add(3 * time.Second))
-		b, err := io.ReadAll(c)
-		if err != nil {
-			return "", err
-		}
-		host, _, _ := net.SplitHostPort(strings.TrimSpace(string(b)))
-		return host, nil
-	}
-	listen6(vm, "[::]:80")
-	listen6(pod.Node, "[fd00:10:244:1::1]:8000")
-	_, err = dial6(pod.Node, "[fd00:10:244:1::7]:80")
+	listenNet(t, vm, "tcp6", "[::]:80")
+	listenNet(t, pod.Node, "tcp6", "[fd00:10:244:1::1]:8000")
+	_, err = dialNet(pod.Node, "tcp6", "[fd00:10:244:1::7]:80", 3)
 	require.NoError(t, err, "declared port over IPv6 reaches the VM")
-	seen, err := dial6(vm, "[fd00:10:244:1::1]:8000")
+	seen, err := dialNet(vm, "tcp6", "[fd00:10:244:1::1]:8000", 3)
 	require.NoError(t, err, "the VM reaches the outside over IPv6")
 	require.Equal(t, "fd00:10:244:1::7", seen, "the outside sees the pod's IPv6 address")
 	seen, err = dial(vm, "10.244.1.1:8001")

@@ -4,9 +4,6 @@ import (
 	"context"
 	"runtime"
 	"testing"
-
-	"github.com/insomniacslk/dhcp/dhcpv4/nclient4"
-	"github.com/stretchr/testify/require"
 )
 
 // BenchmarkServerHeap runs DISCOVER→ACK exchanges over a veth like
@@ -15,19 +12,7 @@ import (
 // its growth over the timed exchanges (heap-growth-B): a server that keeps
 // nothing per exchange stays flat however many exchanges it serves.
 func BenchmarkServerHeap(b *testing.B) {
-	vmMAC := "02:42:ac:10:00:18"
-	l := newLab(b, []string{"169.254.75.10/32"}, vmMAC)
-	cfg, err := NewConfig(testVMI(), nil, bridgeRecord(), []byte(podResolvConf))
-	require.NoError(b, err)
-	s, err := NewServer(cfg, discardLogger(), WithNetNS(l.pod.Path))
-	require.NoError(b, err)
-	serve(b, s)
-	var c *nclient4.Client
-	require.NoError(b, l.clients[0].Do(func() (err error) {
-		c, err = nclient4.New("eth0")
-		return err
-	}))
-	b.Cleanup(func() { c.Close() })
+	c := benchClient(b)
 	ctx := context.Background()
 	exchange := func() {
 		if _, err := c.Request(ctx); err != nil {
