@@ -21,14 +21,18 @@ require (
 )
 
 require (
+	github.com/alexflint/go-filemutex v1.3.0 // indirect
+	github.com/coreos/go-iptables v0.8.0 // indirect
 	github.com/djherbis/times v1.6.0 // indirect
 	github.com/google/go-cmp v0.7.0 // indirect
 	github.com/josharian/native v1.1.0 // indirect
 	github.com/mdlayher/netlink v1.11.2 // indirect
 	github.com/mdlayher/packet v1.1.2 // indirect
 	github.com/mdlayher/socket v0.6.1 // indirect
+	github.com/networkplumbing/go-nft v0.4.0 // indirect
 	github.com/pierrec/lz4/v4 v4.1.26 // indirect
 	github.com/pkg/errors v0.9.1 // indirect
+	github.com/safchain/ethtool v0.7.0 // indirect
 	github.com/u-root/uio v0.0.0-20240224005618-d2acac8f3701 // indirect
 	go.opentelemetry.io/otel v1.47.0 // indirect
 	go.opentelemetry.io/otel/trace v1.47.0 // indirect
@@ -36,4 +40,12 @@ require (
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
+	sigs.k8s.io/knftables v0.0.22 // indirect
+)
+
+tool (
+	github.com/containernetworking/plugins/plugins/ipam/host-local
+	github.com/containernetworking/plugins/plugins/main/bridge
+	github.com/containernetworking/plugins/plugins/main/loopback
+	github.com/containernetworking/plugins/plugins/main/ptp
 )

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"testing"
 
+	current "github.com/containernetworking/cni/pkg/types/100"
 	"github.com/stretchr/testify/require"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
@@ -74,9 +75,12 @@ func NewNS(tb testing.TB, prefix string) *NS {
 	return ns
 }
 
-// Pod is a pod-like namespace as a CNI plugin leaves it: a veth named
-// PodLink (eth0) holding PodIP/24 with MTU 1440 and a default route via
-// Gateway, whose peer sits in Node holding Gateway/24.
+// Pod is a pod-like network namespace as a CNI plugin leaves it. The
+// hand-made one ([NewPodWith]) is a veth named PodLink (eth0) holding
+// PodIP/24 with MTU 1440 and a default route via Gateway, whose peer sits
+// in Node holding Gateway/24. Those made by the reference CNI plugins
+// ([NewFlannelPod], [NewKindnetPod], …, see [CNINetwork]) are whatever the
+// plugin left, described by the same fields.
 type Pod struct {
 	Pod, Node *NS
 	PodLink   string
@@ -84,8 +88,17 @@ type Pod struct {
 	Gateway   net.IP
 	PodMAC    net.HardwareAddr
 	MTU       int
-	// NodeLink is the peer's name in Node.
+	// NodeLink is the peer's name in Node (the host side of the veth).
 	NodeLink string
+	// PodNet is PodIP with the prefix the pod link holds; PodIPv6,
+	// PodNetV6 and GatewayV6 the same for IPv6 (nil without).
+	PodNet             *net.IPNet
+	PodIPv6, GatewayV6 net.IP
+	PodNetV6           *net.IPNet
+	NodeIP, NodeIPv6   net.IP // an address of Node the pod reaches (for servers there)
+	Network            *CNINetwork
+	ContainerID        string          // the CNI container ID (CNI pods)
+	Result             *current.Result // the CNI ADD result for PodLink (nil when hand-made)
 }
 
 // PodConfig selects the pod link's name and addresses; the zero value is
@@ -136,7 +149,7 @@ func NewPodWith(tb testing.TB, cfg PodConfig) *Pod {
 	if cfg.CIDR != "" {
 		addr, err := netlink.ParseAddr(cfg.CIDR)
 		require.NoError(tb, err)
-		p.PodIP = addr.IP
+		p.PodIP, p.PodNet, p.NodeIP = addr.IP, addr.IPNet, p.Gateway
 		require.NoError(tb, pod.Handle.AddrAdd(podL, addr))
 		require.NoError(tb, pod.Handle.RouteAdd(&netlink.Route{LinkIndex: podL.Attrs().Index, Gw: p.Gateway}))
 	}
@@ -145,10 +158,12 @@ func NewPodWith(tb testing.TB, cfg PodConfig) *Pod {
 		require.NoError(tb, err)
 		addr.Flags = unix.IFA_F_NODAD
 		require.NoError(tb, pod.Handle.AddrAdd(podL, addr))
+		p.PodIPv6, p.PodNetV6 = addr.IP, addr.IPNet
 		if cfg.GatewayV6 != "" {
 			gw := &netlink.Addr{IPNet: &net.IPNet{IP: net.ParseIP(cfg.GatewayV6), Mask: addr.Mask}, Flags: unix.IFA_F_NODAD}
 			require.NoError(tb, node.Handle.AddrAdd(nodeL, gw))
 			require.NoError(tb, pod.Handle.RouteAdd(&netlink.Route{LinkIndex: podL.Attrs().Index, Gw: net.ParseIP(cfg.GatewayV6)}))
+			p.GatewayV6, p.NodeIPv6 = net.ParseIP(cfg.GatewayV6), net.ParseIP(cfg.GatewayV6)
 		}
 	}
 	return p
