@@ -10,10 +10,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -49,6 +51,10 @@ type Options struct {
 	// QEMUArgs are appended to QEMU's command line, e.g. a -drive and a
 	// -device for a disk (load its modules with Modules).
 	QEMUArgs []string
+	// Files are host files to copy into the guest, by guest path
+	// (absolute, e.g. "/opt/cni/bin/ptp" → a plugin built for the test);
+	// they are executable there. Parent directories are made.
+	Files map[string]string
 	// Always delegates whatever this kernel supports: for tests that
 	// need a kernel feature other than a link type (a file system, say),
 	// which the caller has probed itself.
@@ -122,6 +128,12 @@ func DelegateWith(t *testing.T, opts Options) bool {
 	libs, err := dynamicDeps(bin)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, guest := range slices.Sorted(maps.Keys(opts.Files)) {
+		if !filepath.IsAbs(guest) || filepath.Clean(guest) != guest || guest == guestTestBin || guest == "/init" {
+			t.Fatalf("kernelvm: Files: guest path %q must be absolute and clean, not /init or the test binary", guest)
+		}
+		libs = append(libs, sharedObj{guest: strings.TrimPrefix(guest, "/"), host: opts.Files[guest]})
 	}
 	timeout := opts.Timeout
 	if timeout == 0 {
