@@ -10,8 +10,12 @@
 //	tap0 (owner 107, multi_queue when asked, MTU of eth0) ─────────────────────────────┘
 //
 // The VM gets the pod's original MAC (or the VMI's macAddress) and, over
-// DHCP from the bridge's link-local address, the pod IP, its gateway and
-// the pod link's other routes (option 121). Without an IPv4 address the
+// DHCP from the bridge's link-local address, the pod IP and the pod
+// link's IPv4 routing as the pod has it: every route but the connected
+// one in option 121 (on-link routes first), the default route's gateway
+// in option 3 and none when the link has no default route. A link
+// without a connected route for its subnet (ptp) gives the VM its address
+// as a /32, so that the subnet goes through the gateway as in the pod. Without an IPv4 address the
 // pod link keeps its name, no dummy is made and no DHCP server runs
 // (layer 2 only). net.ipv4.conf.all.arp_ignore=1 keeps the pod from
 // answering ARP for the address on the dummy.
@@ -31,4 +35,13 @@
 //     names, or an address another link holds, is refused before anything
 //     changes.
 //   - Cleanup restores the pod link (name, MAC, MTU, addresses, routes).
+//   - Routes: v0.53 takes the first route's gateway as the router (with a
+//     static route only, a default route through a secondary network),
+//     drops the routes whose source is the pod IP (all of ptp's, so that
+//     a VM on a ptp pod ARPs for its neighbours, which ptp's host side
+//     never answers) and sends option 121 only when the link had more
+//     than one route. Here only a default route gives a router, ptp's
+//     routes are delivered, and option 121 carries every non-connected
+//     route. A pod link with IPAM and no gateway is served its address
+//     alone (v0.53 does the same; it fails only on a link with no route).
 package bridge

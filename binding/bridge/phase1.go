@@ -26,10 +26,10 @@ func (Binding) Discover(ctx context.Context, d netdriver.Driver, in binding.Inpu
 }
 
 // Plan computes the record: the VM takes the pod link's first IPv4
-// address and MAC (or the VMI's macAddress), the gateway of the default
-// route, the pod link's routes other than the one the kernel derives from
-// the pod address, its MTU; the DHCP server speaks from the bridge's
-// link-local address. Without an IPv4 address IPAM is off: layer 2 only.
+// address and MAC (or the VMI's macAddress), and the pod link's IPv4
+// routing as the pod has it (see [guestRouting]); its MTU; the DHCP server
+// speaks from the bridge's link-local address. Without an IPv4 address
+// IPAM is off: layer 2 only.
 func (Binding) Plan(in binding.Input, link *cache.Link) (*cache.Interface, error) {
 	if link == nil {
 		return nil, errors.New("bridge: no discovery to plan from")
@@ -58,36 +58,65 @@ func (Binding) Plan(in binding.Input, link *cache.Link) (*cache.Interface, error
 		rec.ServerIPv4 = ""
 		return rec, nil
 	}
-	podIP := v4[0]
 	rec.NIC = in.Names.NIC
-	rec.IPv4 = podIP.String()
-	for _, r := range link.Routes {
-		dst, err := netip.ParsePrefix(r.Dst)
-		if err != nil || !dst.Addr().Is4() {
-			continue
-		}
-		if r.Gateway != "" && rec.Gateway == "" && dst.Bits() == 0 {
-			rec.Gateway = r.Gateway
-		}
-		// The route the kernel derives from the pod address is the
-		// VM's connected route already.
-		if r.Src == podIP.Addr().String() || r.Kernel || (r.Dst == "" && r.Gateway == "" && r.Src == "") {
-			continue
-		}
-		rec.Routes = append(rec.Routes, cache.Route{Dst: r.Dst, Gateway: r.Gateway, Metric: r.Metric})
+	addr, gw, routes, err := guestRouting(v4[0], link.Routes)
+	if err != nil {
+		return nil, fmt.Errorf("routes of %s: %w", link.Name, err)
 	}
-	if rec.Gateway == "" {
-		for _, r := range rec.Routes {
-			if r.Gateway != "" {
-				rec.Gateway = r.Gateway
-				break
-			}
-		}
-	}
-	if rec.Gateway == "" {
-		return nil, fmt.Errorf("no gateway address found in the routes of %s", link.Name)
-	}
+	rec.IPv4, rec.Gateway, rec.Routes = addr.String(), gw, routes
 	return rec, nil
+}
+
+// guestRouting computes what the VM gets over DHCP from the pod link's
+// address podIP and its routes (IPv6 routes are ignored): the VM's
+// address with the prefix that is on-link for the pod, the default
+// gateway (option 3; "" when the pod link has no default route), and the
+// routes of option 121 (every route of the link but the connected one).
+//
+//   - The connected route (podIP's prefix, no gateway) is what the VM's
+//     kernel derives from the address and prefix: it is not sent.
+//   - When the pod link has no connected route (ptp deletes it and routes
+//     its subnet through the gateway, `10.244.2.0/24 via 10.244.2.1` next
+//     to the on-link host route `10.244.2.1 scope link`), the subnet is
+//     not on-link for the pod: the VM gets its address as a /32 and the
+//     same routes, so that it sends its neighbours' traffic to the
+//     gateway as the pod did instead of ARPing for them.
+//   - A route's source address (ptp's `src 10.244.2.2`, the pod IP,
+//     which the VM holds too) and metric do not travel over DHCP.
+//   - Only a default route gives a gateway: a link whose one route is
+//     `192.168.0.0/16 via 192.168.1.1` gives option 121 with that route
+//     and no default route. KubeVirt v0.53 takes the first route's
+//     gateway (a default route through a secondary network) and drops
+//     routes whose source is the pod IP (ptp's, so ptp's neighbours are
+//     unreachable).
+func guestRouting(podIP netip.Prefix, routes []cache.Route) (addr netip.Prefix, gateway string, out []cache.Route, err error) {
+	subnet := podIP.Masked()
+	connected := false
+	for _, r := range routes {
+		dst, err := netip.ParsePrefix(r.Dst)
+		if err != nil {
+			return netip.Prefix{}, "", nil, fmt.Errorf("route %q: %w", r.Dst, err)
+		}
+		if !dst.Addr().Is4() {
+			continue
+		}
+		if dst.Masked() == subnet && r.Gateway == "" {
+			connected = true
+			continue
+		}
+		if r.Gateway != "" && dst.Bits() == 0 && gateway == "" {
+			gateway = r.Gateway
+		}
+		route := cache.Route{Dst: dst.Masked().String(), Gateway: r.Gateway}
+		if !slices.Contains(out, route) {
+			out = append(out, route)
+		}
+	}
+	addr = podIP
+	if !connected {
+		addr = netip.PrefixFrom(podIP.Addr(), 32)
+	}
+	return addr, gateway, out, nil
 }
 
 // Prepare builds, or finishes building, what the record describes:
@@ -128,9 +157,9 @@ func (Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input
 		return err
 	}
 	if !rec.IPAMDisabled {
-		podIP, err := netip.ParsePrefix(rec.IPv4)
+		podIP, err := podAddress(link)
 		if err != nil {
-			return fmt.Errorf("record ipv4 %q: %w", rec.IPv4, err)
+			return err
 		}
 		if err := binding.CheckAddressFree(d, podIP.Addr(), in.Names.Pod, in.Names.Pod, rec.NIC); err != nil {
 			return err
@@ -198,6 +227,20 @@ func (Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input
 	return nil
 }
 
+// podAddress is the pod link's IPv4 address as discovered, which the
+// dummy takes over (the record's IPv4 is the VM's view of it, which can
+// differ in its prefix).
+func podAddress(link *cache.Link) (netip.Prefix, error) {
+	v4, _, err := binding.Addresses(link)
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	if len(v4) == 0 {
+		return netip.Prefix{}, &binding.PodLinkError{Name: link.Name, Reason: "the discovery recorded no IPv4 address", Err: binding.ErrNoAddress}
+	}
+	return v4[0], nil
+}
+
 // checkPodLink checks that the pod link still is the one discovered.
 func checkPodLink(d netdriver.Driver, name string, link *cache.Link) error {
 	l, err := d.LinkByName(name)
@@ -214,9 +257,9 @@ func checkPodLink(d netdriver.Driver, name string, link *cache.Link) error {
 // IPv4 address to a dummy under the pod link's name, so that the kubelet
 // keeps seeing the pod IP on eth0 after a restart.
 func moveAddressToDummy(d netdriver.Driver, in binding.Input, link *cache.Link, rec *cache.Interface) error {
-	podIP, err := netip.ParsePrefix(rec.IPv4)
+	podIP, err := podAddress(link)
 	if err != nil {
-		return fmt.Errorf("record ipv4 %q: %w", rec.IPv4, err)
+		return err
 	}
 	pod, nic := in.Names.Pod, rec.NIC
 	nicLink, err := binding.Lookup(d, nic)

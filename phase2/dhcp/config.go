@@ -241,10 +241,13 @@ func parse4(s string) (netip.Addr, error) {
 	return a, nil
 }
 
-// routes converts the record's routes into option 121 routes. KubeVirt
-// sends the option only when the pod had more than one IPv4 route; default
-// routes go last (RFC 3442 clients ignore option 3 when 121 is present, so
-// the default route must be in it).
+// routes converts the record's routes into option 121 routes: every
+// IPv4 route of the record (phase1 left out the connected one), so that
+// the option is sent whenever the pod link had a route besides the
+// connected one, as KubeVirt v0.53 does (it counts the connected route,
+// then drops it). Default routes go last; RFC 3442 clients ignore option 3
+// when 121 is present, so a default route the pod had is in 121, and a
+// pod link without one gives none.
 func (c *Config) routes(in []cache.Route) ([]Route, error) {
 	var out []Route
 	for i, r := range in {
@@ -264,13 +267,24 @@ func (c *Config) routes(in []cache.Route) ([]Route, error) {
 		}
 		out = append(out, Route{Dst: dst.Masked(), Gateway: gw})
 	}
-	if len(out) < 2 {
+	if len(out) == 0 {
 		return nil, nil
 	}
+	// On-link routes first, so that a client installing the routes in
+	// order (udhcpc's and dhclient's scripts do) can reach the gateways
+	// of the next ones (ptp: "10.244.2.1/32 on-link" before
+	// "10.244.2.0/24 via 10.244.2.1"); default routes last.
 	slices.SortStableFunc(out, func(a, b Route) int {
-		return cmp.Compare(isDefault(a.Dst), isDefault(b.Dst))
+		return cmp.Or(cmp.Compare(isDefault(a.Dst), isDefault(b.Dst)), cmp.Compare(hasGateway(a), hasGateway(b)))
 	})
 	return out, nil
+}
+
+func hasGateway(r Route) int {
+	if r.Gateway.IsUnspecified() {
+		return 0
+	}
+	return 1
 }
 
 func isDefault(p netip.Prefix) int {

@@ -104,9 +104,52 @@ func TestNewConfig(t *testing.T) {
 			require.Len(t, c.Ignored, 1)
 		},
 	}, {
-		name:  "one route: no option 121",
-		rec:   func(r *cache.Interface) { r.Routes = []cache.Route{{Dst: "0.0.0.0/0", Gateway: "10.244.1.1"}} },
-		check: func(t *testing.T, c *Config) { require.Nil(t, c.Routes) },
+		// The pod link had its connected route and a default route.
+		name: "one route: option 121 with it",
+		rec:  func(r *cache.Interface) { r.Routes = []cache.Route{{Dst: "0.0.0.0/0", Gateway: "10.244.1.1"}} },
+		check: func(t *testing.T, c *Config) {
+			require.Equal(t, []Route{{netip.MustParsePrefix("0.0.0.0/0"), netip.MustParseAddr("10.244.1.1")}}, c.Routes)
+		},
+	}, {
+		// A secondary network with one static route and no default
+		// route: option 121 with that route, no option 3.
+		name: "static route only: no router",
+		rec: func(r *cache.Interface) {
+			r.Gateway = ""
+			r.Routes = []cache.Route{{Dst: "192.168.0.0/16", Gateway: "192.168.1.1"}}
+		},
+		check: func(t *testing.T, c *Config) {
+			require.False(t, c.Router.IsValid())
+			require.Equal(t, []Route{{netip.MustParsePrefix("192.168.0.0/16"), netip.MustParseAddr("192.168.1.1")}}, c.Routes)
+		},
+	}, {
+		// ptp's routing (the VM's address is a /32): the gateway's
+		// on-link route comes before the route through it.
+		name: "ptp: on-link routes first",
+		rec: func(r *cache.Interface) {
+			r.IPv4 = "10.244.2.2/32"
+			r.Routes = []cache.Route{
+				{Dst: "0.0.0.0/0", Gateway: "10.244.2.1"},
+				{Dst: "10.244.2.0/24", Gateway: "10.244.2.1"},
+				{Dst: "10.244.2.1/32"},
+			}
+		},
+		check: func(t *testing.T, c *Config) {
+			require.Equal(t, []Route{
+				{netip.MustParsePrefix("10.244.2.1/32"), netip.MustParseAddr("0.0.0.0")},
+				{netip.MustParsePrefix("10.244.2.0/24"), netip.MustParseAddr("10.244.2.1")},
+				{netip.MustParsePrefix("0.0.0.0/0"), netip.MustParseAddr("10.244.2.1")},
+			}, c.Routes)
+		},
+	}, {
+		// IPAM without a gateway (host-local without "gateway"): the
+		// address alone.
+		name: "no routes: no router, no option 121",
+		rec:  func(r *cache.Interface) { r.Gateway, r.Routes = "", nil },
+		check: func(t *testing.T, c *Config) {
+			require.False(t, c.Router.IsValid())
+			require.Nil(t, c.Routes)
+		},
 	}, {
 		name: "dhcpOptions",
 		iface: &api.Interface{Name: "default", Bridge: &struct{}{}, DHCPOptions: &api.DHCPOptions{

@@ -1,0 +1,120 @@
+package bridge
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/virtnet/virtnet/api"
+	"github.com/virtnet/virtnet/binding"
+	"github.com/virtnet/virtnet/cache"
+)
+
+// planInput is the input of the one bridge interface of a VMI on a
+// secondary (Multus) network, pod link net1.
+func planInput(t *testing.T) binding.Input {
+	t.Helper()
+	v := &api.VMI{Metadata: api.ObjectMeta{Name: "vmi-bridge", Namespace: "default", UID: "u1"}}
+	v.Spec.Domain.Devices.Interfaces = []api.Interface{{Name: "blue", Bridge: &struct{}{}}}
+	v.Spec.Networks = []api.Network{{Name: "blue", Multus: &api.MultusNetwork{NetworkName: "blue-net"}}}
+	api.SetDefaults(v)
+	require.NoError(t, api.Validate(v))
+	ps, err := api.Pairs(v)
+	require.NoError(t, err)
+	require.Len(t, ps, 1)
+	return binding.Input{VMI: v, Pair: ps[0], Names: binding.Names{Pod: "net1", NIC: "net1-nic", Bridge: "k6t-net1", Tap: "tap1"}}
+}
+
+// TestPlanRouting: what the VM is told over DHCP for the pod link shapes
+// real CNIs leave (the routes as RouteList reports them).
+func TestPlanRouting(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		addr    string
+		routes  []cache.Route
+		wantIP  string
+		wantGW  string
+		wantRts []cache.Route
+	}{{
+		name: "default route (bridge plugin, kindnet's eth0 seen by most CNIs)",
+		addr: "10.244.1.7/24",
+		routes: []cache.Route{
+			{Dst: "0.0.0.0/0", Gateway: "10.244.1.1"},
+			{Dst: "10.244.1.0/24", Src: "10.244.1.7", Kernel: true},
+		},
+		wantIP: "10.244.1.7/24", wantGW: "10.244.1.1",
+		wantRts: []cache.Route{{Dst: "0.0.0.0/0", Gateway: "10.244.1.1"}},
+	}, {
+		// #12.1: host-local without "gateway", whereabouts.
+		name:   "IPAM without a gateway: the address alone",
+		addr:   "192.168.1.5/24",
+		routes: []cache.Route{{Dst: "192.168.1.0/24", Src: "192.168.1.5", Kernel: true}},
+		wantIP: "192.168.1.5/24",
+	}, {
+		// #12.2: never a default route the pod did not have.
+		name: "one static route: no gateway",
+		addr: "192.168.1.5/24",
+		routes: []cache.Route{
+			{Dst: "192.168.0.0/16", Gateway: "192.168.1.1"},
+			{Dst: "192.168.1.0/24", Src: "192.168.1.5", Kernel: true},
+		},
+		wantIP:  "192.168.1.5/24",
+		wantRts: []cache.Route{{Dst: "192.168.0.0/16", Gateway: "192.168.1.1"}},
+	}, {
+		// #12.3: ptp deletes the connected route and routes the subnet
+		// through the gateway, which is on-link by a host route.
+		name: "ptp: subnet via the gateway, gateway on-link, address /32",
+		addr: "10.244.2.2/24",
+		routes: []cache.Route{
+			{Dst: "0.0.0.0/0", Gateway: "10.244.2.1"},
+			{Dst: "10.244.2.0/24", Gateway: "10.244.2.1", Src: "10.244.2.2"},
+			{Dst: "10.244.2.1/32", Src: "10.244.2.2"},
+		},
+		wantIP: "10.244.2.2/32", wantGW: "10.244.2.1",
+		wantRts: []cache.Route{
+			{Dst: "0.0.0.0/0", Gateway: "10.244.2.1"},
+			{Dst: "10.244.2.0/24", Gateway: "10.244.2.1"},
+			{Dst: "10.244.2.1/32"},
+		},
+	}, {
+		name: "Calico: /32 with an on-link link-local gateway",
+		addr: "10.1.2.3/32",
+		routes: []cache.Route{
+			{Dst: "0.0.0.0/0", Gateway: "169.254.1.1"},
+			{Dst: "169.254.1.1/32"},
+		},
+		wantIP: "10.1.2.3/32", wantGW: "169.254.1.1",
+		wantRts: []cache.Route{{Dst: "0.0.0.0/0", Gateway: "169.254.1.1"}, {Dst: "169.254.1.1/32"}},
+	}, {
+		name: "IPv6 routes and duplicates by metric are left out",
+		addr: "10.244.1.7/24",
+		routes: []cache.Route{
+			{Dst: "0.0.0.0/0", Gateway: "10.244.1.1", Metric: 100},
+			{Dst: "0.0.0.0/0", Gateway: "10.244.1.1", Metric: 200},
+			{Dst: "10.244.1.0/24", Src: "10.244.1.7", Kernel: true},
+			{Dst: "::/0", Gateway: "fd00::1"},
+		},
+		wantIP: "10.244.1.7/24", wantGW: "10.244.1.1",
+		wantRts: []cache.Route{{Dst: "0.0.0.0/0", Gateway: "10.244.1.1"}},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			link := &cache.Link{Name: "net1", Type: "veth", MAC: "0a:58:0a:f4:01:07", MTU: 1440,
+				Addresses: []string{tc.addr}, Routes: tc.routes}
+			rec, err := Binding{}.Plan(planInput(t), link)
+			require.NoError(t, err)
+			require.False(t, rec.IPAMDisabled)
+			require.Equal(t, tc.wantIP, rec.IPv4)
+			require.Equal(t, tc.wantGW, rec.Gateway)
+			require.Equal(t, tc.wantRts, rec.Routes)
+		})
+	}
+}
+
+// TestPlanBadRoute: a cached route that does not parse is an error naming
+// the link and the route, not a silently shorter route list.
+func TestPlanBadRoute(t *testing.T) {
+	link := &cache.Link{Name: "net1", Type: "veth", MAC: "0a:58:0a:f4:01:07", MTU: 1440,
+		Addresses: []string{"10.244.1.7/24"}, Routes: []cache.Route{{Dst: "nonsense"}}}
+	_, err := Binding{}.Plan(planInput(t), link)
+	require.ErrorContains(t, err, `routes of net1: route "nonsense"`)
+}
