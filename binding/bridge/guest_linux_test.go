@@ -3,7 +3,6 @@ package bridge_test
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/containernetworking/cni/libcni"
 	"github.com/stretchr/testify/require"
 	"github.com/vishvananda/netlink"
 
@@ -276,8 +274,9 @@ func secondaryPod(t *testing.T, routes ...*netlink.Route) (pod, node *testutil.N
 // real DHCP client in a guest namespace on the pod's bridge, and checks
 // what the guest received and what it can reach.
 func TestGuestRouting(t *testing.T) {
-	files, pluginDir := cniPlugins(t)
-	if kernelvm.DelegateWith(t, kernelvm.Options{Needs: []string{"dummy", "bridge", "veth", "tun"}, Files: files}) {
+	files := cniPlugins(t)
+	if kernelvm.DelegateWith(t, kernelvm.Options{Needs: []string{"dummy", "bridge", "veth", "tun"},
+		Files: files, Env: []string{testutil.CNIPluginDirEnv}}) {
 		return
 	}
 
@@ -322,17 +321,14 @@ func TestGuestRouting(t *testing.T) {
 	// (address /32, gateway on-link, subnet and default via the gateway)
 	// and reaches the second pod, which sees the pod IP.
 	t.Run("ptp", func(t *testing.T) {
-		node := testutil.NewNS(t, "vn-node")
-		podA, podB := testutil.NewNS(t, "vn-pod"), testutil.NewNS(t, "vn-pod")
-		cni := newPTP(t, node, pluginDir)
-		ipA := cni.add(t, podA, "a")
-		ipB := cni.add(t, podB, "b")
-		require.Equal(t, "10.244.2.2/24", ipA)
-		require.Equal(t, "10.244.2.3/24", ipB)
+		podA := testutil.NewKindnetPod(t)
+		podB := podA.Neighbor(t)
+		require.Equal(t, "10.244.2.2/24", podA.PodNet.String())
+		require.Equal(t, "10.244.2.3", podB.PodIP.String())
 
-		vmi, rec := runPhase1(t, podVMI, podA, "default")
-		g := runGuest(t, vmi, podA, rec)
-		listen(t, podB, "10.244.2.3:8000")
+		vmi, rec := runPhase1(t, podVMI, podA.Pod, "default")
+		g := runGuest(t, vmi, podA.Pod, rec)
+		listen(t, podB.Pod, "10.244.2.3:8000")
 		seen, err := dial(g.ns, "10.244.2.3:8000")
 		require.NoError(t, err, "the guest reaches the second pod on the node")
 		require.Equal(t, "10.244.2.2", seen, "the second pod sees the pod IP")
@@ -349,96 +345,21 @@ func TestGuestRouting(t *testing.T) {
 	})
 }
 
-// Minimal harness for pods made by real CNI plugins (the shared one of
-// internal/testutil had not landed): the plugins are built from the
-// module's tool dependencies and run through libcni from inside a node
-// namespace, so that their host sides land there.
-
-// cniPlugins builds ptp and host-local outside the kernel VM and returns
-// them as kernelvm files and the directory the test finds them in (the
-// guest path inside the VM, the build directory otherwise).
-func cniPlugins(t *testing.T) (map[string]string, string) {
+// cniPlugins builds the CNI reference plugins outside the kernel VM
+// (testutil.CNIPluginDir) and returns them as kernelvm files at the same
+// paths, with testutil.CNIPluginDirEnv naming that directory, inside the
+// VM as here.
+func cniPlugins(t *testing.T) map[string]string {
 	t.Helper()
-	const guestDir = "/opt/cni/bin"
 	if os.Getenv(kernelvm.EnvInVM) == "1" {
-		return nil, guestDir
+		return nil
 	}
 	testutil.RequireRoot(t)
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		testutil.Skip(t, "the go command, to build the CNI plugins ptp and host-local")
-	}
-	dir := t.TempDir()
+	dir := testutil.CNIPluginDir(t)
+	t.Setenv(testutil.CNIPluginDirEnv, dir)
 	files := map[string]string{}
-	for _, p := range []string{"main/ptp", "ipam/host-local"} {
-		out := filepath.Join(dir, filepath.Base(p))
-		cmd := exec.Command(goBin, "build", "-o", out, "github.com/containernetworking/plugins/plugins/"+p)
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		b, err := cmd.CombinedOutput()
-		require.NoError(t, err, "go build %s: %s", p, b)
-		files[guestDir+"/"+filepath.Base(p)] = out
+	for _, p := range testutil.CNIPlugins() {
+		files[filepath.Join(dir, p)] = filepath.Join(dir, p)
 	}
-	return files, dir
-}
-
-type ptpNet struct {
-	node  *testutil.NS
-	cni   *libcni.CNIConfig
-	list  *libcni.NetworkConfigList
-	cache string
-}
-
-// newPTP is kindnet's pod network: ptp with host-local IPAM on
-// 10.244.2.0/24, gateway 10.244.2.1, a default route, MTU 1500.
-func newPTP(t *testing.T, node *testutil.NS, pluginDir string) *ptpNet {
-	t.Helper()
-	conf, err := json.Marshal(map[string]any{
-		"cniVersion": "1.0.0",
-		"name":       "kindnet",
-		"plugins": []any{map[string]any{
-			"type": "ptp", "ipMasq": false, "mtu": 1500,
-			"ipam": map[string]any{
-				"type":    "host-local",
-				"dataDir": t.TempDir(),
-				"ranges":  [][]map[string]string{{{"subnet": "10.244.2.0/24", "gateway": "10.244.2.1"}}},
-				"routes":  []map[string]string{{"dst": "0.0.0.0/0"}},
-			},
-		}},
-	})
-	require.NoError(t, err)
-	list, err := libcni.NetworkConfFromBytes(conf)
-	require.NoError(t, err)
-	n := &ptpNet{node: node, list: list, cache: t.TempDir()}
-	n.cni = libcni.NewCNIConfigWithCacheDir([]string{pluginDir}, n.cache, nil)
-	return n
-}
-
-// add runs ADD for a pod (eth0) from inside the node namespace and
-// returns the pod address the plugin reported.
-func (n *ptpNet) add(t *testing.T, pod *testutil.NS, id string) string {
-	t.Helper()
-	rt := &libcni.RuntimeConf{ContainerID: "ctr-" + id, NetNS: pod.Path, IfName: "eth0"}
-	var res string
-	require.NoError(t, n.node.Do(func() error {
-		r, err := n.cni.AddNetworkList(context.Background(), n.list, rt)
-		if err != nil {
-			return err
-		}
-		b, err := json.Marshal(r)
-		if err != nil {
-			return err
-		}
-		var out struct {
-			IPs []struct{ Address string } `json:"ips"`
-		}
-		if err := json.Unmarshal(b, &out); err != nil {
-			return err
-		}
-		if len(out.IPs) != 1 {
-			return fmt.Errorf("ptp result %s: want one address", b)
-		}
-		res = out.IPs[0].Address
-		return nil
-	}), "CNI ADD %s", id)
-	return res
+	return files
 }
