@@ -101,16 +101,22 @@ func MasqueradeBridgeMAC() net.HardwareAddr {
 
 // VMMAC derives a stable MAC for a VM interface from the VMI UID and the
 // interface name: SHA-256 of "<uid>/<iface>", first six bytes, with the
-// locally-administered bit set and the multicast bit cleared. It is never
+// locally-administered bit set and the multicast bit cleared. The first
+// octet is never 0xfe (libvirt gives the host side of a tap the VM's MAC
+// with its first octet replaced by 0xfe, and KubeVirt avoids it for VMs):
+// a digest starting with 0xfe or 0xff becomes 0xfa. It is never
 // 02:00:00:00:00:00 (the masquerade bridge's).
 func VMMAC(uid, iface string) net.HardwareAddr {
 	sum := sha256.Sum256([]byte(uid + "/" + iface))
-	mac := net.HardwareAddr(sum[:6])
+	mac := append(net.HardwareAddr(nil), sum[:6]...)
 	mac[0] = (mac[0] &^ 0x01) | 0x02
+	if mac[0] == 0xfe {
+		mac[0] = 0xfa
+	}
 	if mac.String() == MasqueradeBridgeMAC().String() {
 		mac[5] = 1
 	}
-	return append(net.HardwareAddr(nil), mac...)
+	return mac
 }
 
 // BridgeMAC derives the bridge binding's bridge MAC (which the pod NIC

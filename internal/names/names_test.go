@@ -1,6 +1,8 @@
 package names
 
 import (
+	"fmt"
+	"net"
 	"strings"
 	"testing"
 
@@ -74,6 +76,44 @@ func TestVMMAC(t *testing.T) {
 		require.Equal(t, byte(2), m[0]&3, "locally administered unicast: %s", m)
 		require.NotEqual(t, api.MasqueradeBridgeMAC, m.String())
 	}
+}
+
+// TestVMMACNeverReserved derives the VM and bridge MACs of 10 000 VMI UIDs
+// (and of UIDs whose digest starts with 0xfe, seen with real UIDs before):
+// every MAC is unicast, locally administered, never starts with fe: (the
+// host side of libvirt's taps) and is never the masquerade bridge's.
+func TestVMMACNeverReserved(t *testing.T) {
+	tests := []struct {
+		name string
+		uids []string
+	}{
+		{"digest starting with fe", []string{"5d2b8f3c-7a1e-4c9b-9f00-000000000003", "5d2b8f3c-7a1e-4c9b-9f00-000000000007"}},
+		{"10000 UIDs", func() []string {
+			out := make([]string, 10000)
+			for i := range out {
+				out[i] = fmt.Sprintf("%08x-%04x-4%03x-a%03x-%012x", i*2654435761%(1<<32), i%65536, i%4096, (i*7)%4096, i*40503)
+			}
+			return out
+		}()},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			fe := 0
+			for _, uid := range tc.uids {
+				for _, m := range []net.HardwareAddr{VMMAC(uid, "default"), VMMAC(uid, "net1"), BridgeMAC(uid, "default")} {
+					require.Len(t, m, 6)
+					require.Equal(t, byte(0x02), m[0]&0x03, "%s: locally administered unicast: %s", uid, m)
+					require.NotEqual(t, byte(0xfe), m[0], "%s: %s starts with fe:", uid, m)
+					require.NotEqual(t, api.MasqueradeBridgeMAC, m.String())
+					if m[0] == 0xfa {
+						fe++
+					}
+				}
+			}
+			require.NotZero(t, fe, "no UID of the set hit the fe: case")
+		})
+	}
+	require.Equal(t, "fa", VMMAC("5d2b8f3c-7a1e-4c9b-9f00-000000000003", "default").String()[:2])
 }
 
 // hash is the hex digest behind a short form.

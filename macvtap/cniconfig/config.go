@@ -33,6 +33,12 @@ const (
 	DefaultGroup = 107
 )
 
+// MaxID is the largest owner or group the configuration accepts:
+// 2^32-2. Linux IDs are 32 bits and 2^32-1 is (uid_t)-1, which chown
+// reads as "leave unchanged"; anything larger would be truncated (2^32 is
+// root).
+const MaxID = 1<<32 - 2
+
 // NetConf is the macvtap CNI configuration.
 type NetConf struct {
 	types.NetConf
@@ -130,10 +136,10 @@ func (c *NetConf) Validate() error {
 		return &ConfigError{Field: "deviceID", Err: ErrRequired}
 	case c.MTU != 0 && (c.MTU < MinMTU || c.MTU > MaxMTU):
 		return &ConfigError{Field: "mtu", Value: strconv.Itoa(c.MTU), Err: fmt.Errorf("%w: want %d to %d", ErrMTURange, MinMTU, MaxMTU)}
-	case c.Owner != nil && *c.Owner < 0:
-		return &ConfigError{Field: "owner", Value: strconv.Itoa(*c.Owner), Err: ErrOutOfRange}
-	case c.Group != nil && *c.Group < 0:
-		return &ConfigError{Field: "group", Value: strconv.Itoa(*c.Group), Err: ErrOutOfRange}
+	case c.Owner != nil && (*c.Owner < 0 || int64(*c.Owner) > MaxID):
+		return &ConfigError{Field: "owner", Value: strconv.Itoa(*c.Owner), Err: fmt.Errorf("%w: want 0 to %d", ErrOutOfRange, int64(MaxID))}
+	case c.Group != nil && (*c.Group < 0 || int64(*c.Group) > MaxID):
+		return &ConfigError{Field: "group", Value: strconv.Itoa(*c.Group), Err: fmt.Errorf("%w: want 0 to %d", ErrOutOfRange, int64(MaxID))}
 	}
 	if c.MAC != "" {
 		hw, err := ParseMAC(c.MAC)

@@ -46,6 +46,10 @@ func TestParse(t *testing.T) {
 	require.Equal(t, net.HardwareAddr{2, 0x23, 0x45, 0x67, 0x89, 1}, c.HardwareAddr)
 	require.Equal(t, 0, c.OwnerID())
 	require.Equal(t, 36, c.GroupID())
+	maxIDs, err := Parse([]byte(`{"cniVersion":"1.0.0","name":"n","type":"macvtap","deviceID":"d","owner":4294967294,"group":4294967294}`))
+	require.NoError(t, err, "the largest uid and gid")
+	require.Equal(t, MaxID, maxIDs.OwnerID())
+	require.Equal(t, MaxID, maxIDs.GroupID())
 	require.Equal(t, "eno1", c.LowerDevice)
 	require.Equal(t, macvtap.Mode(""), c.MacvtapMode, "no mode: leave the link's")
 }
@@ -82,6 +86,10 @@ func TestParseErrors(t *testing.T) {
 		{"bad lowerDevice", `{` + base + `,"lowerDevice":"a/b"}`, "lowerDevice", ErrInvalidName, ""},
 		{"negative owner", `{` + base + `,"owner":-1}`, "owner", ErrOutOfRange, ""},
 		{"negative group", `{` + base + `,"group":-5}`, "group", ErrOutOfRange, ""},
+		{"owner 2^32 (would truncate to root)", `{` + base + `,"owner":4294967296}`, "owner", ErrOutOfRange, `owner "4294967296": out of range: want 0 to 4294967294`},
+		{"group 2^32 (would truncate to root)", `{` + base + `,"group":4294967296}`, "group", ErrOutOfRange, `group "4294967296"`},
+		{"owner 2^32-1 ((uid_t)-1: unchanged)", `{` + base + `,"owner":4294967295}`, "owner", ErrOutOfRange, ""},
+		{"group 2^33+107", `{` + base + `,"group":8589934699}`, "group", ErrOutOfRange, ""},
 		{"ipam without type", `{` + base + `,"ipam":{"subnet":"10.1.0.0/24"}}`, "ipam.type", ErrRequired, ""},
 		{"ipam not an object", `{` + base + `,"ipam":"host-local"}`, "ipam", ErrInvalidJSON, ""},
 	}
@@ -165,7 +173,7 @@ func FuzzParse(f *testing.F) {
 		if c.MAC != "" && (len(c.HardwareAddr) != 6 || c.HardwareAddr[0]&1 != 0) {
 			t.Fatalf("accepted MAC %q", c.MAC)
 		}
-		if c.OwnerID() < 0 || c.GroupID() < 0 {
+		if c.OwnerID() < 0 || c.GroupID() < 0 || int64(c.OwnerID()) > MaxID || int64(c.GroupID()) > MaxID {
 			t.Fatalf("accepted owner/group %d/%d", c.OwnerID(), c.GroupID())
 		}
 	})

@@ -26,7 +26,7 @@ var (
 	ErrMTURange = errors.New("MTU out of range")
 	// ErrInvalidName: an interface name is not valid on Linux.
 	ErrInvalidName = errors.New("invalid interface name")
-	// ErrOutOfRange: owner or group is negative.
+	// ErrOutOfRange: owner or group is negative or above [MaxID].
 	ErrOutOfRange = errors.New("out of range")
 	// ErrBadArgs: CNI_ARGS does not parse.
 	ErrBadArgs = errors.New("invalid CNI_ARGS")

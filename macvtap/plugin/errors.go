@@ -3,6 +3,7 @@ package plugin
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/containernetworking/cni/pkg/types"
 
@@ -22,6 +23,14 @@ var (
 	ErrMismatch = errors.New("does not match")
 	// ErrNoPrevResult: CHECK without prevResult.
 	ErrNoPrevResult = errors.New("prevResult is required")
+	// ErrBadPrevResult: CHECK with a prevResult that does not decode.
+	ErrBadPrevResult = errors.New("prevResult does not decode")
+	// ErrBadIfName: CNI_IFNAME is not a valid Linux interface name.
+	ErrBadIfName = errors.New("CNI_IFNAME is not a valid interface name")
+	// ErrNetNSGone: CNI_NETNS does not exist.
+	ErrNetNSGone = errors.New("CNI_NETNS does not exist")
+	// ErrNotNetNS: CNI_NETNS exists but is not a network namespace.
+	ErrNotNetNS = errors.New("CNI_NETNS is not a network namespace")
 	// ErrNotSupported: the plugin only works on Linux.
 	ErrNotSupported = errors.New("macvtap CNI plugin: only supported on Linux")
 )
@@ -55,9 +64,37 @@ func (e *Error) Error() string {
 // Unwrap returns the cause.
 func (e *Error) Unwrap() error { return e.Err }
 
+// Plugin-specific CNI error codes (the CNI spec reserves 0-99 for its own
+// codes and leaves 100 and up to plugins).
+const (
+	// CodeDeviceNotFound is [ErrDeviceNotFound].
+	CodeDeviceNotFound uint = 100
+	// CodeNotMacvtap is [ErrNotMacvtap].
+	CodeNotMacvtap uint = 101
+	// CodeIfaceExists is [ErrIfaceExists].
+	CodeIfaceExists uint = 102
+	// CodeMismatch is [ErrMismatch] (CHECK found the link otherwise).
+	CodeMismatch uint = 103
+)
+
 // CNIError turns an error of this package into the *types.Error the CNI
-// library prints: configuration errors get code 7 (invalid network config),
-// the rest code 999 (internal). The message is err's text.
+// library prints, with the CNI spec's codes:
+//
+//   - 1 (incompatible CNI version): a cniVersion the plugin does not speak;
+//   - 3 (container unknown): CNI_NETNS does not exist ([ErrNetNSGone]);
+//   - 4 (invalid environment variables): CNI_ARGS, CNI_IFNAME
+//     ([ErrBadIfName]) or a CNI_NETNS that is not a namespace
+//     ([ErrNotNetNS]);
+//   - 6 (failed to decode content): configuration or prevResult that is not
+//     the JSON expected ([cniconfig.ErrInvalidJSON], [ErrBadPrevResult]);
+//   - 7 (invalid network config): any other configuration error, and a CHECK
+//     without prevResult ([ErrNoPrevResult]);
+//   - 50 (plugin not available): [ErrNotSupported];
+//   - 100-103: this plugin's own conditions ([CodeDeviceNotFound], …);
+//   - 999 (the CNI library's "internal"): anything else, a kernel call that
+//     failed.
+//
+// The message is err's text.
 func CNIError(err error) error {
 	if err == nil {
 		return nil
@@ -66,9 +103,41 @@ func CNIError(err error) error {
 	if errors.As(err, &te) {
 		return te
 	}
+	return types.NewError(Code(err), err.Error(), "")
+}
+
+// Code is the CNI error code [CNIError] gives err.
+func Code(err error) uint {
 	var ce *cniconfig.ConfigError
 	if errors.As(err, &ce) {
-		return types.NewError(types.ErrInvalidNetworkConfig, err.Error(), "")
+		switch {
+		case errors.Is(err, cniconfig.ErrUnsupportedVersion):
+			return types.ErrIncompatibleCNIVersion
+		case strings.HasPrefix(ce.Field, "CNI_ARGS"):
+			return types.ErrInvalidEnvironmentVariables
+		case errors.Is(err, cniconfig.ErrInvalidJSON):
+			return types.ErrDecodingFailure
+		}
+		return types.ErrInvalidNetworkConfig
 	}
-	return types.NewError(types.ErrInternal, err.Error(), "")
+	for _, c := range []struct {
+		sentinel error
+		code     uint
+	}{
+		{ErrNetNSGone, types.ErrUnknownContainer},
+		{ErrNotNetNS, types.ErrInvalidEnvironmentVariables},
+		{ErrBadIfName, types.ErrInvalidEnvironmentVariables},
+		{ErrBadPrevResult, types.ErrDecodingFailure},
+		{ErrNoPrevResult, types.ErrInvalidNetworkConfig},
+		{ErrNotSupported, types.ErrPluginNotAvailable},
+		{ErrDeviceNotFound, CodeDeviceNotFound},
+		{ErrNotMacvtap, CodeNotMacvtap},
+		{ErrIfaceExists, CodeIfaceExists},
+		{ErrMismatch, CodeMismatch},
+	} {
+		if errors.Is(err, c.sentinel) {
+			return c.code
+		}
+	}
+	return types.ErrInternal
 }

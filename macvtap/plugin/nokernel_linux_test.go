@@ -49,7 +49,7 @@ func TestConfigErrorsBeforeAnyKernelWork(t *testing.T) {
 
 			var te *types.Error
 			require.ErrorAs(t, CNIError(err), &te)
-			require.EqualValues(t, types.ErrInvalidNetworkConfig, te.Code)
+			require.Less(t, te.Code, uint(100), "a spec code (TestCNIErrorCodes has each)")
 		})
 	}
 
@@ -67,8 +67,51 @@ func TestConfigErrorsBeforeAnyKernelWork(t *testing.T) {
 		require.Equal(t, "open container netns", pe.Step)
 		var te *types.Error
 		require.ErrorAs(t, CNIError(err), &te)
-		require.EqualValues(t, types.ErrInternal, te.Code)
+		require.EqualValues(t, types.ErrUnknownContainer, te.Code)
 	})
+}
+
+// TestCNIErrorCodes checks the code of every error a runtime can provoke
+// without a kernel: each is one of the CNI spec's codes (or this plugin's
+// 100+), never 999.
+func TestCNIErrorCodes(t *testing.T) {
+	const ok = `"cniVersion":"1.0.0","name":"n","type":"macvtap","deviceID":"eth0Mvp0"`
+	notNS := filepath.Join(t.TempDir(), "plain-file")
+	require.NoError(t, os.WriteFile(notNS, nil, 0o600))
+	prev := `"prevResult":{"cniVersion":"1.0.0","interfaces":[{"name":"net1","sandbox":"/nonexistent/netns"}]}`
+	tests := []struct {
+		name     string
+		verb     func(*Plugin, *skel.CmdArgs) error
+		netns    string
+		ifname   string
+		cniArgs  string
+		conf     string
+		code     uint
+		sentinel error
+	}{
+		{"ADD invalid JSON", (*Plugin).Add, "/nonexistent/netns", "net1", "", `{`, types.ErrDecodingFailure, cniconfig.ErrInvalidJSON},
+		{"ADD mtu of the wrong JSON type", (*Plugin).Add, "/nonexistent/netns", "net1", "", `{` + ok + `,"mtu":"9000"}`, types.ErrDecodingFailure, cniconfig.ErrInvalidJSON},
+		{"ADD unsupported cniVersion", (*Plugin).Add, "/nonexistent/netns", "net1", "", `{"cniVersion":"0.3.2","name":"n","type":"macvtap","deviceID":"d"}`, types.ErrIncompatibleCNIVersion, cniconfig.ErrUnsupportedVersion},
+		{"ADD owner above 2^32-1", (*Plugin).Add, "/nonexistent/netns", "net1", "", `{` + ok + `,"owner":4294967296}`, types.ErrInvalidNetworkConfig, cniconfig.ErrOutOfRange},
+		{"ADD multicast CNI_ARGS MAC", (*Plugin).Add, "/nonexistent/netns", "net1", "MAC=01:02:03:04:05:06", `{` + ok + `}`, types.ErrInvalidEnvironmentVariables, cniconfig.ErrMulticastMAC},
+		{"ADD bad CNI_IFNAME", (*Plugin).Add, "/nonexistent/netns", "a/b", "", `{` + ok + `}`, types.ErrInvalidEnvironmentVariables, ErrBadIfName},
+		{"ADD gone netns", (*Plugin).Add, "/nonexistent/netns", "net1", "", `{` + ok + `}`, types.ErrUnknownContainer, ErrNetNSGone},
+		{"ADD netns that is a regular file", (*Plugin).Add, notNS, "net1", "", `{` + ok + `}`, types.ErrInvalidEnvironmentVariables, ErrNotNetNS},
+		{"CHECK without prevResult", (*Plugin).Check, "/nonexistent/netns", "net1", "", `{` + ok + `}`, types.ErrInvalidNetworkConfig, ErrNoPrevResult},
+		{"CHECK prevResult of the wrong shape", (*Plugin).Check, "/nonexistent/netns", "net1", "", `{` + ok + `,"prevResult":{"interfaces":"net1"}}`, types.ErrDecodingFailure, ErrBadPrevResult},
+		{"CHECK prevResult without the interface", (*Plugin).Check, "/nonexistent/netns", "net2", "", `{` + ok + `,` + prev + `}`, CodeMismatch, ErrMismatch},
+		{"CHECK gone netns", (*Plugin).Check, "/nonexistent/netns", "net1", "", `{` + ok + `,` + prev + `}`, types.ErrUnknownContainer, ErrNetNSGone},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.verb(&Plugin{}, &skel.CmdArgs{ContainerID: "c1", Netns: tc.netns, IfName: tc.ifname, Args: tc.cniArgs, StdinData: []byte(tc.conf)})
+			require.ErrorIs(t, err, tc.sentinel)
+			var te *types.Error
+			require.ErrorAs(t, CNIError(err), &te)
+			require.Equal(t, tc.code, te.Code, "code of %v", err)
+			require.Equal(t, err.Error(), te.Msg)
+		})
+	}
 }
 
 func TestDelWithoutNamespace(t *testing.T) {

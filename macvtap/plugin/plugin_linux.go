@@ -53,6 +53,14 @@ func (p *Plugin) hostHandle() (*netlink.Handle, error) {
 func containerHandle(path string) (ns.NetNS, *netlink.Handle, error) {
 	target, err := ns.GetNS(path)
 	if err != nil {
+		var gone ns.NSPathNotExistErr
+		var notNS ns.NSPathNotNSErr
+		switch {
+		case errors.As(err, &gone):
+			err = fmt.Errorf("%w: %w", ErrNetNSGone, err)
+		case errors.As(err, &notNS):
+			err = fmt.Errorf("%w: %w", ErrNotNetNS, err)
+		}
 		return nil, nil, err
 	}
 	h, err := netlink.NewHandleAt(netns.NsHandle(target.Fd()), unix.NETLINK_ROUTE)
@@ -77,7 +85,7 @@ func (p *Plugin) setup(ctx context.Context, args *skel.CmdArgs) (*current.Result
 		return nil, err
 	}
 	if err := macvtap.ValidIfName(args.IfName); err != nil {
-		return nil, fail("check CNI_IFNAME", args.IfName, "", err)
+		return nil, fail("check CNI_IFNAME", args.IfName, "", fmt.Errorf("%w: %w", ErrBadIfName, err))
 	}
 	log := p.log().With("containerID", args.ContainerID, "netns", args.Netns, "ifname", args.IfName, "deviceID", conf.DeviceID)
 
@@ -365,11 +373,11 @@ func (p *Plugin) verify(ctx context.Context, args *skel.CmdArgs) error {
 		return &Error{Verb: verb, Step: "read prevResult", Err: ErrNoPrevResult}
 	}
 	if err := cniversion.ParsePrevResult(&conf.NetConf); err != nil {
-		return &Error{Verb: verb, Step: "parse prevResult", Err: err}
+		return &Error{Verb: verb, Step: "parse prevResult", Err: fmt.Errorf("%w: %w", ErrBadPrevResult, err)}
 	}
 	prev, err := current.NewResultFromResult(conf.PrevResult)
 	if err != nil {
-		return &Error{Verb: verb, Step: "convert prevResult", Err: err}
+		return &Error{Verb: verb, Step: "convert prevResult", Err: fmt.Errorf("%w: %w", ErrBadPrevResult, err)}
 	}
 	var iface *current.Interface
 	for _, i := range prev.Interfaces {
@@ -383,7 +391,7 @@ func (p *Plugin) verify(ctx context.Context, args *skel.CmdArgs) error {
 	}
 	if mac == nil && iface.Mac != "" {
 		if mac, err = net.ParseMAC(iface.Mac); err != nil {
-			return &Error{Verb: verb, Step: "parse prevResult MAC", Link: args.IfName, Err: err}
+			return &Error{Verb: verb, Step: "parse prevResult MAC", Link: args.IfName, Err: fmt.Errorf("%w: %w", ErrBadPrevResult, err)}
 		}
 	}
 
