@@ -84,6 +84,9 @@ func readRecord(vmi *api.VMI, store *cache.Store, p api.Pair) (*cache.Interface,
 			return nil, &StaleCacheError{Interface: name, Path: path, Field: f.field, Got: f.got, Want: f.want}
 		}
 	}
+	if err := checkRecord(path, rec); err != nil {
+		return nil, err
+	}
 	// Phase1 writes the interface record before it prepares the kernel;
 	// only its progress record says the bridge and tap are there.
 	podPath, _ := store.PodInterfacePath(vmi.Metadata.UID, name)

@@ -70,3 +70,21 @@ func (e *NotReadyError) Error() string {
 }
 
 func (e *NotReadyError) Unwrap() error { return e.Err }
+
+// InvalidRecordError is a record whose value cannot be what phase1 wrote:
+// Field (the record's JSON name, "routes[1].gateway" for a nested one)
+// holds Value, refused for Reason. Phase2 checks every value it renders or
+// serves before use, so a damaged or forged record never reaches the domain
+// XML or the DHCP server.
+type InvalidRecordError struct {
+	Interface string
+	Path      string
+	Field     string
+	Value     string
+	Reason    string
+}
+
+func (e *InvalidRecordError) Error() string {
+	return fmt.Sprintf("phase2: interface %q: invalid cache record %s: %s %q: %s (run phase1 again)",
+		e.Interface, e.Path, e.Field, e.Value, e.Reason)
+}
