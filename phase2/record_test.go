@@ -39,7 +39,9 @@ func TestInvalidRecordValues(t *testing.T) {
 		{"gateway not an address", func(r *cache.Interface) { r.Gateway = "router" }, "gateway", "router"},
 		{"IPv6 server identifier", func(r *cache.Interface) { r.ServerIPv4 = "fe80::1" }, "serverIPv4", "fe80::1"},
 		{"IPv4 IPv6 gateway", func(r *cache.Interface) { r.GatewayIPv6 = "10.0.0.1" }, "gatewayIPv6", "10.0.0.1"},
-		{"route dst", func(r *cache.Interface) { r.Routes = []cache.Route{{Dst: "10.1.0.0/16", Gateway: "172.16.0.1"}, {Dst: "default"}} }, "routes[1].dst", "default"},
+		{"route dst", func(r *cache.Interface) {
+			r.Routes = []cache.Route{{Dst: "10.1.0.0/16", Gateway: "172.16.0.1"}, {Dst: "default"}}
+		}, "routes[1].dst", "default"},
 		{"route gateway of another family", func(r *cache.Interface) { r.Routes = []cache.Route{{Dst: "10.1.0.0/16", Gateway: "fe80::1"}} }, "routes[0].gateway", "fe80::1"},
 		{"PCI address", func(r *cache.Interface) { r.PCIAddress = "0000:00:1f.8" }, "pciAddress", "0000:00:1f.8"},
 	}
