@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net"
@@ -13,8 +14,9 @@ var (
 	dnsLabelRE  = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 	dnsSubdomRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
 	portNameRE  = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
-	// ifaceNameRE is KubeVirt's rule for interface and network names.
-	ifaceNameRE  = regexp.MustCompile(`^[A-Za-z0-9_-]{1,63}$`)
+	// ifaceNameRE is KubeVirt's rule for interface and network names, with
+	// a length cap (see MaxInterfaceName).
+	ifaceNameRE  = regexp.MustCompile(`^[A-Za-z0-9_-]{1,220}$`)
 	pciAddressRE = regexp.MustCompile(`^([0-9a-fA-F]{4}):([0-9a-fA-F]{2}):([01][0-9a-fA-F])\.([0-7])$`)
 )
 
@@ -23,6 +25,13 @@ var (
 func Models() []string {
 	return []string{"e1000", "e1000e", "ne2k_pci", "pcnet", "rtl8139", "virtio"}
 }
+
+// MaxInterfaceName is the longest interface (and network) name Validate
+// accepts. KubeVirt v0.53 sets no limit; phase1 names its cache records
+// after the interface ("pod-interface-<name>.json", written through
+// ".tmp-pod-interface-<name>.json-<random>"), and a longer name would not
+// fit Linux's 255-byte file names: such a VMI would fail in phase1.
+const MaxInterfaceName = 220
 
 // Disk buses virtnet renders.
 var diskBuses = map[string]bool{"virtio": true, "sata": true, "scsi": true}
@@ -73,7 +82,7 @@ func (v *validator) networks(vmi *VMI) {
 		if n.Name == "" {
 			v.add(p+".name", nil, "required")
 		} else if !ifaceNameRE.MatchString(n.Name) {
-			v.add(p+".name", n.Name, "not a network name (1 to 63 of A-Z, a-z, 0-9, '-' and '_')")
+			v.add(p+".name", n.Name, "not a network name (1 to 220 of A-Z, a-z, 0-9, '-' and '_')")
 		} else if j, dup := seen[n.Name]; dup {
 			v.add(p+".name", n.Name, "duplicate of spec.networks[%d]", j)
 		} else {
@@ -108,8 +117,10 @@ func (v *validator) networks(vmi *VMI) {
 	}
 }
 
-// cidr checks a masquerade CIDR: the right family and room for at least
-// four addresses (network, gateway, VM, broadcast).
+// cidr checks a masquerade CIDR: the right family, room for at least four
+// addresses (network, gateway, VM, broadcast) and no overlap with a range
+// that cannot be a VM network (see [reservedRanges]). Host bits are
+// allowed, as KubeVirt allows them: the network is what is used.
 func (v *validator) cidr(path, s string, ipv6 bool) {
 	if s == "" {
 		return
@@ -130,8 +141,38 @@ func (v *validator) cidr(path, s string, ipv6 bool) {
 	if pfx.Addr().BitLen()-pfx.Bits() < 2 {
 		v.add(path, s, "less than 4 addresses")
 	}
-	if pfx.Masked() != pfx {
-		v.add(path, s, "host bits set; the network is %s", pfx.Masked())
+	for _, r := range reservedRanges() {
+		if r.prefix.Overlaps(pfx) {
+			v.add(path, s, "overlaps %s %s", r.what, r.prefix)
+			return
+		}
+	}
+}
+
+// reservedRange is an address range a VM network may not overlap.
+type reservedRange struct {
+	prefix netip.Prefix
+	what   string
+}
+
+// reservedRanges are the ranges a vmNetworkCIDR or vmIPv6NetworkCIDR may
+// not overlap: addresses that are not unicast, or that the pod itself
+// needs (loopback, link-local: the bridge binding's 169.254.75.0/24 and
+// every fe80:: address of the bridge). A covering prefix such as
+// 0.0.0.0/0 or ::/0 overlaps them all.
+func reservedRanges() []reservedRange {
+	r := func(p, what string) reservedRange { return reservedRange{netip.MustParsePrefix(p), what} }
+	return []reservedRange{
+		r("0.0.0.0/8", `"this network"`),
+		r("127.0.0.0/8", "loopback"),
+		r("169.254.0.0/16", "link-local (phase1's bridges use 169.254.75.0/24)"),
+		r("224.0.0.0/4", "multicast"),
+		r("240.0.0.0/4", "reserved class E (and broadcast)"),
+		r("::/128", "the unspecified address"),
+		r("::1/128", "loopback"),
+		r("::ffff:0:0/96", "IPv4-mapped"),
+		r("fe80::/10", "link-local"),
+		r("ff00::/8", "multicast"),
 	}
 }
 
@@ -146,6 +187,8 @@ func (v *validator) interfaces(vmi *VMI) {
 	// was already refused.
 	declared := map[string]bool{}
 	portNames := map[string]string{}
+	macs := map[string]int{}
+	virtio := false
 	for i := range vmi.Spec.Domain.Devices.Interfaces {
 		iface := &vmi.Spec.Domain.Devices.Interfaces[i]
 		p := fmt.Sprintf("spec.domain.devices.interfaces[%d]", i)
@@ -153,14 +196,14 @@ func (v *validator) interfaces(vmi *VMI) {
 		if iface.Name == "" {
 			v.add(p+".name", nil, "required")
 		} else if !ifaceNameRE.MatchString(iface.Name) {
-			v.add(p+".name", iface.Name, "not an interface name (1 to 63 of A-Z, a-z, 0-9, '-' and '_')")
+			v.add(p+".name", iface.Name, "not an interface name (1 to 220 of A-Z, a-z, 0-9, '-' and '_')")
 		} else if j, dup := ifaces[iface.Name]; dup {
 			v.add(p+".name", iface.Name, "duplicate of spec.domain.devices.interfaces[%d]", j)
 		} else {
 			ifaces[iface.Name] = i
 		}
-		net := nets[iface.Name]
-		if net == nil && iface.Name != "" {
+		nw := nets[iface.Name]
+		if nw == nil && iface.Name != "" {
 			v.add(p+".name", iface.Name, "no network with this name in spec.networks")
 		}
 		bindings := iface.Bindings()
@@ -168,12 +211,22 @@ func (v *validator) interfaces(vmi *VMI) {
 		case 0:
 			v.add(p, iface.Name, "needs one binding method: one of %s", strings.Join(BindingMethods(), ", "))
 		case 1:
-			v.binding(p, iface, net)
+			v.binding(p, iface, nw)
 		default:
 			v.add(p, strings.Join(bindings, ","), "more than one binding method")
 		}
 		if iface.MacAddress != "" {
 			v.mac(p+".macAddress", iface.MacAddress, bindings)
+			if hw, err := net.ParseMAC(iface.MacAddress); err == nil {
+				if j, dup := macs[hw.String()]; dup {
+					v.add(p+".macAddress", iface.MacAddress, "same MAC address as spec.domain.devices.interfaces[%d]", j)
+				} else {
+					macs[hw.String()] = i
+				}
+			}
+		}
+		if iface.Model == "" || iface.Model == "virtio" {
+			virtio = true
 		}
 		if iface.Model != "" && !contains(Models(), iface.Model) {
 			v.add(p+".model", iface.Model, "unknown model; one of %s", strings.Join(Models(), ", "))
@@ -181,13 +234,20 @@ func (v *validator) interfaces(vmi *VMI) {
 		if iface.PciAddress != "" && !pciAddressRE.MatchString(iface.PciAddress) {
 			v.add(p+".pciAddress", iface.PciAddress, "not a PCI address dddd:bb:ss.f")
 		}
-		v.ports(p, iface, portNames)
+		// KubeVirt v0.53 checks ports on interfaces of the pod network
+		// only, whatever their binding; elsewhere they are ignored.
+		if nw != nil && nw.Pod != nil {
+			v.ports(p, iface, portNames)
+		}
 		v.dhcp(p+".dhcpOptions", iface.DHCPOptions)
 	}
 	for i, n := range vmi.Spec.Networks {
 		if !declared[n.Name] && n.Name != "" {
 			v.add(fmt.Sprintf("spec.networks[%d].name", i), n.Name, "no interface with this name in spec.domain.devices.interfaces")
 		}
+	}
+	if mq := vmi.Spec.Domain.Devices.NetworkInterfaceMultiQueue; mq != nil && *mq && !virtio && len(vmi.Spec.Domain.Devices.Interfaces) > 0 {
+		v.add("spec.domain.devices.networkInterfaceMultiqueue", true, "virtio-net multiqueue requested, but no interface uses the virtio model")
 	}
 	v.bootOrders(vmi)
 }
@@ -197,22 +257,17 @@ func (v *validator) binding(p string, iface *Interface, net *Network) {
 	if net == nil {
 		return
 	}
-	onPod := net.Pod != nil || (net.Multus != nil && net.Multus.Default)
 	switch b {
 	case BindingMasquerade, BindingSlirp, BindingPasst:
-		if !onPod {
-			v.add(p+"."+b, iface.Name, "%s binding is only possible on the pod network", b)
+		// KubeVirt v0.53 refuses masquerade and slirp on anything but
+		// spec.networks[].pod, a multus default network included.
+		if net.Pod == nil {
+			v.add(p+"."+b, iface.Name, "%s binding is only possible on the pod network (spec.networks[].pod)", b)
 		}
 	case BindingMacvtap, BindingSRIOV:
 		if net.Multus == nil {
 			v.add(p+"."+b, iface.Name, "%s binding needs a multus network", b)
 		}
-	}
-	if len(iface.Ports) > 0 && (b == BindingBridge || b == BindingSRIOV || b == BindingMacvtap) {
-		v.add(p+".ports", len(iface.Ports), "ports are only honoured by masquerade, slirp and passt, not %s", b)
-	}
-	if iface.DHCPOptions != nil && b != BindingBridge && b != BindingMasquerade {
-		v.add(p+".dhcpOptions", b, "dhcpOptions are only served with bridge and masquerade")
 	}
 }
 
@@ -266,9 +321,12 @@ func (v *validator) ports(p string, iface *Interface, names map[string]string) {
 			v.add(pp+".protocol", port.Protocol, "neither TCP nor UDP")
 		}
 		k := key{proto, port.Port}
-		if first, dup := seen[k]; dup {
+		// A port declared twice is one forward for masquerade and passt
+		// (KubeVirt v0.53 accepts it); slirp's QEMU would try to bind the
+		// host port twice and fail.
+		if first, dup := seen[k]; dup && iface.Slirp != nil {
 			v.add(pp+".port", port.Port, "%s port already declared at ports[%d]", proto, first)
-		} else {
+		} else if !dup {
 			seen[k] = j
 		}
 	}
@@ -385,6 +443,15 @@ func (v *validator) storage(vmi *VMI) {
 			if users+nets == 0 {
 				v.add(p+"."+ci.key, vol.Name, "has neither user data nor network data")
 			}
+			cp := p + "." + ci.key
+			v.inline(cp+".userData", cp+".userDataBase64", s.UserData, s.UserDataBase64, MaxInlineUserData, "secretRef")
+			v.inline(cp+".networkData", cp+".networkDataBase64", s.NetworkData, s.NetworkDataBase64, MaxInlineNetworkData, "networkDataSecretRef")
+			if s.UserDataSecretRef != nil && s.UserDataSecretRef.Name == "" {
+				v.add(cp+".secretRef.name", nil, "required")
+			}
+			if s.NetworkDataSecretRef != nil && s.NetworkDataSecretRef.Name == "" {
+				v.add(cp+".networkDataSecretRef.name", nil, "required")
+			}
 		}
 	}
 	disks := map[string]int{}
@@ -418,6 +485,39 @@ func (v *validator) storage(vmi *VMI) {
 		if bus != "" && !diskBuses[bus] {
 			v.add(busPath, bus, "unknown bus; one of virtio, sata, scsi")
 		}
+	}
+}
+
+// Size limits of inline cloud-init data. KubeVirt v0.53's admission
+// webhook refuses inline user data and inline network data (userData and
+// networkData, or what userDataBase64 and networkDataBase64 decode to) over
+// 2048 bytes each, and points to the secret references for anything larger.
+const (
+	MaxInlineUserData    = 2048
+	MaxInlineNetworkData = 2048
+)
+
+// inline checks one inline cloud-init datum: raw at rawPath or base64 at
+// b64Path, at most max bytes (decoded), valid standard base64.
+func (v *validator) inline(rawPath, b64Path, raw, b64 string, max int, ref string) {
+	if len(raw) > max {
+		v.add(rawPath, len(raw), "more than %d bytes; use %s for larger data", max, ref)
+	}
+	if b64 == "" {
+		return
+	}
+	if base64.StdEncoding.DecodedLen(len(b64)) > max+3 {
+		// Not decoded: the limit is known to be exceeded (and a huge
+		// value is not copied again).
+		v.add(b64Path, len(b64), "decodes to more than %d bytes; use %s for larger data", max, ref)
+		return
+	}
+	b, err := base64.StdEncoding.DecodeString(b64)
+	switch {
+	case err != nil:
+		v.add(b64Path, b64, "not valid standard base64: %v", err)
+	case len(b) > max:
+		v.add(b64Path, len(b), "decodes to more than %d bytes; use %s for larger data", max, ref)
 	}
 }
 

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"encoding/base64"
 	"fmt"
 	"sort"
 	"strings"
@@ -37,7 +38,7 @@ func storageYAML(disks, volumes string) string {
 const ifp = "spec.domain.devices.interfaces"
 
 func TestValidateInvalid(t *testing.T) {
-	long := strings.Repeat("a", 64)
+	long := strings.Repeat("a", api.MaxInterfaceName+1)
 	tests := []struct {
 		name     string
 		manifest string
@@ -77,9 +78,9 @@ func TestValidateInvalid(t *testing.T) {
 			vmiYAML(`[{name: a, masquerade: {}, macAddress: "02:00:00:00:00:00"}]`, `[{name: a, pod: {}}]`),
 			[]problem{{ifp + "[0].macAddress", q("02:00:00:00:00:00")}}},
 		{"duplicate port names across interfaces",
-			vmiYAML(`[{name: a, masquerade: {}, ports: [{name: http, port: 80}]}, {name: b, bridge: {}, ports: [{name: http, port: 8080}]}]`,
-				`[{name: a, pod: {}}, {name: b, multus: {networkName: nad}}]`),
-			[]problem{{ifp + "[1].ports", "not bridge"}, {ifp + "[1].ports[0].name", q("http")}}},
+			vmiYAML(`[{name: a, masquerade: {}, ports: [{name: http, port: 80}, {name: http, port: 8080}]}]`,
+				`[{name: a, pod: {}}]`),
+			[]problem{{ifp + "[0].ports[1].name", q("http")}}},
 		{"port name with uppercase",
 			vmiYAML(`[{name: a, masquerade: {}, ports: [{name: HTTP, port: 80}]}]`, `[{name: a, pod: {}}]`),
 			[]problem{{ifp + "[0].ports[0].name", q("HTTP")}}},
@@ -98,8 +99,8 @@ func TestValidateInvalid(t *testing.T) {
 		{"protocol SCTP",
 			vmiYAML(`[{name: a, masquerade: {}, ports: [{port: 80, protocol: SCTP}]}]`, `[{name: a, pod: {}}]`),
 			[]problem{{ifp + "[0].ports[0].protocol", q("SCTP")}}},
-		{"overlapping ports",
-			vmiYAML(`[{name: a, masquerade: {}, ports: [{port: 80}, {port: 443}, {port: 80, protocol: TCP}]}]`, `[{name: a, pod: {}}]`),
+		{"overlapping slirp ports",
+			vmiYAML(`[{name: a, slirp: {}, ports: [{port: 80}, {port: 443}, {port: 80, protocol: TCP}]}]`, `[{name: a, pod: {}}]`),
 			[]problem{{ifp + "[0].ports[2].port", q("80")}}},
 		{"two pod networks",
 			vmiYAML(`[{name: a, masquerade: {}}, {name: b, bridge: {}}]`, `[{name: a, pod: {}}, {name: b, pod: {}}]`),
@@ -133,9 +134,6 @@ func TestValidateInvalid(t *testing.T) {
 		{"sriov on the pod network",
 			vmiYAML(`[{name: p, sriov: {}}]`, `[{name: p, pod: {}}]`),
 			[]problem{{ifp + "[0].sriov", q("p")}}},
-		{"dhcpOptions with slirp",
-			vmiYAML(`[{name: p, slirp: {}, dhcpOptions: {bootFileName: pxe}}]`, `[{name: p, pod: {}}]`),
-			[]problem{{ifp + "[0].dhcpOptions", q("slirp")}}},
 		{"bad pciAddress",
 			vmiYAML(`[{name: a, bridge: {}, pciAddress: "0000:81:11"}]`, `[{name: a, pod: {}}]`),
 			[]problem{{ifp + "[0].pciAddress", q("0000:81:11")}}},
@@ -148,9 +146,6 @@ func TestValidateInvalid(t *testing.T) {
 		{"vmNetworkCIDR /31 is too small",
 			vmiYAML(`[{name: a, masquerade: {}}]`, `[{name: a, pod: {vmNetworkCIDR: "10.0.2.0/31"}}]`),
 			[]problem{{"spec.networks[0].pod.vmNetworkCIDR", q("10.0.2.0/31")}}},
-		{"vmNetworkCIDR with host bits",
-			vmiYAML(`[{name: a, masquerade: {}}]`, `[{name: a, pod: {vmNetworkCIDR: "10.0.2.1/24"}}]`),
-			[]problem{{"spec.networks[0].pod.vmNetworkCIDR", q("10.0.2.1/24")}}},
 		{"IPv6 CIDR in the IPv4 field",
 			vmiYAML(`[{name: a, masquerade: {}}]`, `[{name: a, pod: {vmNetworkCIDR: "fd10:0:2::/120"}}]`),
 			[]problem{{"spec.networks[0].pod.vmNetworkCIDR", q("fd10:0:2::/120")}}},
@@ -189,7 +184,7 @@ func TestValidateInvalid(t *testing.T) {
 		{"space in an interface name",
 			vmiYAML(`[{name: "my net", bridge: {}}]`, `[{name: "my net", pod: {}}]`),
 			[]problem{{ifp + "[0].name", q("my net")}, {"spec.networks[0].name", q("my net")}}},
-		{"64-character network name",
+		{"221-character network name",
 			vmiYAML(`[{name: `+long+`, bridge: {}}]`, `[{name: `+long+`, pod: {}}]`),
 			[]problem{{ifp + "[0].name", q(long)}, {"spec.networks[0].name", q(long)}}},
 		{"colon in an interface name",
@@ -210,9 +205,6 @@ func TestValidateInvalid(t *testing.T) {
 		{"unknown model",
 			vmiYAML(`[{name: a, bridge: {}, model: virtio-net-pci}]`, `[{name: a, pod: {}}]`),
 			[]problem{{ifp + "[0].model", q("virtio-net-pci")}}},
-		{"bridge with ports",
-			vmiYAML(`[{name: a, bridge: {}, ports: [{port: 80}]}]`, `[{name: a, pod: {}}]`),
-			[]problem{{ifp + "[0].ports", q("1")}}},
 		{"disk without volume",
 			storageYAML(`[{name: d, disk: {}}, {name: e, disk: {}}]`, `[{name: d, containerDisk: {image: i}}]`),
 			[]problem{{"spec.domain.devices.disks[1].name", q("e")}}},
@@ -246,14 +238,69 @@ func TestValidateInvalid(t *testing.T) {
 		{"vCPU product overflows uint32",
 			"metadata: {name: t}\nspec: {domain: {devices: {}, cpu: {cores: 65536, sockets: 65536, threads: 2}}}\n",
 			[]problem{{"spec.domain.cpu", q("4294967295")}}},
+		// Issue 11.11: VM networks that would break the pod.
+		{"vmNetworkCIDR 0.0.0.0/0", masqCIDR("0.0.0.0/0", ""), []problem{{"spec.networks[0].pod.vmNetworkCIDR", `overlaps "this network" 0.0.0.0/8 (value "0.0.0.0/0")`}}},
+		{"vmNetworkCIDR multicast", masqCIDR("224.1.0.0/24", ""), []problem{{"spec.networks[0].pod.vmNetworkCIDR", `overlaps multicast 224.0.0.0/4 (value "224.1.0.0/24")`}}},
+		{"vmNetworkCIDR class E", masqCIDR("240.0.0.0/24", ""), []problem{{"spec.networks[0].pod.vmNetworkCIDR", `overlaps reserved class E (and broadcast) 240.0.0.0/4`}}},
+		{"vmNetworkCIDR broadcast", masqCIDR("255.255.255.252/30", ""), []problem{{"spec.networks[0].pod.vmNetworkCIDR", `240.0.0.0/4 (value "255.255.255.252/30")`}}},
+		{"vmNetworkCIDR link-local", masqCIDR("169.254.0.0/24", ""), []problem{{"spec.networks[0].pod.vmNetworkCIDR", `overlaps link-local`}}},
+		{"vmNetworkCIDR of the bridges' link-local addresses", masqCIDR("169.254.75.0/24", ""), []problem{{"spec.networks[0].pod.vmNetworkCIDR", `169.254.0.0/16 (value "169.254.75.0/24")`}}},
+		{"vmNetworkCIDR loopback", masqCIDR("127.0.0.0/24", ""), []problem{{"spec.networks[0].pod.vmNetworkCIDR", `overlaps loopback 127.0.0.0/8`}}},
+		{"vmNetworkCIDR covering 128.0.0.0/1", masqCIDR("128.0.0.0/1", ""), []problem{{"spec.networks[0].pod.vmNetworkCIDR", `overlaps link-local`}}},
+		{"vmIPv6NetworkCIDR ::/0", masqCIDR("", "::/0"), []problem{{"spec.networks[0].pod.vmIPv6NetworkCIDR", `overlaps the unspecified address ::/128 (value "::/0")`}}},
+		{"vmIPv6NetworkCIDR multicast", masqCIDR("", "ff00::/8"), []problem{{"spec.networks[0].pod.vmIPv6NetworkCIDR", `overlaps multicast ff00::/8 (value "ff00::/8")`}}},
+		{"vmIPv6NetworkCIDR link-local", masqCIDR("", "fe80::/64"), []problem{{"spec.networks[0].pod.vmIPv6NetworkCIDR", `overlaps link-local fe80::/10 (value "fe80::/64")`}}},
+		{"vmIPv6NetworkCIDR loopback", masqCIDR("", "::/120"), []problem{{"spec.networks[0].pod.vmIPv6NetworkCIDR", `overlaps the unspecified address`}}},
+		{"vmIPv6NetworkCIDR IPv4-mapped", masqCIDR("", "::ffff:0:0/104"), []problem{{"spec.networks[0].pod.vmIPv6NetworkCIDR", `not an IPv6 CIDR (value "::ffff:0:0/104")`}}},
+		{"vmIPv6NetworkCIDR covering the IPv4-mapped range", masqCIDR("", "::fffe:0:0/95"), []problem{{"spec.networks[0].pod.vmIPv6NetworkCIDR", `overlaps IPv4-mapped ::ffff:0.0.0.0/96 (value "::fffe:0:0/95")`}}},
+		// Issue 12.9: parity with KubeVirt v0.53's webhook.
+		{"masquerade on a multus default network",
+			vmiYAML(`[{name: d, masquerade: {}}]`, `[{name: d, multus: {networkName: nad, default: true}}]`),
+			[]problem{{ifp + "[0].masquerade", q("d")}}},
+		{"slirp on a multus default network",
+			vmiYAML(`[{name: d, slirp: {}}]`, `[{name: d, multus: {networkName: nad, default: true}}]`),
+			[]problem{{ifp + "[0].slirp", q("d")}}},
+		{"passt on a multus default network",
+			vmiYAML(`[{name: d, passt: {}}]`, `[{name: d, multus: {networkName: nad, default: true}}]`),
+			[]problem{{ifp + "[0].passt", q("d")}}},
+		{"multiqueue without a virtio NIC",
+			"metadata: {name: t}\nspec:\n  domain: {devices: {networkInterfaceMultiqueue: true, interfaces: [{name: a, bridge: {}, model: e1000}, {name: b, bridge: {}, model: rtl8139}]}}\n" +
+				"  networks: [{name: a, pod: {}}, {name: b, multus: {networkName: nn}}]\n",
+			[]problem{{"spec.domain.devices.networkInterfaceMultiqueue", "no interface uses the virtio model"}}},
+		// Issue 11.13.
+		{"two interfaces with the same MAC",
+			vmiYAML(`[{name: a, bridge: {}, macAddress: "02:00:00:00:00:0a"}, {name: b, bridge: {}, macAddress: "02:00:00:00:00:0b"}, {name: c, macvtap: {}, macAddress: "02:00:00:00:00:0A"}]`,
+				`[{name: a, pod: {}}, {name: b, multus: {networkName: nn}}, {name: c, multus: {networkName: m}}]`),
+			[]problem{{ifp + "[2].macAddress", `same MAC address as spec.domain.devices.interfaces[0] (value "02:00:00:00:00:0A")`}}},
+		{"inline userData over 2048 bytes",
+			storageYAML(`[{name: c}]`, `[{name: c, cloudInitNoCloud: {userData: `+strings.Repeat("x", 2049)+`}}]`),
+			[]problem{{"spec.volumes[0].cloudInitNoCloud.userData", `more than 2048 bytes; use secretRef for larger data (value "2049")`}}},
+		{"inline networkData over 2048 bytes",
+			storageYAML(`[{name: c}]`, `[{name: c, cloudInitConfigDrive: {userData: x, networkData: `+strings.Repeat("x", 2049)+`}}]`),
+			[]problem{{"spec.volumes[0].cloudInitConfigDrive.networkData", `use networkDataSecretRef`}}},
+		{"userDataBase64 decoding to 2049 bytes",
+			storageYAML(`[{name: c}]`, `[{name: c, cloudInitNoCloud: {userDataBase64: `+base64.StdEncoding.EncodeToString(make([]byte, 2049))+`}}]`),
+			[]problem{{"spec.volumes[0].cloudInitNoCloud.userDataBase64", `decodes to more than 2048 bytes; use secretRef for larger data (value "2049")`}}},
+		{"userDataBase64 far over the limit",
+			storageYAML(`[{name: c}]`, `[{name: c, cloudInitNoCloud: {userDataBase64: `+base64.StdEncoding.EncodeToString(make([]byte, 1<<20))+`}}]`),
+			[]problem{{"spec.volumes[0].cloudInitNoCloud.userDataBase64", `decodes to more than 2048 bytes`}}},
+		{"userDataBase64 not base64",
+			storageYAML(`[{name: c}]`, `[{name: c, cloudInitNoCloud: {userDataBase64: "not base64!"}}]`),
+			[]problem{{"spec.volumes[0].cloudInitNoCloud.userDataBase64", `not valid standard base64: illegal base64 data at input byte 3 (value "not base64!")`}}},
+		{"networkDataBase64 URL alphabet",
+			storageYAML(`[{name: c}]`, `[{name: c, cloudInitNoCloud: {userData: x, networkDataBase64: "-_-_"}}]`),
+			[]problem{{"spec.volumes[0].cloudInitNoCloud.networkDataBase64", q("-_-_")}}},
+		{"secretRef without a name",
+			storageYAML(`[{name: c}]`, `[{name: c, cloudInitNoCloud: {secretRef: {}}}]`),
+			[]problem{{"spec.volumes[0].cloudInitNoCloud.secretRef.name", "required"}}},
 		{"five problems at once",
-			vmiYAML(`[{name: a, bridge: {}, macAddress: "zz", model: rtl}, {name: b, masquerade: {}, ports: [{port: 0}]}]`,
+			vmiYAML(`[{name: a, bridge: {}, macAddress: "zz", model: rtl, ports: [{port: 0}]}, {name: b, masquerade: {}, ports: [{port: 0}]}]`,
 				`[{name: a, pod: {}}, {name: b, multus: {networkName: nad}}, {name: c, pod: {}}]`),
 			[]problem{
 				{ifp + "[0].macAddress", q("zz")},
 				{ifp + "[0].model", q("rtl")},
 				{ifp + "[1].masquerade", q("b")},
-				{ifp + "[1].ports[0].port", q("0")},
+				{ifp + "[0].ports[0].port", q("0")},
 				{"spec.networks[2].pod", q("c")},
 				{"spec.networks[2].name", q("c")},
 			}},
@@ -296,6 +343,11 @@ func TestValidateInvalid(t *testing.T) {
 	require.GreaterOrEqual(t, len(tests), 30)
 }
 
+// masqCIDR is a masquerade VMI with the given pod network CIDRs.
+func masqCIDR(v4, v6 string) string {
+	return vmiYAML(`[{name: a, masquerade: {}}]`, fmt.Sprintf(`[{name: a, pod: {vmNetworkCIDR: %q, vmIPv6NetworkCIDR: %q}}]`, v4, v6))
+}
+
 // TestValidateFiveProblems checks that the problems of one manifest come
 // back together, as one joined error.
 func TestValidateFiveProblems(t *testing.T) {
@@ -324,8 +376,24 @@ func TestValidateValid(t *testing.T) {
 			`[{name: p, masquerade: {}, macAddress: "02:11:22:33:44:55", ports: [{name: http, port: 80}, {port: 80, protocol: UDP}], bootOrder: 1, pciAddress: "0000:02:01.0", dhcpOptions: {ntpServers: ["10.0.0.1"], privateOptions: [{option: 224, value: x}, {option: 254, value: z}]}},`+
 				`{name: m1, bridge: {}}, {name: m2, sriov: {}}, {name: m3, macvtap: {}}]`,
 			`[{name: p, pod: {vmNetworkCIDR: "10.11.0.0/30", vmIPv6NetworkCIDR: "fd00::/64"}}, {name: m1, multus: {networkName: a}}, {name: m2, multus: {networkName: ns/b}}, {name: m3, multus: {networkName: c}}]`)},
-		{"masquerade on a multus default", vmiYAML(`[{name: d, masquerade: {}}, {name: s, bridge: {}}]`,
+		{"bridge on a multus default", vmiYAML(`[{name: d, bridge: {}}, {name: s, bridge: {}}]`,
 			`[{name: s, multus: {networkName: x}}, {name: d, multus: {networkName: other, default: true}}]`)},
+		// Issue 12.9: what KubeVirt v0.53's webhook accepts.
+		{"ports on bridge, sriov and macvtap", vmiYAML(
+			`[{name: p, bridge: {}, ports: [{name: http, port: 80}]}, {name: s, sriov: {}, ports: [{port: 0}]}, {name: m, macvtap: {}, ports: [{port: 70000, protocol: SCTP}]}]`,
+			`[{name: p, pod: {}}, {name: s, multus: {networkName: a}}, {name: m, multus: {networkName: b}}]`)},
+		{"dhcpOptions on slirp, sriov and macvtap", vmiYAML(
+			`[{name: p, slirp: {}, dhcpOptions: {bootFileName: pxe}}, {name: s, sriov: {}, dhcpOptions: {ntpServers: ["10.0.0.1"]}}, {name: m, macvtap: {}, dhcpOptions: {}}]`,
+			`[{name: p, pod: {}}, {name: s, multus: {networkName: a}}, {name: m, multus: {networkName: b}}]`)},
+		{"vmNetworkCIDR with host bits", masqCIDR("10.0.2.1/24", "fd10:0:2::1/120")},
+		{"masquerade port declared twice", vmiYAML(`[{name: a, masquerade: {}, ports: [{port: 80}, {port: 80, protocol: TCP}]}]`, `[{name: a, pod: {}}]`)},
+		{"multiqueue with a virtio NIC", "metadata: {name: t}\nspec:\n  domain: {devices: {networkInterfaceMultiqueue: true, interfaces: [{name: a, bridge: {}, model: e1000}, {name: b, bridge: {}}]}}\n" +
+			"  networks: [{name: a, pod: {}}, {name: b, multus: {networkName: nn}}]\n"},
+		{"multiqueue with no interface", "metadata: {name: t}\nspec: {domain: {devices: {networkInterfaceMultiqueue: true, autoattachPodInterface: false}}}\n"},
+		{"220-character names", vmiYAML(`[{name: `+strings.Repeat("c", 220)+`, masquerade: {}}]`, `[{name: `+strings.Repeat("c", 220)+`, pod: {}}]`)},
+		{"inline cloud-init data of 2048 bytes", storageYAML(`[{name: c}]`, `[{name: c, cloudInitNoCloud: {userDataBase64: `+
+			base64.StdEncoding.EncodeToString(make([]byte, 2048))+`, networkData: `+strings.Repeat("n", 2048)+`}}]`)},
+		{"special-looking but ordinary VM networks", masqCIDR("100.64.0.0/24", "fd00:169:254::/120")},
 		{"no network at all", "metadata: {name: t}\nspec: {domain: {devices: {autoattachPodInterface: false}}}\n"},
 		{"63-character names", vmiYAML(`[{name: `+strings.Repeat("b", 63)+`, passt: {}}]`, `[{name: `+strings.Repeat("b", 63)+`, pod: {}}]`)},
 	}

@@ -226,6 +226,8 @@ func (Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input
 	return nil
 }
 
+// natPorts are the declared ports, each once (KubeVirt v0.53 accepts a
+// port declared twice).
 func natPorts(ports []api.Port) []netdriver.NATPort {
 	var out []netdriver.NATPort
 	for _, p := range ports {
@@ -233,7 +235,10 @@ func natPorts(ports []api.Port) []netdriver.NATPort {
 		if p.Protocol == "UDP" {
 			proto = "udp"
 		}
-		out = append(out, netdriver.NATPort{Protocol: proto, Port: uint16(p.Port)})
+		np := netdriver.NATPort{Protocol: proto, Port: uint16(p.Port)}
+		if !slices.Contains(out, np) {
+			out = append(out, np)
+		}
 	}
 	return out
 }

@@ -26,6 +26,8 @@ func TestSubnets(t *testing.T) {
 			gw6: "fd20::1/64", vm6: "fd20::2/64"},
 		{name: "smallest IPv4 network", net: &api.Network{Pod: &api.PodNetwork{VMNetworkCIDR: "192.168.7.0/30"}}, v4: true,
 			gw4: "192.168.7.1/30", vm4: "192.168.7.2/30"},
+		{name: "host bits: the network is used, as KubeVirt does", net: &api.Network{Pod: &api.PodNetwork{VMNetworkCIDR: "10.11.12.21/28", VMIPv6NetworkCIDR: "fd20::7/64"}}, v4: true, v6: true,
+			gw4: "10.11.12.17/28", vm4: "10.11.12.18/28", gw6: "fd20::1/64", vm6: "fd20::2/64"},
 		{name: "IPv4 only pod", net: &api.Network{Pod: &api.PodNetwork{}}, v4: true, gw4: "10.0.2.1/24", vm4: "10.0.2.2/24"},
 		{name: "too small", net: &api.Network{Pod: &api.PodNetwork{VMNetworkCIDR: "10.0.0.0/31"}}, v4: true, wantErrField: "vmNetworkCIDR"},
 		{name: "bad IPv6", net: &api.Network{Pod: &api.PodNetwork{VMIPv6NetworkCIDR: "fd20::/127"}}, v6: true, wantErrField: "vmIPv6NetworkCIDR"},

@@ -30,11 +30,14 @@ func Args(pair api.Pair) ([]string, error) {
 	if pair.Network != nil && pair.Network.Pod != nil && pair.Network.Pod.VMNetworkCIDR != "" {
 		cidr = pair.Network.Pod.VMNetworkCIDR
 	}
-	if p, err := netip.ParsePrefix(cidr); err != nil || !p.Addr().Is4() {
+	vmNet, err := netip.ParsePrefix(cidr)
+	if err != nil || !vmNet.Addr().Is4() {
 		return nil, &CIDRError{Interface: iface.Name, Value: cidr}
 	}
 	netdevID := "host" + nicxml.AliasPrefix + iface.Name
-	netdev := []string{"user", "id=" + netdevID, "net=" + cidr}
+	// The network, without host bits (KubeVirt accepts "10.0.2.1/24" as
+	// 10.0.2.0/24).
+	netdev := []string{"user", "id=" + netdevID, "net=" + vmNet.Masked().String()}
 	for _, p := range iface.Ports {
 		proto := strings.ToLower(p.Protocol)
 		if proto == "" {

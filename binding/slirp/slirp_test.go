@@ -55,6 +55,11 @@ func TestArgs(t *testing.T) {
 		want: []string{"-netdev", "user,id=hostua-default,net=10.1.0.0/24,hostfwd=tcp::80-:80,hostfwd=udp::53-:53,hostfwd=tcp::22-:22",
 			"-device", "rtl8139,netdev=hostua-default,id=ua-default,mac=02:00:00:aa:bb:cc,bootindex=3"},
 	}, {
+		name:   "vmNetworkCIDR with host bits is its network",
+		mutate: func(v *api.VMI) { v.Spec.Networks[0].Pod.VMNetworkCIDR = "10.1.0.77/24" },
+		want: []string{"-netdev", "user,id=hostua-default,net=10.1.0.0/24",
+			"-device", "e1000,netdev=hostua-default,id=ua-default"},
+	}, {
 		name:   "e1000e is not kept",
 		mutate: func(v *api.VMI) { v.Spec.Domain.Devices.Interfaces[0].Model = "e1000e" },
 		want: []string{"-netdev", "user,id=hostua-default,net=10.0.2.0/24",

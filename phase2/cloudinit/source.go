@@ -12,14 +12,12 @@ import (
 	"github.com/virtnet/virtnet/api"
 )
 
-// Size limits. KubeVirt v0.53's admission webhook refuses inline user data
-// and inline network data (userData/networkData, or what
-// userDataBase64/networkDataBase64 decode to) over 2048 bytes each, and
-// points to the secret references for anything larger; it sets no limit on
-// secrets, so MaxSecretData is Kubernetes' own cap on a secret's size.
+// Size limits. The inline limits are api.Validate's (KubeVirt v0.53's
+// webhook's: 2048 bytes each, decoded); KubeVirt sets no limit on secrets,
+// so MaxSecretData is Kubernetes' own cap on a secret's size.
 const (
-	MaxInlineUserData    = 2048
-	MaxInlineNetworkData = 2048
+	MaxInlineUserData    = api.MaxInlineUserData
+	MaxInlineNetworkData = api.MaxInlineNetworkData
 	MaxSecretData        = 1 << 20
 )
 
