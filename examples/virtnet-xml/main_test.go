@@ -151,7 +151,7 @@ spec:
   domain:
     devices:
       interfaces:
-      - {name: default, bridge: {}, macAddress: "zz:00", ports: [{port: 80}]}
+      - {name: default, bridge: {}, macAddress: "zz:00", ports: [{port: 0}]}
   networks:
   - {name: default, pod: {}}
   - {name: extra, multus: {}}
@@ -163,7 +163,7 @@ spec:
 	}{
 		{name: "invalid VMI", args: []string{"-vmi", bad}, want: []string{
 			"metadata.name", "spec.domain.devices.interfaces[0].macAddress",
-			"spec.domain.devices.interfaces[0].ports", "spec.networks[1].multus.networkName",
+			"spec.domain.devices.interfaces[0].ports[0].port", "spec.networks[1].multus.networkName",
 		}},
 		{name: "missing file", args: []string{"-vmi", filepath.Join(t.TempDir(), "nope.yaml")}, want: []string{"nope.yaml"}},
 		{name: "bad interface type", args: []string{"-interface-type", "macvtap"}, want: []string{"-interface-type"}},
