@@ -26,6 +26,12 @@ type Interface struct {
 	SRIOV      *struct{} `json:"sriov,omitempty"`
 	Macvtap    *struct{} `json:"macvtap,omitempty"`
 	Passt      *struct{} `json:"passt,omitempty"`
+	// Plugin (JSON "binding") names a KubeVirt 1.x network binding plugin
+	// (spec.configuration.network.binding.<name> of the KubeVirt CR)
+	// instead of a core binding method. virtnet's own plugins
+	// (cmd/virtnet-binding-sidecar) resolve it to a method; elsewhere an
+	// interface with only a plugin binding has no binding method.
+	Plugin *PluginBinding `json:"binding,omitempty"`
 
 	MacAddress  string       `json:"macAddress,omitempty"`
 	Model       string       `json:"model,omitempty"`
@@ -64,6 +70,12 @@ func (i *Interface) Binding() string {
 		return b[0]
 	}
 	return ""
+}
+
+// PluginBinding is KubeVirt 1.x's spec.domain.devices.interfaces[].binding.
+type PluginBinding struct {
+	// Name is the plugin's name in the KubeVirt CR.
+	Name string `json:"name"`
 }
 
 // Port is a port the VM exposes (masquerade DNAT, slirp and passt forwards).

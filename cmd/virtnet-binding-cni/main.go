@@ -1,0 +1,48 @@
+//go:build linux
+
+// Command virtnet-binding-cni is the CNI plugin of virtnet's KubeVirt 1.x
+// network binding plugins (virtnet-bridge, virtnet-masquerade): it runs
+// virtnet's phase1 for one VM interface in the pod's network namespace,
+// and leaves the hand-off record the sidecar
+// (cmd/virtnet-binding-sidecar) reads. It speaks CNI spec 0.4.0 to 1.1.0.
+//
+// It runs in two ways. As KubeVirt registers it (the KubeVirt CR's
+// networkAttachmentDefinition), Multus calls it as an attachment of its
+// own after the network's CNI, with cni-args
+// {"logicNetworkName": "<VMI network name>"}: it then works on the pod
+// interface KubeVirt 1.x names for that network (pod<hash> if it exists,
+// else eth0). Chained after the network's CNI in one conflist, it works on
+// CNI_IFNAME and passes prevResult through.
+//
+// Network configuration keys besides cniVersion, name and type:
+//
+//	binding            "bridge" or "masquerade" (required)
+//	cacheDir           phase1's records on the node (default /run/virtnet-binding)
+//	ports              masquerade: [{"port": 80, "protocol": "TCP"}, …] to DNAT (default: all)
+//	vmNetworkCIDR      masquerade: the VM network (default 10.0.2.0/24)
+//	vmIPv6NetworkCIDR  masquerade: the VM's IPv6 network (default fd10:0:2::/120)
+//	logLevel           debug, info (default), warn, error; logs go to stderr
+//
+// ADD is idempotent (phase1 resumes and converges); DEL undoes ADD and
+// succeeds without a prior ADD or without the namespace; CHECK verifies
+// the records, the kernel state and the hand-off record without changing
+// anything. Errors are CNI errors: 7 for a bad configuration, 4 for bad
+// CNI arguments, 999 for a failure of phase1 with its step in details.
+package main
+
+import (
+	"runtime"
+
+	"github.com/containernetworking/cni/pkg/skel"
+	"github.com/containernetworking/cni/pkg/version"
+)
+
+func init() {
+	// Namespace switches are per OS thread; keep main on the main thread.
+	runtime.LockOSThread()
+}
+
+func main() {
+	skel.PluginMainFuncs(skel.CNIFuncs{Add: cmdAdd, Del: cmdDel, Check: cmdCheck},
+		version.PluginSupports("0.4.0", "1.0.0", "1.1.0"), "virtnet-binding-cni")
+}

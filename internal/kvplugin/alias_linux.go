@@ -1,0 +1,97 @@
+package kvplugin
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+)
+
+// ErrNoLink is returned when the link that should hold a record is not in
+// the namespace.
+var ErrNoLink = errors.New("link not found")
+
+func handleAt(nsPath string) (*netlink.Handle, func(), error) {
+	if nsPath == "" {
+		h, err := netlink.NewHandle()
+		if err != nil {
+			return nil, nil, err
+		}
+		return h, h.Close, nil
+	}
+	ns, err := netns.GetFromPath(nsPath)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open network namespace %s: %w", nsPath, err)
+	}
+	h, err := netlink.NewHandleAt(ns)
+	if err != nil {
+		ns.Close()
+		return nil, nil, err
+	}
+	return h, func() { h.Close(); ns.Close() }, nil
+}
+
+// WriteAlias sets the alias of a link in the network namespace at nsPath
+// ("" is the caller's), like `ip link set dev <link> alias <alias>`. It
+// needs CAP_NET_ADMIN there. An unchanged alias is not rewritten.
+func WriteAlias(nsPath, link, alias string) error {
+	if len(alias) > MaxAlias {
+		return &TooLargeError{Size: len(alias)}
+	}
+	h, done, err := handleAt(nsPath)
+	if err != nil {
+		return err
+	}
+	defer done()
+	l, err := h.LinkByName(link)
+	if err != nil {
+		return fmt.Errorf("%s: %w: %w", link, ErrNoLink, err)
+	}
+	if l.Attrs().Alias == alias {
+		return nil
+	}
+	if err := h.LinkSetAlias(l, alias); err != nil {
+		return fmt.Errorf("set alias of %s: %w", link, err)
+	}
+	return nil
+}
+
+// ReadAlias returns a link's alias and type in the network namespace at
+// nsPath ("" is the caller's). It needs no privileges.
+func ReadAlias(nsPath, link string) (alias, typ string, err error) {
+	h, done, err := handleAt(nsPath)
+	if err != nil {
+		return "", "", err
+	}
+	defer done()
+	l, err := h.LinkByName(link)
+	if err != nil {
+		var nf netlink.LinkNotFoundError
+		if errors.As(err, &nf) {
+			return "", "", fmt.Errorf("%s: %w", link, ErrNoLink)
+		}
+		return "", "", fmt.Errorf("%s: %w", link, err)
+	}
+	return l.Attrs().Alias, l.Type(), nil
+}
+
+// ReadRecord reads the hand-off record of binding on podIface from the
+// alias of its tap, in the namespace at nsPath ("" is the caller's). The
+// tap must be a tuntap link: a record on a link of another type is
+// foreign.
+func ReadRecord(nsPath, binding, podIface string) (*RecordSource, error) {
+	tap := TapOf(podIface)
+	alias, typ, err := ReadAlias(nsPath, tap)
+	if err != nil {
+		return nil, err
+	}
+	if typ != "tuntap" {
+		return nil, fmt.Errorf("%s is a %s link, not virtnet's tap: %w", tap, typ, ErrForeignRecord)
+	}
+	rec, err := Decode(alias, binding, podIface)
+	if err != nil {
+		return nil, fmt.Errorf("alias of %s: %w", tap, err)
+	}
+	return &RecordSource{Link: tap, Record: rec}, nil
+}

@@ -1,0 +1,20 @@
+//go:build !linux
+
+package kvplugin
+
+import "errors"
+
+// ErrNoLink is returned when the link that should hold a record is not in
+// the namespace.
+var ErrNoLink = errors.New("link not found")
+
+var errNotLinux = errors.New("kvplugin: link aliases need Linux")
+
+// WriteAlias needs Linux.
+func WriteAlias(nsPath, link, alias string) error { return errNotLinux }
+
+// ReadAlias needs Linux.
+func ReadAlias(nsPath, link string) (alias, typ string, err error) { return "", "", errNotLinux }
+
+// ReadRecord needs Linux.
+func ReadRecord(nsPath, binding, podIface string) (*RecordSource, error) { return nil, errNotLinux }

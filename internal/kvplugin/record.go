@@ -1,0 +1,272 @@
+package kvplugin
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/virtnet/virtnet/cache"
+	"github.com/virtnet/virtnet/internal/hookapi/handoff"
+	"github.com/virtnet/virtnet/internal/names"
+)
+
+// RecordVersion is the version of the hand-off record this build writes
+// and reads. A CNI plugin and a sidecar of different record versions
+// refuse each other's state: upgrade both together.
+const RecordVersion = 1
+
+// MaxAlias is the longest link alias the kernel keeps (IFALIASZ - 1).
+const MaxAlias = 255
+
+const prefix = "virtnet/v"
+
+// ErrForeignRecord is returned for an alias virtnet did not write.
+var ErrForeignRecord = errors.New("link alias is not a virtnet hand-off record")
+
+// VersionError reports a record of another version.
+type VersionError struct {
+	Got, Want int
+}
+
+func (e *VersionError) Error() string {
+	return fmt.Sprintf("hand-off record version %d, this build reads %d: the CNI plugin and the sidecar must be the same release", e.Got, e.Want)
+}
+
+// MismatchError reports a record about another binding or pod interface
+// than the one asked for.
+type MismatchError struct {
+	Field, Got, Want string
+}
+
+func (e *MismatchError) Error() string {
+	return fmt.Sprintf("hand-off record is for %s %q, expected %q", e.Field, e.Got, e.Want)
+}
+
+// TooLargeError reports a record that does not fit in a link alias.
+type TooLargeError struct {
+	Size, Routes int
+}
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("hand-off record is %d bytes (%d routes), a link alias holds %d", e.Size, e.Routes, MaxAlias)
+}
+
+// CorruptError reports a record with virtnet's prefix that does not
+// decode or holds an invalid value.
+type CorruptError struct {
+	Err error
+}
+
+func (e *CorruptError) Error() string { return "hand-off record is corrupt: " + e.Err.Error() }
+func (e *CorruptError) Unwrap() error  { return e.Err }
+
+// Encode turns phase1's interface record into a link alias.
+func Encode(rec *cache.Interface) (string, error) {
+	r := &handoff.Record{
+		Binding:      rec.Binding,
+		PodInterface: rec.PodInterface,
+		Mtu:          uint32(max(rec.MTU, 0)),
+		Queues:       uint32(max(rec.Queues, 0)),
+		IpamDisabled: rec.IPAMDisabled,
+		Nic:          rec.NIC != "",
+	}
+	var err error
+	if rec.MAC != "" {
+		hw, perr := net.ParseMAC(rec.MAC)
+		if perr != nil || len(hw) != 6 {
+			return "", fmt.Errorf("mac %q: not a 48-bit MAC address", rec.MAC)
+		}
+		r.Mac = hw
+	}
+	if r.Ipv4, err = prefixOf("ipv4", rec.IPv4); err != nil {
+		return "", err
+	}
+	if r.Ipv6, err = prefixOf("ipv6", rec.IPv6); err != nil {
+		return "", err
+	}
+	for _, f := range []struct {
+		name, s string
+		dst     *[]byte
+	}{
+		{"gateway", rec.Gateway, &r.Gateway},
+		{"gatewayIPv6", rec.GatewayIPv6, &r.GatewayIPv6},
+		{"serverIPv4", rec.ServerIPv4, &r.ServerIPv4},
+		{"serverIPv6", rec.ServerIPv6, &r.ServerIPv6},
+	} {
+		if *f.dst, err = addrOf(f.name, f.s); err != nil {
+			return "", err
+		}
+	}
+	for i, rt := range rec.Routes {
+		dst, err := prefixOf(fmt.Sprintf("routes[%d].dst", i), rt.Dst)
+		if err != nil {
+			return "", err
+		}
+		gw, err := addrOf(fmt.Sprintf("routes[%d].gateway", i), rt.Gateway)
+		if err != nil {
+			return "", err
+		}
+		r.Routes = append(r.Routes, &handoff.Route{Dst: dst, Gateway: gw, Metric: uint32(max(rt.Metric, 0))})
+	}
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(r)
+	if err != nil {
+		return "", err
+	}
+	s := prefix + strconv.Itoa(RecordVersion) + " " + base64.RawStdEncoding.EncodeToString(b)
+	if len(s) > MaxAlias {
+		return "", &TooLargeError{Size: len(s), Routes: len(rec.Routes)}
+	}
+	return s, nil
+}
+
+// Decode reads a link alias back into the interface record phase2 and the
+// DHCP server use, checking that it is about binding on podIface. Link
+// names come from internal/names, as phase1 derived them.
+func Decode(alias, binding, podIface string) (*cache.Interface, error) {
+	rest, ok := strings.CutPrefix(alias, prefix)
+	if !ok {
+		return nil, ErrForeignRecord
+	}
+	ver, body, ok := strings.Cut(rest, " ")
+	v, err := strconv.Atoi(ver)
+	if !ok || err != nil {
+		return nil, ErrForeignRecord
+	}
+	if v != RecordVersion {
+		return nil, &VersionError{Got: v, Want: RecordVersion}
+	}
+	b, err := base64.RawStdEncoding.DecodeString(body)
+	if err != nil {
+		return nil, &CorruptError{Err: err}
+	}
+	var r handoff.Record
+	if err := proto.Unmarshal(b, &r); err != nil {
+		return nil, &CorruptError{Err: err}
+	}
+	if r.Binding != binding {
+		return nil, &MismatchError{Field: "binding", Got: r.Binding, Want: binding}
+	}
+	if r.PodInterface != podIface {
+		return nil, &MismatchError{Field: "pod interface", Got: r.PodInterface, Want: podIface}
+	}
+	rec := &cache.Interface{
+		Version:      1,
+		PodInterface: podIface,
+		Binding:      binding,
+		Bridge:       names.Bridge(podIface),
+		Tap:          names.Tap(podIface),
+		MTU:          int(r.Mtu),
+		Queues:       int(r.Queues),
+		IPAMDisabled: r.IpamDisabled,
+	}
+	if r.Nic {
+		rec.NIC = names.NIC(podIface)
+	}
+	if len(r.Mac) > 0 {
+		if len(r.Mac) != 6 {
+			return nil, &CorruptError{Err: fmt.Errorf("mac: %d bytes", len(r.Mac))}
+		}
+		rec.MAC = net.HardwareAddr(r.Mac).String()
+	}
+	if rec.MTU > 65535 || rec.Queues > 256 {
+		return nil, &CorruptError{Err: fmt.Errorf("mtu %d, queues %d: out of range", rec.MTU, rec.Queues)}
+	}
+	if rec.IPv4, err = prefixString("ipv4", r.Ipv4, true); err != nil {
+		return nil, err
+	}
+	if rec.IPv6, err = prefixString("ipv6", r.Ipv6, false); err != nil {
+		return nil, err
+	}
+	for _, f := range []struct {
+		name string
+		b    []byte
+		v4   bool
+		dst  *string
+	}{
+		{"gateway", r.Gateway, true, &rec.Gateway},
+		{"gatewayIPv6", r.GatewayIPv6, false, &rec.GatewayIPv6},
+		{"serverIPv4", r.ServerIPv4, true, &rec.ServerIPv4},
+		{"serverIPv6", r.ServerIPv6, false, &rec.ServerIPv6},
+	} {
+		if *f.dst, err = addrString(f.name, f.b, f.v4); err != nil {
+			return nil, err
+		}
+	}
+	for i, rt := range r.Routes {
+		if rt.GetDst() == nil {
+			return nil, &CorruptError{Err: fmt.Errorf("routes[%d]: no destination", i)}
+		}
+		v4 := len(rt.Dst.Addr) == 4
+		dst, err := prefixString(fmt.Sprintf("routes[%d].dst", i), rt.Dst, v4)
+		if err != nil {
+			return nil, err
+		}
+		gw, err := addrString(fmt.Sprintf("routes[%d].gateway", i), rt.Gateway, v4)
+		if err != nil {
+			return nil, err
+		}
+		rec.Routes = append(rec.Routes, cache.Route{Dst: dst, Gateway: gw, Metric: int(rt.Metric)})
+	}
+	return rec, nil
+}
+
+func prefixOf(field, s string) (*handoff.Prefix, error) {
+	if s == "" {
+		return nil, nil
+	}
+	p, err := netip.ParsePrefix(s)
+	if err != nil {
+		return nil, fmt.Errorf("%s %q: %w", field, s, err)
+	}
+	return &handoff.Prefix{Addr: p.Addr().AsSlice(), Bits: uint32(p.Bits())}, nil
+}
+
+func addrOf(field, s string) ([]byte, error) {
+	if s == "" {
+		return nil, nil
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return nil, fmt.Errorf("%s %q: %w", field, s, err)
+	}
+	return a.AsSlice(), nil
+}
+
+func prefixString(field string, p *handoff.Prefix, v4 bool) (string, error) {
+	if p == nil {
+		return "", nil
+	}
+	a, err := addrString(field, p.Addr, v4)
+	if err != nil {
+		return "", err
+	}
+	pfx, err := netip.ParseAddr(a)
+	if err != nil {
+		return "", &CorruptError{Err: fmt.Errorf("%s: no address", field)}
+	}
+	if int(p.Bits) > pfx.BitLen() {
+		return "", &CorruptError{Err: fmt.Errorf("%s: /%d", field, p.Bits)}
+	}
+	return netip.PrefixFrom(pfx, int(p.Bits)).String(), nil
+}
+
+func addrString(field string, b []byte, v4 bool) (string, error) {
+	if len(b) == 0 {
+		return "", nil
+	}
+	want := 16
+	if v4 {
+		want = 4
+	}
+	a, ok := netip.AddrFromSlice(b)
+	if !ok || len(b) != want {
+		return "", &CorruptError{Err: fmt.Errorf("%s: %d bytes, want %d", field, len(b), want)}
+	}
+	return a.String(), nil
+}
