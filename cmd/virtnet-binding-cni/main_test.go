@@ -22,6 +22,7 @@ import (
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/internal/kernelvm"
 	"github.com/virtnet/virtnet/internal/kvplugin"
+	"github.com/virtnet/virtnet/internal/names"
 	"github.com/virtnet/virtnet/internal/nsexec"
 	"github.com/virtnet/virtnet/internal/testutil"
 )
@@ -251,7 +252,8 @@ func secondaryNetworkPodHash(t *testing.T) {
 	require.NoError(t, err)
 	src, err := kvplugin.ReadRecord(pod.Pod.Path, "bridge", podIface)
 	require.NoError(t, err)
-	require.Equal(t, "k6t-"+podIface, src.Record.Bridge)
+	require.Equal(t, names.Bridge(podIface), src.Record.Bridge)
+	require.Equal(t, names.Tap(podIface), src.Link)
 	require.NoError(t, h.cni.CheckNetworkList(context.Background(), list, rt))
 	require.NoError(t, h.cni.DelNetworkList(context.Background(), list, rt))
 }

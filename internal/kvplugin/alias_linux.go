@@ -6,6 +6,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 )
 
 // ErrNoLink is returned when the link that should hold a record is not in
@@ -14,7 +15,7 @@ var ErrNoLink = errors.New("link not found")
 
 func handleAt(nsPath string) (*netlink.Handle, func(), error) {
 	if nsPath == "" {
-		h, err := netlink.NewHandle()
+		h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -24,7 +25,7 @@ func handleAt(nsPath string) (*netlink.Handle, func(), error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("open network namespace %s: %w", nsPath, err)
 	}
-	h, err := netlink.NewHandleAt(ns)
+	h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
 	if err != nil {
 		ns.Close()
 		return nil, nil, err

@@ -1,0 +1,396 @@
+//go:build linux
+
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"google.golang.org/grpc"
+	"libvirt.org/go/libvirtxml"
+
+	"github.com/virtnet/virtnet/api"
+	"github.com/virtnet/virtnet/binding"
+	"github.com/virtnet/virtnet/binding/registry"
+	"github.com/virtnet/virtnet/internal/hookapi/info"
+	"github.com/virtnet/virtnet/internal/hookapi/v1alpha3"
+	"github.com/virtnet/virtnet/internal/kvplugin"
+	"github.com/virtnet/virtnet/phase2"
+	"github.com/virtnet/virtnet/phase2/dhcp"
+)
+
+// Protocol constants of KubeVirt's hook sidecars.
+const (
+	// DefaultSocketDir is where a sidecar listens (KubeVirt's
+	// HookSocketsSharedDirectory, mounted per container).
+	DefaultSocketDir = "/var/run/kubevirt-hooks"
+	// EnvPluginName is set by KubeVirt ≥ 1.9 to the plugin's name.
+	EnvPluginName = "NETWORK_BINDING_PLUGIN_NAME"
+	// EnvVirtnetPluginName is the image's fallback for older KubeVirt.
+	EnvVirtnetPluginName = "VIRTNET_BINDING_PLUGIN_NAME"
+	// EnvContainerName is set by KubeVirt to hook-sidecar-<i>.
+	EnvContainerName = "CONTAINER_NAME"
+	// Version is the only Callbacks version served (the one with
+	// Shutdown).
+	Version = "v1alpha3"
+	// Hook point names.
+	HookOnDefineDomain = "OnDefineDomain"
+	HookShutdown       = "Shutdown"
+)
+
+// Config configures [Run].
+type Config struct {
+	// SocketDir holds the socket; "" means DefaultSocketDir.
+	SocketDir string
+	// Plugin is the one plugin name served; "" serves virtnet's three
+	// default names.
+	Plugin string
+	// ContainerName names the socket when Plugin is "".
+	ContainerName string
+	// NetNS is the pod's network namespace; "" is the sidecar's own.
+	NetNS string
+	// ResolvConf is read once per DHCP server start.
+	ResolvConf string
+	// Logger is never nil after fill.
+	Logger *slog.Logger
+	// dhcpOptions are for tests.
+	dhcpOptions []dhcp.Option
+}
+
+// SocketName is the socket's file name: <plugin>.sock, or, serving all
+// three names, virtnet-<container name>.sock (virt-launcher counts
+// sockets by file name across the sidecars of a pod).
+func (c *Config) SocketName() string {
+	switch {
+	case c.Plugin != "":
+		return c.Plugin + ".sock"
+	case c.ContainerName != "":
+		return "virtnet-" + c.ContainerName + ".sock"
+	}
+	return "virtnet.sock"
+}
+
+func (c *Config) served() (kvplugin.Served, error) {
+	if c.Plugin == "" {
+		all := kvplugin.Plugins()
+		return func(n string) (string, bool) { m, ok := all[n]; return m, ok }, nil
+	}
+	method, err := kvplugin.MethodFor(c.Plugin)
+	if err != nil {
+		return nil, err
+	}
+	name := c.Plugin
+	return func(n string) (string, bool) { return method, n == name }, nil
+}
+
+// Run listens on the socket and serves until ctx ends or virt-launcher
+// calls Shutdown; it then stops the DHCP servers and removes the socket.
+func Run(ctx context.Context, cfg Config) error {
+	if cfg.SocketDir == "" {
+		cfg.SocketDir = DefaultSocketDir
+	}
+	if cfg.ResolvConf == "" {
+		cfg.ResolvConf = "/etc/resolv.conf"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	served, err := cfg.served()
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(cfg.SocketDir, cfg.SocketName())
+	if err := removeStaleSocket(path); err != nil {
+		return err
+	}
+	lis, err := net.Listen("unix", path)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", path, err)
+	}
+	defer os.Remove(path)
+	// virt-launcher runs as uid 107 (non-root VMIs) or root; the
+	// directory is the pod's own.
+	if err := os.Chmod(path, 0o660); err != nil {
+		lis.Close()
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s := &sidecar{cfg: cfg, served: served, registry: registry.Default(), log: cfg.Logger, shutdown: cancel, dhcp: map[string]*runningDHCP{}}
+	srv := grpc.NewServer()
+	info.RegisterInfoServer(srv, s)
+	v1alpha3.RegisterCallbacksServer(srv, s)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(lis) }()
+	cfg.Logger.Info("serving hooks", "socket", path, "plugin", cfg.Plugin, "version", Version)
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		s.stopDHCP()
+		return err
+	}
+	srv.GracefulStop()
+	s.stopDHCP()
+	cfg.Logger.Info("stopped")
+	return nil
+}
+
+// removeStaleSocket removes a socket left by an earlier run; any other
+// file there is an error (virt-launcher would dial it).
+func removeStaleSocket(path string) error {
+	fi, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return err
+	case fi.Mode().Type() != fs.ModeSocket:
+		return fmt.Errorf("%s exists and is not a socket: refusing to replace it", path)
+	}
+	return os.Remove(path)
+}
+
+type sidecar struct {
+	info.UnimplementedInfoServer
+	v1alpha3.UnimplementedCallbacksServer
+	cfg      Config
+	served   kvplugin.Served
+	registry binding.Registry
+	log      *slog.Logger
+	shutdown context.CancelFunc
+
+	mu   sync.Mutex
+	dhcp map[string]*runningDHCP
+	wg   sync.WaitGroup
+}
+
+type runningDHCP struct {
+	cancel context.CancelFunc
+}
+
+// Info answers virt-launcher's collection of the hook sockets.
+func (s *sidecar) Info(context.Context, *info.InfoParams) (*info.InfoResult, error) {
+	name := s.cfg.Plugin
+	if name == "" {
+		name = "virtnet-binding-sidecar"
+	}
+	return &info.InfoResult{
+		Name:     name,
+		Versions: []string{Version},
+		HookPoints: []*info.HookPoint{
+			{Name: HookOnDefineDomain, Priority: 0},
+			{Name: HookShutdown, Priority: 0},
+		},
+	}, nil
+}
+
+// PreCloudInitIso returns the cloud-init data unchanged.
+func (s *sidecar) PreCloudInitIso(_ context.Context, p *v1alpha3.PreCloudInitIsoParams) (*v1alpha3.PreCloudInitIsoResult, error) {
+	return &v1alpha3.PreCloudInitIsoResult{CloudInitData: p.GetCloudInitData(), CloudInitNoCloudSource: p.GetCloudInitNoCloudSource()}, nil
+}
+
+// Shutdown stops the sidecar after answering.
+func (s *sidecar) Shutdown(context.Context, *v1alpha3.ShutdownParams) (*v1alpha3.ShutdownResult, error) {
+	s.log.Info("shutdown requested")
+	go s.shutdown()
+	return &v1alpha3.ShutdownResult{}, nil
+}
+
+// OnDefineDomain adds the served interfaces to the domain.
+func (s *sidecar) OnDefineDomain(ctx context.Context, p *v1alpha3.OnDefineDomainParams) (*v1alpha3.OnDefineDomainResult, error) {
+	out, items, vmi, err := s.define(p.GetDomainXML(), p.GetVmi())
+	if err != nil {
+		s.log.Error("OnDefineDomain", "error", err)
+		return nil, err
+	}
+	if err := s.startDHCP(ctx, vmi, items); err != nil {
+		s.log.Error("DHCP", "error", err)
+		return nil, err
+	}
+	return &v1alpha3.OnDefineDomainResult{DomainXML: out}, nil
+}
+
+// define renders the served interfaces into the domain.
+func (s *sidecar) define(domainXML, vmiJSON []byte) ([]byte, []phase2.Item, *api.VMI, error) {
+	res, err := kvplugin.Resolve(vmiJSON, s.served)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("vmi: %w", err)
+	}
+	if len(res.Pairs) == 0 {
+		return domainXML, nil, res.VMI, nil
+	}
+	items := make([]phase2.Item, 0, len(res.Pairs))
+	for _, pair := range res.Pairs {
+		b, err := s.registry.Lookup(pair.Binding())
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		it := phase2.Item{Pair: pair, Binding: b}
+		if b := pair.Binding(); b == api.BindingBridge || b == api.BindingMasquerade {
+			src, err := kvplugin.ReadRecord(s.cfg.NetNS, b, pair.PodInterface)
+			if err != nil {
+				return nil, nil, nil, fmt.Errorf("interface %q (plugin %s): %w (did virtnet-binding-cni run for it? see the networkAttachmentDefinition of the plugin)",
+					pair.Interface.Name, res.Plugins[pair.Interface.Name], err)
+			}
+			rec := src.Record
+			rec.Interface = pair.Interface.Name
+			if pair.Interface.MacAddress != "" {
+				hw, err := net.ParseMAC(pair.Interface.MacAddress)
+				if err != nil {
+					return nil, nil, nil, &api.FieldError{Path: "macAddress", Value: pair.Interface.MacAddress, Reason: err.Error()}
+				}
+				rec.MAC = hw.String()
+			}
+			it.Record = rec
+		}
+		items = append(items, it)
+	}
+	var dom libvirtxml.Domain
+	if err := dom.Unmarshal(string(domainXML)); err != nil {
+		return nil, nil, nil, fmt.Errorf("domain XML: %w", err)
+	}
+	if err := render(&dom, res.VMI, items); err != nil {
+		return nil, nil, nil, err
+	}
+	out, err := dom.Marshal()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return []byte(out), items, res.VMI, nil
+}
+
+// render adds the items' interfaces to dom; an interface already there
+// with the same alias is replaced in place, everything else is kept.
+func render(dom *libvirtxml.Domain, vmi *api.VMI, items []phase2.Item) error {
+	var existing []libvirtxml.DomainInterface
+	if dom.Devices != nil {
+		existing = dom.Devices.Interfaces
+		dom.Devices.Interfaces = nil
+	}
+	if err := phase2.Render(vmi, items, dom, binding.RenderOptions{InterfaceType: binding.InterfaceEthernet}); err != nil {
+		return err
+	}
+	var added []libvirtxml.DomainInterface
+	if dom.Devices != nil {
+		added = dom.Devices.Interfaces
+	}
+	byAlias := map[string]int{}
+	for i, di := range added {
+		if di.Alias != nil {
+			byAlias[di.Alias.Name] = i
+		}
+	}
+	used := map[int]bool{}
+	merged := make([]libvirtxml.DomainInterface, 0, len(existing)+len(added))
+	for _, di := range existing {
+		if di.Alias != nil {
+			if i, ok := byAlias[di.Alias.Name]; ok {
+				merged = append(merged, added[i])
+				used[i] = true
+				continue
+			}
+		}
+		merged = append(merged, di)
+	}
+	for i, di := range added {
+		if !used[i] {
+			merged = append(merged, di)
+		}
+	}
+	if dom.Devices == nil {
+		dom.Devices = &libvirtxml.DomainDeviceList{}
+	}
+	dom.Devices.Interfaces = merged
+	return nil
+}
+
+// startDHCP starts a DHCP server per bridge or masquerade interface with
+// IPAM, once per interface; it returns when each is bound.
+func (s *sidecar) startDHCP(ctx context.Context, vmi *api.VMI, items []phase2.Item) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var resolv []byte
+	for _, it := range items {
+		name := it.Pair.Interface.Name
+		if it.Record == nil || s.dhcp[name] != nil {
+			continue
+		}
+		if resolv == nil {
+			b, err := os.ReadFile(s.cfg.ResolvConf)
+			if err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("resolv.conf: %w", err)
+			}
+			resolv = append([]byte{}, b...)
+		}
+		cfg, err := dhcp.NewConfig(vmi, it.Pair.Interface, it.Record, resolv)
+		if errors.Is(err, dhcp.ErrIPAMDisabled) {
+			s.log.Info("no IPAM: no DHCP server", "interface", name)
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("interface %q: %w", name, err)
+		}
+		run, err := s.serve(ctx, cfg)
+		var be *dhcp.BindError
+		if err != nil && cfg.IPv6 != nil && errors.As(err, &be) && be.Op == "router advertisements" {
+			// Router advertisements need CAP_NET_RAW, which a non-root
+			// VMI's sidecar does not have: serve DHCPv4 alone.
+			s.log.Warn("no router advertisements without CAP_NET_RAW: serving DHCPv4 only", "interface", name, "error", err)
+			cfg.IPv6 = nil
+			run, err = s.serve(ctx, cfg)
+		}
+		if err != nil {
+			return fmt.Errorf("interface %q: %w", name, err)
+		}
+		s.dhcp[name] = run
+	}
+	return nil
+}
+
+func (s *sidecar) serve(ctx context.Context, cfg *dhcp.Config) (*runningDHCP, error) {
+	opts := append([]dhcp.Option{dhcp.WithNetNS(s.cfg.NetNS)}, s.cfg.dhcpOptions...)
+	srv, err := dhcp.NewServer(cfg, s.log, opts...)
+	if err != nil {
+		return nil, err
+	}
+	// The servers outlive the call: they run until Shutdown.
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan error, 1)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		done <- srv.Serve(sctx)
+	}()
+	select {
+	case <-srv.Ready():
+		s.log.Info("DHCP server started", "interface", cfg.Interface, "bridge", cfg.Bridge, "mac", cfg.MAC.String(), "address", cfg.Address.String())
+		return &runningDHCP{cancel: cancel}, nil
+	case err := <-done:
+		cancel()
+		if err == nil {
+			err = errors.New("DHCP server stopped before it was ready")
+		}
+		return nil, err
+	case <-ctx.Done():
+		cancel()
+		return nil, ctx.Err()
+	}
+}
+
+func (s *sidecar) stopDHCP() {
+	s.mu.Lock()
+	for _, r := range s.dhcp {
+		r.cancel()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+}
+
+func parseMAC(s string) (net.HardwareAddr, error) { return net.ParseMAC(s) }

@@ -1,0 +1,297 @@
+//go:build linux
+
+package main
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/vishvananda/netlink"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"libvirt.org/go/libvirtxml"
+
+	"github.com/virtnet/virtnet/api"
+	"github.com/virtnet/virtnet/cache"
+	"github.com/virtnet/virtnet/internal/hookapi/info"
+	"github.com/virtnet/virtnet/internal/hookapi/v1alpha3"
+	"github.com/virtnet/virtnet/internal/kvplugin"
+	"github.com/virtnet/virtnet/internal/testutil"
+	"github.com/virtnet/virtnet/phase1"
+)
+
+// Linked under the name virtnet-binding-sidecar, the test binary is the
+// sidecar (so that it runs as another user, as KubeVirt runs it).
+func TestMain(m *testing.M) {
+	if filepath.Base(os.Args[0]) == "virtnet-binding-sidecar" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// prepare does in pod what virtnet-binding-cni's ADD does for the pod
+// network: phase1 for one interface, the hand-off record on the tap, the
+// unprivileged port start lowered to 67 (the CNI plugin's own tests run it
+// through libcni).
+func prepare(t *testing.T, pod *testutil.Pod, method string) {
+	iface := api.Interface{Name: "default"}
+	switch method {
+	case api.BindingBridge:
+		iface.Bridge = &struct{}{}
+	case api.BindingMasquerade:
+		iface.Masquerade = &struct{}{}
+	}
+	vmi := &api.VMI{Metadata: api.ObjectMeta{Name: "x", Namespace: "default", UID: "cni-test"},
+		Spec: api.VMISpec{Domain: api.DomainSpec{Devices: api.Devices{Interfaces: []api.Interface{iface}}},
+			Networks: []api.Network{{Name: "default", Pod: &api.PodNetwork{}}}}}
+	api.SetDefaults(vmi)
+	store, err := cache.New(t.TempDir())
+	require.NoError(t, err)
+	require.NoError(t, phase1.Run(context.Background(), vmi, pod.Pod.Path, store, phase1.Options{}))
+	rec, err := store.ReadInterface("cni-test", "default")
+	require.NoError(t, err)
+	alias, err := kvplugin.Encode(rec)
+	require.NoError(t, err)
+	require.NoError(t, kvplugin.WriteAlias(pod.Pod.Path, rec.Tap, alias))
+	require.NoError(t, pod.Pod.Do(func() error {
+		return os.WriteFile("/proc/sys/net/ipv4/ip_unprivileged_port_start", []byte("67"), 0o644)
+	}))
+}
+
+// client calls the sidecar the way virt-launcher's hook manager does: one
+// connection per call, Info with a 1 s deadline, then the callbacks.
+type client struct {
+	t    *testing.T
+	sock string
+}
+
+func (c *client) conn() *grpc.ClientConn {
+	conn, err := grpc.NewClient("unix://"+c.sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(c.t, err)
+	c.t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+func (c *client) info() *info.InfoResult {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	res, err := info.NewInfoClient(c.conn()).Info(ctx, &info.InfoParams{})
+	require.NoError(c.t, err)
+	return res
+}
+
+func (c *client) define(domain, vmi []byte) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := v1alpha3.NewCallbacksClient(c.conn()).OnDefineDomain(ctx, &v1alpha3.OnDefineDomainParams{DomainXML: domain, Vmi: vmi})
+	if err != nil {
+		return nil, err
+	}
+	return res.GetDomainXML(), nil
+}
+
+func waitSocket(t *testing.T, path string, proc *exec.Cmd) {
+	for range 100 {
+		if fi, err := os.Stat(path); err == nil && fi.Mode().Type() == os.ModeSocket {
+			return
+		}
+		if proc != nil && proc.ProcessState != nil {
+			t.Fatalf("sidecar exited: %v", proc.ProcessState)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("no socket at %s", path)
+}
+
+func needBinary(t *testing.T, name string) string {
+	p, err := exec.LookPath(name)
+	if err != nil {
+		testutil.Skip(t, name+" is not installed")
+	}
+	return p
+}
+
+// vmPort plugs a "VM" into the pod's bridge: a veth whose far end, eth0
+// with the VM's MAC, is in a namespace of its own.
+func vmPort(t *testing.T, pod *testutil.Pod, bridge, mac string) *testutil.NS {
+	vm := testutil.NewNS(t, "vn-vm")
+	testutil.AddVeth(t, pod.Pod, "vmport", vm, "eth0", pod.MTU)
+	br, err := pod.Pod.Handle.LinkByName(bridge)
+	require.NoError(t, err)
+	port, err := pod.Pod.Handle.LinkByName("vmport")
+	require.NoError(t, err)
+	require.NoError(t, pod.Pod.Handle.LinkSetMaster(port, br))
+	l, err := vm.Handle.LinkByName("eth0")
+	require.NoError(t, err)
+	hw, err := netlinkMAC(mac)
+	require.NoError(t, err)
+	require.NoError(t, vm.Handle.LinkSetHardwareAddr(l, hw))
+	return vm
+}
+
+func netlinkMAC(s string) ([]byte, error) {
+	l := &netlink.Dummy{}
+	_ = l
+	hw, err := parseMAC(s)
+	return hw, err
+}
+
+const udhcpcScript = `#!/bin/sh
+env > "$OUT.$1"
+exit 0
+`
+
+// lease runs busybox udhcpc in vm and returns its "bound" environment.
+func lease(t *testing.T, vm *testutil.NS) map[string]string {
+	busybox := needBinary(t, "busybox")
+	dir := t.TempDir()
+	script := filepath.Join(dir, "script")
+	require.NoError(t, os.WriteFile(script, []byte(udhcpcScript), 0o755))
+	out := filepath.Join(dir, "env")
+	cmd := exec.Command("ip", "netns", "exec", vm.Name, busybox, "udhcpc", "-i", "eth0", "-s", script, "-f", "-q", "-n",
+		"-t", "5", "-T", "1", "-A", "1", "-O", "mtu")
+	cmd.Env = append(os.Environ(), "OUT="+out)
+	b, err := cmd.CombinedOutput()
+	require.NoError(t, err, "udhcpc: %s", b)
+	f, err := os.Open(out + ".bound")
+	require.NoError(t, err, "udhcpc bound: %s", b)
+	defer f.Close()
+	env := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), "="); ok {
+			env[k] = v
+		}
+	}
+	return env
+}
+
+func validate(t *testing.T, xml []byte) {
+	bin := needBinary(t, "virt-xml-validate")
+	p := filepath.Join(t.TempDir(), "domain.xml")
+	require.NoError(t, os.WriteFile(p, xml, 0o644))
+	out, err := exec.Command(bin, p, "domain").CombinedOutput()
+	require.NoError(t, err, "virt-xml-validate: %s", out)
+}
+
+// TestSidecarUnprivileged is the masquerade plugin's sidecar as KubeVirt
+// runs it: its own process as uid 107 with no capabilities at all (a
+// non-root VMI's sidecar), in the pod's network namespace, called over
+// its unix socket like virt-launcher calls it (Info, OnDefineDomain with
+// KubeVirt's domain, Shutdown). The result validates against libvirt's
+// schema, a client with the VM's MAC on the pod's bridge leases the VM
+// address from the sidecar's DHCP server, and after Shutdown the process
+// exits and its socket is gone.
+func TestSidecarUnprivileged(t *testing.T) {
+	testutil.RequireRoot(t)
+	setpriv := needBinary(t, "setpriv")
+	pod := testutil.NewPod(t)
+	prepare(t, pod, api.BindingMasquerade)
+
+	// The binary and the hooks directory must be usable by uid 107.
+	dir, err := os.MkdirTemp("", "virtnet-sidecar-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	require.NoError(t, os.Chmod(dir, 0o755))
+	self, err := os.Executable()
+	require.NoError(t, err)
+	bin := filepath.Join(dir, "virtnet-binding-sidecar")
+	data, err := os.ReadFile(self)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(bin, data, 0o755))
+	hooks := filepath.Join(dir, "hooks")
+	require.NoError(t, os.Mkdir(hooks, 0o755))
+	require.NoError(t, os.Chown(hooks, 107, 107))
+	resolv := filepath.Join(dir, "resolv.conf")
+	require.NoError(t, os.WriteFile(resolv, []byte("nameserver 10.96.0.10\nsearch default.svc.cluster.local svc.cluster.local cluster.local\n"), 0o644))
+
+	cmd := exec.Command("ip", "netns", "exec", pod.Pod.Name, setpriv, "--reuid=107", "--regid=107", "--clear-groups",
+		"--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--", bin, "-socket-dir", hooks, "-resolv-conf", resolv)
+	cmd.Env = []string{"NETWORK_BINDING_PLUGIN_NAME=virtnet-masquerade", "CONTAINER_NAME=hook-sidecar-0", "PATH=/usr/bin:/bin"}
+	logs := &strings.Builder{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	require.NoError(t, cmd.Start())
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		t.Logf("sidecar log:\n%s", logs)
+	})
+	sock := filepath.Join(hooks, "virtnet-masquerade.sock")
+	waitSocket(t, sock, nil)
+	entries, err := os.ReadDir(hooks)
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "nothing but the socket in the hooks directory")
+
+	c := &client{t: t, sock: sock}
+	in := c.info()
+	require.Equal(t, []string{"v1alpha3"}, in.GetVersions())
+	var points []string
+	for _, p := range in.GetHookPoints() {
+		points = append(points, p.GetName())
+		require.Zero(t, p.GetPriority())
+	}
+	require.ElementsMatch(t, []string{"OnDefineDomain", "Shutdown"}, points)
+
+	domain, err := os.ReadFile("testdata/domain.xml")
+	require.NoError(t, err)
+	vmiJSON, err := os.ReadFile("testdata/vmi-masquerade.json")
+	require.NoError(t, err)
+	out, err := c.define(domain, vmiJSON)
+	require.NoError(t, err, "OnDefineDomain; sidecar log:\n%s", logs)
+	validate(t, out)
+	var dom libvirtxml.Domain
+	require.NoError(t, dom.Unmarshal(string(out)))
+	ifaces := dom.Devices.Interfaces
+	require.Len(t, ifaces, 2, "the placeholder and ours")
+	require.Equal(t, "placeholder-0", ifaces[0].Target.Dev, "placeholder untouched")
+	require.Nil(t, ifaces[0].Alias)
+	ours := ifaces[1]
+	require.Equal(t, "ua-default", ours.Alias.Name)
+	require.NotNil(t, ours.Source.Ethernet)
+	require.Equal(t, "tap0", ours.Target.Dev)
+	require.Equal(t, "no", ours.Target.Managed)
+	require.Equal(t, "virtio-non-transitional", ours.Model.Type)
+	require.Equal(t, uint(pod.MTU), ours.MTU.Size)
+	require.Len(t, dom.Devices.Disks, 1, "the rest of KubeVirt's domain is kept")
+
+	// A second OnDefineDomain (KubeVirt calls it more than once) with our
+	// interface already in the domain replaces it: still one.
+	again, err := c.define(out, vmiJSON)
+	require.NoError(t, err)
+	var dom2 libvirtxml.Domain
+	require.NoError(t, dom2.Unmarshal(string(again)))
+	require.Len(t, dom2.Devices.Interfaces, 2)
+	require.Equal(t, out, again, "idempotent")
+
+	env := lease(t, vmPort(t, pod, "k6t-eth0", ours.MAC.Address))
+	require.Equal(t, "10.0.2.2", env["ip"])
+	require.Equal(t, "10.0.2.1", env["router"])
+	require.Equal(t, "10.96.0.10", strings.TrimSpace(env["dns"]))
+
+	// PreCloudInitIso passes through.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ci, err := v1alpha3.NewCallbacksClient(c.conn()).PreCloudInitIso(ctx, &v1alpha3.PreCloudInitIsoParams{CloudInitData: []byte(`{"userData":"x"}`)})
+	require.NoError(t, err)
+	require.Equal(t, `{"userData":"x"}`, string(ci.GetCloudInitData()))
+
+	_, err = v1alpha3.NewCallbacksClient(c.conn()).Shutdown(ctx, &v1alpha3.ShutdownParams{})
+	require.NoError(t, err)
+	select {
+	case err := <-exited:
+		require.NoError(t, err, "sidecar exits cleanly after Shutdown")
+	case <-time.After(30 * time.Second):
+		t.Fatal("sidecar still running 30 s after Shutdown")
+	}
+	_, err = os.Stat(sock)
+	require.ErrorIs(t, err, os.ErrNotExist, "socket removed")
+}
