@@ -64,7 +64,7 @@ type CorruptError struct {
 }
 
 func (e *CorruptError) Error() string { return "hand-off record is corrupt: " + e.Err.Error() }
-func (e *CorruptError) Unwrap() error  { return e.Err }
+func (e *CorruptError) Unwrap() error { return e.Err }
 
 // Encode turns phase1's interface record into a link alias.
 func Encode(rec *cache.Interface) (string, error) {
