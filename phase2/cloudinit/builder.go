@@ -94,7 +94,7 @@ func (b *Builder) Build(ctx context.Context, vmi *api.VMI) ([]Disk, error) {
 			if kind == KindConfigDrive {
 				src = vol.CloudInitConfigDrive
 			}
-			data, err := DecodeSource(src, fieldPath, b.volumeDir(b.SecretDir, vol.Name))
+			data, err := DecodeSource(ctx, src, fieldPath, b.volumeDir(b.SecretDir, vol.Name))
 			if err != nil {
 				return nil, err
 			}
@@ -106,7 +106,7 @@ func (b *Builder) Build(ctx context.Context, vmi *api.VMI) ([]Disk, error) {
 				jobs = append(jobs, job{d, func(ctx context.Context) error { return ConfigDrive(ctx, p, data, meta) }})
 			}
 		case KindSysprep:
-			files, err := readSysprep(b.volumeDir(b.SysprepDir, vol.Name), fieldPath)
+			files, err := readSysprep(ctx, b.volumeDir(b.SysprepDir, vol.Name), fieldPath)
 			if err != nil {
 				return nil, err
 			}

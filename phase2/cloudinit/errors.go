@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/virtnet/virtnet/api"
+	"github.com/virtnet/virtnet/internal/safefile"
 )
 
 // Sentinels wrapped by [*SourceError]; match them with [errors.Is].
@@ -26,6 +27,10 @@ var (
 	// ErrNoUnattend is a sysprep directory holding neither autounattend.xml
 	// nor unattend.xml.
 	ErrNoUnattend = errors.New("neither autounattend.xml nor unattend.xml")
+	// ErrNotRegular is a secret key or sysprep file that is not a regular
+	// file (a FIFO, a socket, a device): refused without opening it for a
+	// blocking read.
+	ErrNotRegular = safefile.ErrNotRegular
 )
 
 // SourceError is a cloud-init or sysprep source that cannot be turned into
@@ -50,10 +55,11 @@ func (e *SourceError) Error() string {
 func (e *SourceError) Unwrap() error { return e.Err }
 
 // Is makes a SourceError match api.ErrInvalid when the VMI itself is at
-// fault, that is for every sentinel but [ErrSecretMissing] (a mount the pod
-// lacks).
+// fault, that is for every sentinel but [ErrSecretMissing] and
+// [ErrNotRegular] (a mount the pod lacks or that holds something else
+// than files).
 func (e *SourceError) Is(target error) bool {
-	return target == api.ErrInvalid && !errors.Is(e.Err, ErrSecretMissing)
+	return target == api.ErrInvalid && !errors.Is(e.Err, ErrSecretMissing) && !errors.Is(e.Err, ErrNotRegular)
 }
 
 // errUnsafeName is a namespace, name or volume name that cannot be one

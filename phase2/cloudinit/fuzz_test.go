@@ -2,6 +2,7 @@ package cloudinit
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"errors"
 	"testing"
@@ -27,7 +28,7 @@ func FuzzCloudInitSource(f *testing.F) {
 	f.Fuzz(func(t *testing.T, userData, userDataBase64, networkData, networkDataBase64 string) {
 		src := &api.CloudInitSource{UserData: userData, UserDataBase64: userDataBase64,
 			NetworkData: networkData, NetworkDataBase64: networkDataBase64}
-		got, err := DecodeSource(src, path, "")
+		got, err := DecodeSource(context.Background(), src, path, "")
 		if err != nil {
 			var se *SourceError
 			if !errors.As(err, &se) || !errors.Is(err, api.ErrInvalid) {

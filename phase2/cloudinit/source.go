@@ -1,15 +1,16 @@
 package cloudinit
 
 import (
+	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 
 	"github.com/virtnet/virtnet/api"
+	"github.com/virtnet/virtnet/internal/safefile"
 )
 
 // Size limits. The inline limits are api.Validate's (KubeVirt v0.53's
@@ -40,12 +41,14 @@ type Data struct {
 // references are read from secretDir, the directory the volume's secrets are
 // mounted in (<SecretDir>/<volume>, see [Builder]). At most one user data
 // source and one network data source may be set, and at least one of the
-// two must yield data.
-func DecodeSource(src *api.CloudInitSource, fieldPath, secretDir string) (Data, error) {
+// two must yield data. A secret key file that is not a regular file (a
+// FIFO, a device, …) is refused with [ErrNotRegular] without blocking, a
+// link leading out of secretDir is refused, and ctx ends the read.
+func DecodeSource(ctx context.Context, src *api.CloudInitSource, fieldPath, secretDir string) (Data, error) {
 	if src == nil {
 		return Data{}, &SourceError{Path: fieldPath, Err: ErrNoData}
 	}
-	user, err := decodeOne(fieldPath, secretDir, part{
+	user, err := decodeOne(ctx, fieldPath, secretDir, part{
 		raw: src.UserData, rawKey: "userData",
 		b64: src.UserDataBase64, b64Key: "userDataBase64",
 		ref: src.UserDataSecretRef, refKey: "secretRef",
@@ -54,7 +57,7 @@ func DecodeSource(src *api.CloudInitSource, fieldPath, secretDir string) (Data, 
 	if err != nil {
 		return Data{}, err
 	}
-	network, err := decodeOne(fieldPath, secretDir, part{
+	network, err := decodeOne(ctx, fieldPath, secretDir, part{
 		raw: src.NetworkData, rawKey: "networkData",
 		b64: src.NetworkDataBase64, b64Key: "networkDataBase64",
 		ref: src.NetworkDataSecretRef, refKey: "networkDataSecretRef",
@@ -80,7 +83,7 @@ type part struct {
 	max         int
 }
 
-func decodeOne(fieldPath, secretDir string, p part) ([]byte, error) {
+func decodeOne(ctx context.Context, fieldPath, secretDir string, p part) ([]byte, error) {
 	n := 0
 	for _, set := range []bool{p.raw != "", p.b64 != "", p.ref != nil} {
 		if set {
@@ -109,13 +112,13 @@ func decodeOne(fieldPath, secretDir string, p part) ([]byte, error) {
 		}
 		return b, nil
 	case p.ref != nil:
-		return readSecret(fieldPath+"."+p.refKey, secretDir, p.keys)
+		return readSecret(ctx, fieldPath+"."+p.refKey, secretDir, p.keys)
 	}
 	return nil, nil
 }
 
 // readSecret reads the first of keys present in dir.
-func readSecret(fieldPath, dir string, keys []string) ([]byte, error) {
+func readSecret(ctx context.Context, fieldPath, dir string, keys []string) ([]byte, error) {
 	if dir == "" {
 		return nil, &SourceError{Path: fieldPath, Err: fmt.Errorf("%w: no secret directory configured", ErrSecretMissing)}
 	}
@@ -127,21 +130,14 @@ func readSecret(fieldPath, dir string, keys []string) ([]byte, error) {
 	}
 	for _, k := range keys {
 		name := filepath.Join(dir, k)
-		f, err := os.Open(name)
-		if errors.Is(err, fs.ErrNotExist) {
+		b, err := safefile.ReadIn(ctx, dir, k, MaxSecretData)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
 			continue
-		}
-		if err != nil {
+		case errors.Is(err, safefile.ErrTooLarge):
+			return nil, &SourceError{Path: fieldPath, File: name, Err: fmt.Errorf("%w: over %d bytes", ErrTooLarge, MaxSecretData)}
+		case err != nil:
 			return nil, &SourceError{Path: fieldPath, File: name, Err: err}
-		}
-		b, err := io.ReadAll(io.LimitReader(f, MaxSecretData+1))
-		_ = f.Close() // read-only: a close error changes nothing
-		if err != nil {
-			return nil, &SourceError{Path: fieldPath, File: name, Err: err}
-		}
-		if len(b) > MaxSecretData {
-			return nil, &SourceError{Path: fieldPath, File: name,
-				Err: fmt.Errorf("%w: over %d bytes", ErrTooLarge, MaxSecretData)}
 		}
 		return b, nil
 	}

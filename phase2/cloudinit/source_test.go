@@ -1,6 +1,7 @@
 package cloudinit
 
 import (
+	"context"
 	"encoding/base64"
 	"errors"
 	"os"
@@ -84,7 +85,7 @@ func TestDecodeSource(t *testing.T) {
 					require.NoError(t, os.WriteFile(filepath.Join(dir, k), []byte(v), 0o600))
 				}
 			}
-			got, err := DecodeSource(tt.src, path, dir)
+			got, err := DecodeSource(context.Background(), tt.src, path, dir)
 			if tt.wantErr == nil {
 				require.NoError(t, err)
 				require.Equal(t, tt.want, got)

@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/virtnet/virtnet/internal/safefile"
 )
 
 // MaxSysprepData caps the total size of a sysprep directory's files: a
@@ -21,11 +22,15 @@ const MaxSysprepData = 1 << 20
 // [*SourceError] wrapping [ErrNoUnattend]; fieldPath names the volume source
 // in errors (e.g. "spec.volumes[1].sysprep").
 //
-// Only the top level is copied, and only regular files (symbolic links are
-// followed: the kubelet mounts each key as a link into "..data"); the
-// kubelet's own entries, whose names start with "..", are skipped.
+// Only the top level is copied: subdirectories and the kubelet's own
+// entries, whose names start with "..", are skipped. Symbolic links are
+// followed while they stay inside srcDir (the kubelet mounts each key as a
+// link into "..data"); a link leading out, or an entry that is neither a
+// regular file nor a directory (a FIFO, a socket, a device), is refused
+// with a [*SourceError] ([ErrNotRegular] for the latter) without blocking.
+// ctx ends the reads.
 func Sysprep(ctx context.Context, isoPath, srcDir, fieldPath string) error {
-	files, err := readSysprep(srcDir, fieldPath)
+	files, err := readSysprep(ctx, srcDir, fieldPath)
 	if err != nil {
 		return err
 	}
@@ -33,7 +38,7 @@ func Sysprep(ctx context.Context, isoPath, srcDir, fieldPath string) error {
 }
 
 // readSysprep reads and checks the files [Sysprep] puts in its image.
-func readSysprep(srcDir, fieldPath string) ([]isoFile, error) {
+func readSysprep(ctx context.Context, srcDir, fieldPath string) ([]isoFile, error) {
 	entries, err := os.ReadDir(srcDir)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -50,14 +55,17 @@ func readSysprep(srcDir, fieldPath string) ([]isoFile, error) {
 			continue
 		}
 		full := filepath.Join(srcDir, name)
-		st, err := os.Stat(full) // follows the kubelet's links
+		st, err := safefile.Stat(srcDir, name) // follows the kubelet's links
 		if err != nil {
 			return nil, &SourceError{Path: fieldPath, File: full, Err: err}
 		}
-		if !st.Mode().IsRegular() {
+		if st.IsDir() {
 			continue
 		}
-		b, err := readLimited(full, MaxSysprepData-total)
+		b, err := safefile.ReadIn(ctx, srcDir, name, int64(MaxSysprepData-total))
+		if errors.Is(err, safefile.ErrTooLarge) {
+			err = fmt.Errorf("%w: sysprep files over %d bytes in total", ErrTooLarge, MaxSysprepData)
+		}
 		if err != nil {
 			return nil, &SourceError{Path: fieldPath, File: full, Err: err}
 		}
@@ -72,21 +80,4 @@ func readSysprep(srcDir, fieldPath string) ([]isoFile, error) {
 		return nil, &SourceError{Path: fieldPath, File: srcDir, Err: ErrNoUnattend}
 	}
 	return files, nil
-}
-
-// readLimited reads name, failing with ErrTooLarge past limit bytes.
-func readLimited(name string, limit int) ([]byte, error) {
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = f.Close() }() // read-only
-	b, err := io.ReadAll(io.LimitReader(f, int64(limit)+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > limit {
-		return nil, fmt.Errorf("%w: sysprep files over %d bytes in total", ErrTooLarge, MaxSysprepData)
-	}
-	return b, nil
 }

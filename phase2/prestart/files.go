@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/virtnet/virtnet/internal/safefile"
 )
 
 // stagingSuffix marks a file being written; it is renamed into place only
@@ -50,13 +52,12 @@ func exists(path string) (bool, error) {
 	return false, err
 }
 
-// checkReadable opens path for reading and closes it.
+// checkReadable opens path for reading, without blocking, and closes it:
+// it must be a regular file or a block device (a PVC in block mode). A
+// FIFO, a socket or a character device is refused
+// ([safefile.ErrNotRegular]) before any blocking open.
 func checkReadable(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	return f.Close()
+	return safefile.CheckReadable(path, true)
 }
 
 // createFile makes path through "<path>.staging": write fills the staging

@@ -40,7 +40,7 @@ func (CloudInit) Run(ctx context.Context, st *State) error {
 			return err
 		}
 		field := fmt.Sprintf("spec.volumes[%d].%s", i, kind)
-		data, err := cloudinit.DecodeSource(src, field, volumeDir(st.Hook.SecretDir, vol.Name))
+		data, err := cloudinit.DecodeSource(ctx, src, field, volumeDir(st.Hook.SecretDir, vol.Name))
 		if err != nil {
 			return err
 		}
