@@ -15,7 +15,7 @@ const MaxManifestSize = 4 << 20
 // Decode reads a KubeVirt manifest, YAML or JSON, of kind
 // VirtualMachineInstance or VirtualMachine (whose spec.template is used,
 // with the VirtualMachine's name, namespace and uid where the template has
-// none). Unknown fields are ignored; the KubeVirt features virtnet does not
+// none, and the firmware UUID [VMFirmwareUUID] where it sets none). Unknown fields are ignored; the KubeVirt features virtnet does not
 // render are listed in [VMI.Unsupported]. Decode applies no defaults and
 // does not validate: see [SetDefaults] and [Validate], or [Load] for all
 // three.
@@ -83,6 +83,20 @@ func Decode(data []byte) (*VMI, error) {
 		return nil, &DecodeError{Reason: "VirtualMachineInstance", Err: err}
 	}
 	vmi.Kind = KindVMI
+	if head.Kind == KindVM {
+		// KubeVirt's VM controller: a stable firmware UUID from the
+		// VM's name, unless the template sets one.
+		if vmi.Spec.Domain.Firmware == nil {
+			vmi.Spec.Domain.Firmware = &Firmware{}
+		}
+		if vmi.Spec.Domain.Firmware.UUID == "" {
+			name := head.Metadata.Name // the VMI KubeVirt starts is named after the VM
+			if name == "" {
+				name = vmi.Metadata.Name
+			}
+			vmi.Spec.Domain.Firmware.UUID = VMFirmwareUUID(name)
+		}
+	}
 	var raw map[string]any
 	if err := json.Unmarshal(body, &raw); err == nil {
 		vmi.Unsupported = unsupportedFields(raw, prefix)
@@ -108,10 +122,10 @@ func Load(data []byte) (*VMI, error) {
 // render. Fields with no effect on the domain (scheduling, probes, …) are
 // not listed: ignoring them is correct.
 var (
-	unsupportedDomainKeys = []string{"ioThreadsPolicy", "launchSecurity", "chassis"}
+	unsupportedDomainKeys = []string{"ioThreadsPolicy", "launchSecurity"}
 	unsupportedDeviceKeys = []string{
 		"gpus", "hostDevices", "filesystems", "sound", "watchdog", "clientPassthrough",
-		"inputs", "blockMultiQueue", "disableHotplug",
+		"inputs",
 	}
 	supportedVolumeKeys = map[string]bool{
 		"name": true, "containerDisk": true, "persistentVolumeClaim": true, "dataVolume": true,

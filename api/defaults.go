@@ -1,5 +1,7 @@
 package api
 
+import "github.com/google/uuid"
+
 // Defaults KubeVirt applies, and that [SetDefaults] reproduces.
 const (
 	// DefaultNetworkName is the name of the pod network and of its
@@ -13,7 +15,21 @@ const (
 	DefaultVMIPv6NetworkCIDR = "fd10:0:2::/120"
 	// DefaultProtocol is a port's protocol when none is given.
 	DefaultProtocol = "TCP"
+	// DefaultDiskBus is the bus of a disk, cdrom or lun that names none
+	// (KubeVirt's: guests support SATA without drivers).
+	DefaultDiskBus = "sata"
+	// FirmwareUUIDNamespace is the name-space UUID from which KubeVirt's
+	// VirtualMachine controller derives a VM's firmware UUID: the
+	// version-5 UUID of the VM's name under it ([VMFirmwareUUID]).
+	FirmwareUUIDNamespace = "6a1a24a1-4061-4607-8bf4-a3963d0c5895"
 )
+
+// VMFirmwareUUID is the firmware UUID KubeVirt gives the VMI of a
+// VirtualMachine named name that sets none: stable across restarts, and
+// the same for VMs of one name in different namespaces, as in KubeVirt.
+func VMFirmwareUUID(name string) string {
+	return uuid.NewSHA1(uuid.MustParse(FirmwareUUIDNamespace), []byte(name)).String()
+}
 
 // SetDefaults applies the defaults KubeVirt's mutating webhook applies to
 // the fields virtnet reads:
@@ -24,12 +40,42 @@ const (
 //     the cluster configures none);
 //   - an interface without a model gets "virtio";
 //   - a port without a protocol gets "TCP";
-//   - a VMI without a namespace gets "default".
+//   - a VMI without a namespace gets "default";
+//   - a disk that names none of disk, cdrom and lun is a disk; a disk,
+//     cdrom or lun without a bus gets [DefaultDiskBus] (sata); a cdrom
+//     without a tray state gets "closed";
+//   - a CPU feature without a policy gets "require".
 //
-// It is idempotent.
+// It is idempotent. (A VirtualMachine's stable firmware UUID is set by
+// [Decode], which knows the manifest's kind.)
 func SetDefaults(vmi *VMI) {
 	if vmi.Metadata.Namespace == "" {
 		vmi.Metadata.Namespace = "default"
+	}
+	for i := range vmi.Spec.Domain.Devices.Disks {
+		d := &vmi.Spec.Domain.Devices.Disks[i]
+		switch {
+		case d.Disk == nil && d.CDRom == nil && d.LUN == nil:
+			d.Disk = &DiskTarget{Bus: DefaultDiskBus}
+		case d.Disk != nil && d.Disk.Bus == "":
+			d.Disk.Bus = DefaultDiskBus
+		case d.CDRom != nil:
+			if d.CDRom.Bus == "" {
+				d.CDRom.Bus = DefaultDiskBus
+			}
+			if d.CDRom.Tray == "" {
+				d.CDRom.Tray = "closed"
+			}
+		case d.LUN != nil && d.LUN.Bus == "":
+			d.LUN.Bus = DefaultDiskBus
+		}
+	}
+	if c := vmi.Spec.Domain.CPU; c != nil {
+		for i := range c.Features {
+			if c.Features[i].Policy == "" {
+				c.Features[i].Policy = "require"
+			}
+		}
 	}
 	d := &vmi.Spec.Domain.Devices
 	auto := d.AutoattachPodInterface == nil || *d.AutoattachPodInterface

@@ -39,6 +39,9 @@ type Interface struct {
 	PciAddress  string       `json:"pciAddress,omitempty"`
 	BootOrder   *uint        `json:"bootOrder,omitempty"`
 	DHCPOptions *DHCPOptions `json:"dhcpOptions,omitempty"`
+	// Tag is given to the guest with the interface's PCI address in the
+	// ConfigDrive device metadata.
+	Tag string `json:"tag,omitempty"`
 }
 
 // Bindings returns the binding keys set on the interface, in

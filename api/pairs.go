@@ -81,22 +81,52 @@ func Pairs(vmi *VMI) ([]Pair, error) {
 	return pairs, nil
 }
 
-// VCPUs is the VMI's vCPU count: cores × sockets × threads, each at least 1.
-// A product that does not fit in a uint32 saturates at [math.MaxUint32]
-// (so that [Validate] refuses it) instead of wrapping around to a small
-// count.
+// VCPUs is the VMI's vCPU count: sockets × cores × threads of
+// [VMI.Topology]. A product that does not fit in a uint32 saturates at
+// [math.MaxUint32] (so that [Validate] refuses it) instead of wrapping
+// around to a small count.
 func (v *VMI) VCPUs() uint32 {
+	t := v.Topology()
+	return uint32(min(uint64(t.Sockets)*uint64(t.Cores)*uint64(t.Threads), math.MaxUint32))
+}
+
+// CPUTopology is a guest CPU topology.
+type CPUTopology struct {
+	Sockets, Cores, Threads uint32
+}
+
+// Topology is the guest CPU topology as KubeVirt v0.53 derives it
+// (virt-api's mutating webhook and the converter's vcpu package): each of
+// spec.domain.cpu.sockets, cores and threads that is set, 1 for the
+// others; when none of the three is set, sockets is
+// spec.domain.resources.limits.cpu, else requests.cpu (rounded up to
+// whole CPUs), else 1. A CPU quantity that does not parse counts as 1
+// ([Validate] reports it).
+func (v *VMI) Topology() CPUTopology {
+	t := CPUTopology{Sockets: 1, Cores: 1, Threads: 1}
 	c := v.Spec.Domain.CPU
-	if c == nil {
-		return 1
+	if c != nil && (c.Sockets != 0 || c.Cores != 0 || c.Threads != 0) {
+		for _, p := range []struct {
+			dst *uint32
+			v   uint32
+		}{{&t.Sockets, c.Sockets}, {&t.Cores, c.Cores}, {&t.Threads, c.Threads}} {
+			if p.v > 0 {
+				*p.dst = p.v
+			}
+		}
+		return t
 	}
-	n := uint64(1)
-	for _, x := range []uint32{c.Cores, c.Sockets, c.Threads} {
-		if x > 0 {
-			n = min(n*uint64(x), math.MaxUint32)
+	r := v.Spec.Domain.Resources
+	q, ok := r.Limits["cpu"]
+	if !ok {
+		q, ok = r.Requests["cpu"]
+	}
+	if ok {
+		if n, err := ParseCPUQuantity(q); err == nil && n > 0 {
+			t.Sockets = n
 		}
 	}
-	return uint32(n)
+	return t
 }
 
 // MultiQueue reports whether networkInterfaceMultiqueue is set.

@@ -44,3 +44,37 @@ func ParseQuantity(s string) (uint64, error) {
 	}
 	return uint64(b), nil
 }
+
+// ParseCPUQuantity parses a Kubernetes CPU quantity ("4", "500m", "1.5")
+// into whole CPUs, rounding up as Kubernetes' Quantity.Value does (so
+// "500m" is 1 and "1.5" is 2). It rejects negative and non-numeric
+// values and counts above 2^32-1.
+func ParseCPUQuantity(s string) (uint32, error) {
+	s = strings.TrimSpace(s)
+	num, div := s, 1.0
+	if strings.HasSuffix(s, "m") {
+		num, div = strings.TrimSuffix(s, "m"), 1000
+	}
+	if num == "" {
+		return 0, fmt.Errorf("empty CPU quantity")
+	}
+	mult := 1.0
+	for _, q := range quantitySuffixes {
+		if div == 1 && strings.HasSuffix(num, q.suffix) {
+			mult, num = q.mult, strings.TrimSuffix(num, q.suffix)
+			break
+		}
+	}
+	v, err := strconv.ParseFloat(num, 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || strings.ContainsAny(num, "xXpP_") {
+		return 0, fmt.Errorf("CPU quantity %q is not a number of CPUs such as 2 or 500m", s)
+	}
+	if v < 0 {
+		return 0, fmt.Errorf("CPU quantity %q is negative", s)
+	}
+	n := math.Ceil(v * mult / div)
+	if n > math.MaxUint32 {
+		return 0, fmt.Errorf("CPU quantity %q is too large", s)
+	}
+	return uint32(n), nil
+}

@@ -45,6 +45,7 @@ type DomainSpec struct {
 	Machine   *Machine             `json:"machine,omitempty"`
 	Features  *Features            `json:"features,omitempty"`
 	Clock     *Clock               `json:"clock,omitempty"`
+	Chassis   *Chassis             `json:"chassis,omitempty"`
 	Devices   Devices              `json:"devices"`
 }
 
@@ -57,15 +58,35 @@ type ResourceRequirements struct {
 
 // Memory is spec.domain.memory.
 type Memory struct {
-	Guest string `json:"guest,omitempty"`
+	Guest     string     `json:"guest,omitempty"`
+	Hugepages *Hugepages `json:"hugepages,omitempty"`
+}
+
+// Hugepages is spec.domain.memory.hugepages: back the guest memory with
+// huge pages of PageSize ("2Mi", "1Gi").
+type Hugepages struct {
+	PageSize string `json:"pageSize,omitempty"`
 }
 
 // CPU is spec.domain.cpu.
 type CPU struct {
-	Cores   uint32 `json:"cores,omitempty"`
-	Sockets uint32 `json:"sockets,omitempty"`
-	Threads uint32 `json:"threads,omitempty"`
-	Model   string `json:"model,omitempty"`
+	Cores    uint32       `json:"cores,omitempty"`
+	Sockets  uint32       `json:"sockets,omitempty"`
+	Threads  uint32       `json:"threads,omitempty"`
+	Model    string       `json:"model,omitempty"`
+	Features []CPUFeature `json:"features,omitempty"`
+	// DedicatedCPUPlacement pins each vCPU to a CPU of the pod's cpuset.
+	DedicatedCPUPlacement bool `json:"dedicatedCpuPlacement,omitempty"`
+	// IsolateEmulatorThread, with DedicatedCPUPlacement, pins QEMU's
+	// emulator thread to one more CPU of the pod's cpuset.
+	IsolateEmulatorThread bool `json:"isolateEmulatorThread,omitempty"`
+}
+
+// CPUFeature is one entry of spec.domain.cpu.features; Policy defaults to
+// "require" (KubeVirt's default).
+type CPUFeature struct {
+	Name   string `json:"name"`
+	Policy string `json:"policy,omitempty"`
 }
 
 // Firmware is spec.domain.firmware.
@@ -73,6 +94,15 @@ type Firmware struct {
 	UUID       string      `json:"uuid,omitempty"`
 	Serial     string      `json:"serial,omitempty"`
 	Bootloader *Bootloader `json:"bootloader,omitempty"`
+}
+
+// Chassis is spec.domain.chassis: the SMBIOS chassis information.
+type Chassis struct {
+	Manufacturer string `json:"manufacturer,omitempty"`
+	Version      string `json:"version,omitempty"`
+	Serial       string `json:"serial,omitempty"`
+	Asset        string `json:"asset,omitempty"`
+	SKU          string `json:"sku,omitempty"`
 }
 
 // Bootloader selects BIOS or EFI; at most one is set.
@@ -172,7 +202,12 @@ type Devices struct {
 	AutoattachGraphicsDevice   *bool       `json:"autoattachGraphicsDevice,omitempty"`
 	AutoattachMemBalloon       *bool       `json:"autoattachMemBalloon,omitempty"`
 	NetworkInterfaceMultiQueue *bool       `json:"networkInterfaceMultiqueue,omitempty"`
-	Rng                        *struct{}   `json:"rng,omitempty"`
-	TPM                        *struct{}   `json:"tpm,omitempty"`
-	UseVirtioTransitional      *bool       `json:"useVirtioTransitional,omitempty"`
+	// DisableHotplug drops the virtio-scsi controller KubeVirt adds for
+	// hotplugged disks.
+	DisableHotplug bool `json:"disableHotplug,omitempty"`
+	// BlockMultiQueue gives each virtio disk one queue per vCPU.
+	BlockMultiQueue       *bool     `json:"blockMultiQueue,omitempty"`
+	Rng                   *struct{} `json:"rng,omitempty"`
+	TPM                   *struct{} `json:"tpm,omitempty"`
+	UseVirtioTransitional *bool     `json:"useVirtioTransitional,omitempty"`
 }

@@ -485,6 +485,15 @@ func (v *validator) storage(vmi *VMI) {
 		if bus != "" && !diskBuses[bus] {
 			v.add(busPath, bus, "unknown bus; one of virtio, sata, scsi")
 		}
+		if d.Cache != "" && d.Cache != "none" && d.Cache != "writethrough" {
+			v.add(p+".cache", d.Cache, "one of none, writethrough")
+		}
+		if d.IO != "" && d.IO != "native" && d.IO != "threads" && d.IO != "default" {
+			v.add(p+".io", d.IO, "one of native, threads, default")
+		}
+		if d.Shareable != nil && *d.Shareable && d.Cache != "" && d.Cache != "none" {
+			v.add(p+".cache", d.Cache, "a shareable disk needs cache none")
+		}
 	}
 }
 
@@ -543,9 +552,44 @@ func (v *validator) domain(vmi *VMI) {
 			v.add("spec.domain.firmware.bootloader", nil, "sets both bios and efi")
 		}
 	}
-	if d.CPU != nil && vmi.VCPUs() > 512 {
-		v.add("spec.domain.cpu", vmi.VCPUs(), "more than 512 vCPUs")
+	for _, res := range []struct {
+		path string
+		m    map[string]string
+	}{{"spec.domain.resources.requests.cpu", d.Resources.Requests}, {"spec.domain.resources.limits.cpu", d.Resources.Limits}} {
+		if q, ok := res.m["cpu"]; ok {
+			if _, err := ParseCPUQuantity(q); err != nil {
+				v.add(res.path, q, "%v", err)
+			}
+		}
 	}
+	if n := vmi.VCPUs(); n > MaxVCPUs {
+		v.add("spec.domain.cpu", n, "more than %d vCPUs", MaxVCPUs)
+	}
+	if d.Memory != nil && d.Memory.Hugepages != nil {
+		if _, err := ParseQuantity(d.Memory.Hugepages.PageSize); err != nil {
+			v.add("spec.domain.memory.hugepages.pageSize", d.Memory.Hugepages.PageSize, "%v", err)
+		}
+	}
+	if d.CPU != nil {
+		for i, f := range d.CPU.Features {
+			p := fmt.Sprintf("spec.domain.cpu.features[%d]", i)
+			if f.Name == "" {
+				v.add(p+".name", f.Name, "a CPU feature needs a name")
+			}
+			if f.Policy != "" && !contains(CPUFeaturePolicies(), f.Policy) {
+				v.add(p+".policy", f.Policy, "one of %s", strings.Join(CPUFeaturePolicies(), ", "))
+			}
+		}
+	}
+}
+
+// MaxVCPUs is the most vCPUs a VMI may have.
+const MaxVCPUs = 512
+
+// CPUFeaturePolicies are libvirt's CPU feature policies, the values of
+// spec.domain.cpu.features[].policy.
+func CPUFeaturePolicies() []string {
+	return []string{"force", "require", "optional", "disable", "forbid"}
 }
 
 var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)

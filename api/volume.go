@@ -10,6 +10,7 @@ type Disk struct {
 	BootOrder *uint        `json:"bootOrder,omitempty"`
 	Serial    string       `json:"serial,omitempty"`
 	Cache     string       `json:"cache,omitempty"`
+	IO        string       `json:"io,omitempty"`
 	Shareable *bool        `json:"shareable,omitempty"`
 }
 

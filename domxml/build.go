@@ -43,18 +43,30 @@ func Build(vmi *api.VMI, opts Options) (*libvirtxml.Domain, error) {
 		UUID:     DomainUUID(vmi),
 		Memory:   &libvirtxml.DomainMemory{Value: uint(mem), Unit: "b"},
 		VCPU:     &libvirtxml.DomainVCPU{Placement: "static", Value: uint(vmi.VCPUs())},
-		SysInfo:  sysInfo(vmi),
+		SysInfo:  sysInfo(vmi, o),
 		OS:       osSection(vmi, o),
 		Features: features(vmi),
 		CPU:      cpu(vmi),
 		Clock:    clock(vmi),
 		Devices:  &libvirtxml.DomainDeviceList{},
 	}
-	if dom.SysInfo != nil {
-		dom.OS.SMBios = &libvirtxml.DomainSMBios{Mode: "sysinfo"}
+	dom.OS.SMBios = &libvirtxml.DomainSMBios{Mode: "sysinfo"}
+	if h := vmi.Spec.Domain.Memory; h != nil && h.Hugepages != nil {
+		memoryBacking(vmi, dom, mem)
 	}
 	if err := devices(vmi, o, dom.Devices); err != nil {
 		return nil, err
+	}
+	if n := len(dom.Devices.Disks); n > 0 {
+		// KubeVirt's converter: one shared I/O thread for the disks
+		// (more only with ioThreadsPolicy or dedicatedIOThread, which
+		// virtnet refuses).
+		dom.IOThreads = 1
+	}
+	if c := vmi.Spec.Domain.CPU; c != nil && c.DedicatedCPUPlacement {
+		if err := pinCPUs(vmi, o, dom); err != nil {
+			return nil, err
+		}
 	}
 	if o.Interfaces != nil {
 		if err := o.Interfaces(dom); err != nil {
@@ -68,7 +80,8 @@ func Build(vmi *api.VMI, opts Options) (*libvirtxml.Domain, error) {
 }
 
 // guestMemory is spec.domain.memory.guest, else resources.requests.memory,
-// else resources.limits.memory, else DefaultMemory.
+// else resources.limits.memory, else the huge page size (KubeVirt's
+// mutating webhook requests that much), else DefaultMemory.
 func guestMemory(vmi *api.VMI) (uint64, error) {
 	d := &vmi.Spec.Domain
 	for _, c := range []struct{ path, q string }{
@@ -80,6 +93,12 @@ func guestMemory(vmi *api.VMI) (uint64, error) {
 		}()},
 		{"spec.domain.resources.requests.memory", d.Resources.Requests["memory"]},
 		{"spec.domain.resources.limits.memory", d.Resources.Limits["memory"]},
+		{"spec.domain.memory.hugepages.pageSize", func() string {
+			if d.Memory != nil && d.Memory.Hugepages != nil {
+				return d.Memory.Hugepages.PageSize
+			}
+			return ""
+		}()},
 	} {
 		if c.q == "" {
 			continue
@@ -96,17 +115,89 @@ func guestMemory(vmi *api.VMI) (uint64, error) {
 	return DefaultMemory, nil
 }
 
-func sysInfo(vmi *api.VMI) []libvirtxml.DomainSysInfo {
-	f := vmi.Spec.Domain.Firmware
-	if f == nil || f.Serial == "" {
-		return nil
+// sysInfo is KubeVirt's SMBIOS: the system entries uuid (the domain's),
+// serial (spec.domain.firmware.serial, when set) and the cluster's
+// manufacturer, family, product, sku and version ([Options.SMBIOS]), in
+// KubeVirt's order; the chassis entries when spec.domain.chassis is set.
+func sysInfo(vmi *api.VMI, o Options) []libvirtxml.DomainSysInfo {
+	sys := []libvirtxml.DomainSysInfoEntry{{Name: "uuid", Value: DomainUUID(vmi)}}
+	if f := vmi.Spec.Domain.Firmware; f != nil && f.Serial != "" {
+		sys = append(sys, libvirtxml.DomainSysInfoEntry{Name: "serial", Value: f.Serial})
 	}
-	return []libvirtxml.DomainSysInfo{{SMBIOS: &libvirtxml.DomainSysInfoSMBIOS{
-		System: &libvirtxml.DomainSysInfoSystem{Entry: []libvirtxml.DomainSysInfoEntry{
-			{Name: "serial", Value: f.Serial},
-			{Name: "uuid", Value: DomainUUID(vmi)},
-		}},
+	sm := o.SMBIOS
+	sys = append(sys,
+		libvirtxml.DomainSysInfoEntry{Name: "manufacturer", Value: sm.Manufacturer},
+		libvirtxml.DomainSysInfoEntry{Name: "family", Value: sm.Family},
+		libvirtxml.DomainSysInfoEntry{Name: "product", Value: sm.Product},
+		libvirtxml.DomainSysInfoEntry{Name: "sku", Value: sm.SKU},
+		libvirtxml.DomainSysInfoEntry{Name: "version", Value: sm.Version},
+	)
+	smbios := &libvirtxml.DomainSysInfoSMBIOS{System: &libvirtxml.DomainSysInfoSystem{Entry: sys}}
+	if c := vmi.Spec.Domain.Chassis; c != nil {
+		smbios.Chassis = &libvirtxml.DomainSysInfoChassis{Entry: []libvirtxml.DomainSysInfoEntry{
+			{Name: "manufacturer", Value: c.Manufacturer},
+			{Name: "version", Value: c.Version},
+			{Name: "serial", Value: c.Serial},
+			{Name: "asset", Value: c.Asset},
+			{Name: "sku", Value: c.SKU},
+		}}
+	}
+	return []libvirtxml.DomainSysInfo{{SMBIOS: smbios}}
+}
+
+// memoryBacking backs the guest with huge pages as KubeVirt does: libvirt's
+// default huge page size (the pod's hugetlbfs mount decides), a memfd
+// source unless the VMI's MemfdAnnotation is "false", and then one NUMA
+// cell holding every vCPU and the memory, which memfd needs.
+func memoryBacking(vmi *api.VMI, dom *libvirtxml.Domain, mem uint64) {
+	dom.MemoryBacking = &libvirtxml.DomainMemoryBacking{MemoryHugePages: &libvirtxml.DomainMemoryHugepages{}}
+	if vmi.Metadata.Annotations[MemfdAnnotation] == "false" {
+		return
+	}
+	dom.MemoryBacking.MemorySource = &libvirtxml.DomainMemorySource{Type: "memfd"}
+	dom.CPU.Numa = &libvirtxml.DomainNuma{Cell: []libvirtxml.DomainCell{{
+		ID:     uintp(0),
+		CPUs:   fmt.Sprintf("0-%d", vmi.VCPUs()-1),
+		Memory: uint(mem / 1024),
+		Unit:   "KiB",
 	}}}
+}
+
+// MemfdAnnotation set to "false" on a VMI with huge pages drops the memfd
+// memory source (KubeVirt's kubevirt.io/memfd).
+const MemfdAnnotation = "kubevirt.io/memfd"
+
+// pinCPUs is dedicatedCpuPlacement: vCPU i runs on the i-th CPU of
+// [Options.CPUSet], the emulator thread (isolateEmulatorThread) on the
+// next one, and the guest is told its CPUs are dedicated (kvm
+// hint-dedicated). This is what KubeVirt's relaxed CPU pool gives for a
+// cpuset without known thread siblings.
+func pinCPUs(vmi *api.VMI, o Options, dom *libvirtxml.Domain) error {
+	const path = "spec.domain.cpu.dedicatedCpuPlacement"
+	n := int(vmi.VCPUs())
+	need := n
+	if vmi.Spec.Domain.CPU.IsolateEmulatorThread {
+		need++
+	}
+	if len(o.CPUSet) == 0 {
+		return errorf(path, true, "needs the pod's cpuset (Options.CPUSet)")
+	}
+	if len(o.CPUSet) < need {
+		return errorf(path, true, "needs %d CPUs, the pod's cpuset has %d (%v)", need, len(o.CPUSet), o.CPUSet)
+	}
+	tune := &libvirtxml.DomainCPUTune{}
+	for i := range n {
+		tune.VCPUPin = append(tune.VCPUPin, libvirtxml.DomainCPUTuneVCPUPin{VCPU: uint(i), CPUSet: strconv.Itoa(o.CPUSet[i])})
+	}
+	if vmi.Spec.Domain.CPU.IsolateEmulatorThread {
+		tune.EmulatorPin = &libvirtxml.DomainCPUTuneEmulatorPin{CPUSet: strconv.Itoa(o.CPUSet[n])}
+	}
+	dom.CPUTune = tune
+	if dom.Features.KVM == nil {
+		dom.Features.KVM = &libvirtxml.DomainFeatureKVM{}
+	}
+	dom.Features.KVM.HintDedicated = &libvirtxml.DomainFeatureState{State: "on"}
+	return nil
 }
 
 func machine(vmi *api.VMI) string {
@@ -226,28 +317,33 @@ func hyperV(h *api.HyperV) *libvirtxml.DomainFeatureHyperV {
 	return hv
 }
 
+// cpu is KubeVirt's <cpu>: mode host-model unless spec.domain.cpu.model
+// names host-passthrough or a model (mode custom, libvirt's default match
+// and fallback, as KubeVirt writes neither), the topology of
+// [api.VMI.Topology] and spec.domain.cpu.features.
 func cpu(vmi *api.VMI) *libvirtxml.DomainCPU {
 	c := &libvirtxml.DomainCPU{Mode: "host-model"}
-	topo := &libvirtxml.DomainCPUTopology{Sockets: 1, Cores: 1, Threads: 1}
-	if s := vmi.Spec.Domain.CPU; s != nil {
-		switch s.Model {
-		case "", "host-model":
-		case "host-passthrough":
-			c.Mode = "host-passthrough"
-		default:
-			c.Mode, c.Match = "custom", "exact"
-			c.Model = &libvirtxml.DomainCPUModel{Value: s.Model, Fallback: "forbid"}
-		}
-		for _, p := range []struct {
-			dst *int
-			v   uint32
-		}{{&topo.Sockets, s.Sockets}, {&topo.Cores, s.Cores}, {&topo.Threads, s.Threads}} {
-			if p.v > 0 {
-				*p.dst = int(p.v)
-			}
-		}
+	t := vmi.Topology()
+	c.Topology = &libvirtxml.DomainCPUTopology{Sockets: int(t.Sockets), Cores: int(t.Cores), Threads: int(t.Threads)}
+	s := vmi.Spec.Domain.CPU
+	if s == nil {
+		return c
 	}
-	c.Topology = topo
+	switch s.Model {
+	case "", "host-model":
+	case "host-passthrough":
+		c.Mode = "host-passthrough"
+	default:
+		c.Mode = "custom"
+		c.Model = &libvirtxml.DomainCPUModel{Value: s.Model}
+	}
+	for _, f := range s.Features {
+		policy := f.Policy
+		if policy == "" {
+			policy = "require"
+		}
+		c.Features = append(c.Features, libvirtxml.DomainCPUFeature{Name: f.Name, Policy: policy})
+	}
 	return c
 }
 
@@ -262,6 +358,9 @@ func clock(vmi *api.VMI) *libvirtxml.DomainClock {
 		c.Offset, c.TimeZone = "timezone", s.Timezone
 	case s.UTC != nil && s.UTC.OffsetSeconds != nil:
 		c.Adjustment = strconv.Itoa(*s.UTC.OffsetSeconds)
+	case s.UTC != nil:
+		// KubeVirt: the guest's RTC starts at the host's UTC time.
+		c.Adjustment = "reset"
 	}
 	if t := s.Timer; t != nil {
 		for _, tm := range []struct {
@@ -312,9 +411,13 @@ func devices(vmi *api.VMI, o Options, d *libvirtxml.DomainDeviceList) error {
 	}
 	d.Controllers = append(d.Controllers, libvirtxml.DomainController{Type: "virtio-serial", Index: uintp(0), Model: VirtioModel(vmi)})
 	if isTrue(vd.AutoattachSerialConsole, true) {
+		// The serial port is the socket virtctl console connects to
+		// (through virt-handler); the console is libvirt's pty on it.
 		d.Serials = []libvirtxml.DomainSerial{{
-			Source: &libvirtxml.DomainChardevSource{Pty: &libvirtxml.DomainChardevSourcePty{}},
-			Target: &libvirtxml.DomainSerialTarget{Type: "isa-serial", Port: uintp(0)},
+			Source: &libvirtxml.DomainChardevSource{UNIX: &libvirtxml.DomainChardevSourceUNIX{
+				Mode: "bind", Path: SerialSocket(vmi, o),
+			}},
+			Target: &libvirtxml.DomainSerialTarget{Port: uintp(0)},
 		}}
 		d.Consoles = []libvirtxml.DomainConsole{{
 			Source: &libvirtxml.DomainChardevSource{Pty: &libvirtxml.DomainChardevSourcePty{}},
@@ -351,6 +454,13 @@ func devices(vmi *api.VMI, o Options, d *libvirtxml.DomainDeviceList) error {
 		}}
 	}
 	return nil
+}
+
+// SerialSocket is the unix socket of the VMI's serial console, where
+// KubeVirt's virt-handler (virtctl console) expects it:
+// <PrivateDir>/<uid>/virt-serial0.
+func SerialSocket(vmi *api.VMI, opts Options) string {
+	return filepath.Join(opts.withDefaults().PrivateDir, instanceKey(vmi), "virt-serial0")
 }
 
 // GuestAgentChannel is the virtio-serial channel of the QEMU guest agent.

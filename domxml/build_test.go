@@ -187,7 +187,7 @@ spec:
       autoattachSerialConsole: false
       autoattachGraphicsDevice: false
       useVirtioTransitional: true
-      disks: [{name: root, lun: {}}, {name: cd, cdrom: {bus: scsi, readonly: false, tray: open}}]
+      disks: [{name: root, lun: {bus: scsi}}, {name: cd, cdrom: {bus: scsi, readonly: false, tray: open}}]
   volumes:
   - {name: root, persistentVolumeClaim: {claimName: c, readOnly: true}}
   - {name: cd, hostDisk: {path: /srv/cd.iso}}

@@ -1,7 +1,9 @@
 package domxml
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 
 	"libvirt.org/go/libvirtxml"
 
@@ -54,23 +56,25 @@ func disks(vmi *api.VMI, o Options, d *libvirtxml.DomainDeviceList) error {
 		}
 		d.Disks = append(d.Disks, disk)
 	}
-	if scsi {
+	// KubeVirt adds the virtio-scsi controller for SCSI disks and, unless
+	// disableHotplug, for disks hotplugged later.
+	if scsi || !vmi.Spec.Domain.Devices.DisableHotplug {
 		d.Controllers = append(d.Controllers, libvirtxml.DomainController{Type: "scsi", Index: uintp(0), Model: VirtioModel(vmi)})
 	}
 	return nil
 }
 
 func diskDevice(vmi *api.VMI, spec *api.Disk, path string, src DiskSource, counters map[string]int) (libvirtxml.DomainDisk, error) {
-	device, bus, readonly, pci := "disk", "virtio", false, ""
+	device, bus, readonly, pci, busPath := "disk", api.DefaultDiskBus, false, "", path+".disk.bus"
 	switch {
 	case spec.CDRom != nil:
-		device, bus = "cdrom", "sata"
+		device, busPath = "cdrom", path+".cdrom.bus"
 		if spec.CDRom.Bus != "" {
 			bus = spec.CDRom.Bus
 		}
 		readonly = spec.CDRom.ReadOnly == nil || *spec.CDRom.ReadOnly
 	case spec.LUN != nil:
-		device, bus, readonly = "lun", "scsi", spec.LUN.ReadOnly
+		device, readonly, busPath = "lun", spec.LUN.ReadOnly, path+".lun.bus"
 		if spec.LUN.Bus != "" {
 			bus = spec.LUN.Bus
 		}
@@ -84,20 +88,44 @@ func diskDevice(vmi *api.VMI, spec *api.Disk, path string, src DiskSource, count
 		return libvirtxml.DomainDisk{}, &VolumeError{Disk: path, Volume: spec.Name,
 			Reason: "a lun needs a block volume (a PVC or DataVolume listed in Options.BlockVolumes)"}
 	}
+	if device == "lun" && bus != "scsi" && bus != "virtio" {
+		// KubeVirt defaults a lun to sata too, which libvirt refuses.
+		return libvirtxml.DomainDisk{}, errorf(busPath, bus, "a lun needs bus scsi or virtio")
+	}
 	prefix := "sd"
 	switch bus {
 	case "virtio":
 		prefix = "vd"
 	case "sata", "scsi":
 	default:
-		return libvirtxml.DomainDisk{}, errorf(path+".bus", bus, "unknown disk bus; one of virtio, sata, scsi")
+		return libvirtxml.DomainDisk{}, errorf(busPath, bus, "unknown disk bus; one of virtio, sata, scsi")
 	}
 	disk := libvirtxml.DomainDisk{
 		Device: device,
-		Driver: &libvirtxml.DomainDiskDriver{Name: "qemu", Type: src.Format, Cache: spec.Cache},
+		// error_policy stop: an I/O error pauses the guest instead of
+		// reaching it (KubeVirt's choice for every disk).
+		Driver: &libvirtxml.DomainDiskDriver{Name: "qemu", Type: src.Format, Cache: spec.Cache, IO: spec.IO, ErrorPolicy: "stop"},
 		Target: &libvirtxml.DomainDiskTarget{Dev: diskDevName(prefix, counters[prefix]), Bus: bus},
 		Serial: spec.Serial,
 		Alias:  Alias(spec.Name),
+	}
+	if device != "cdrom" {
+		// Guest discards (TRIM) reach the source, as KubeVirt renders
+		// every disk and lun.
+		disk.Driver.Discard = "unmap"
+	}
+	if bus == "virtio" {
+		disk.Model = VirtioModel(vmi)
+		if q := vmi.Spec.Domain.Devices.BlockMultiQueue; q != nil && *q {
+			disk.Driver.Queues = uintp(uint(vmi.VCPUs()))
+		}
+	}
+	if bus == "scsi" {
+		// On the one virtio-scsi controller, unit = the disk's index
+		// among the sd disks (KubeVirt's).
+		disk.Address = &libvirtxml.DomainAddress{Drive: &libvirtxml.DomainAddressDrive{
+			Controller: uintp(0), Bus: uintp(0), Unit: uintp(uint(counters[prefix])),
+		}}
 	}
 	counters[prefix]++
 	if device == "cdrom" && spec.CDRom.Tray != "" {
@@ -118,7 +146,7 @@ func diskDevice(vmi *api.VMI, spec *api.Disk, path string, src DiskSource, count
 	if readonly || src.ReadOnly {
 		disk.ReadOnly = &libvirtxml.DomainDiskReadOnly{}
 	}
-	if spec.Shareable != nil && *spec.Shareable {
+	if spec.Shareable != nil && *spec.Shareable && device == "disk" {
 		disk.Shareable = &libvirtxml.DomainDiskShareable{}
 		disk.Driver.Cache = "none"
 	}
@@ -136,4 +164,43 @@ func diskDevice(vmi *api.VMI, spec *api.Disk, path string, src DiskSource, count
 		disk.Address = addr
 	}
 	return disk, nil
+}
+
+// ErrNoDirectIO is matched by the error of [SetDriverModes] for a disk
+// whose cache mode is none on a file system without O_DIRECT.
+var ErrNoDirectIO = errors.New("cache mode none needs O_DIRECT, which the file system of the disk source does not support")
+
+// SetDriverModes completes a disk's cache and I/O modes as KubeVirt's
+// preStartHook does once the disk sources exist; directIO reports whether
+// the source (and its backing file) can be opened with O_DIRECT,
+// preallocated whether a file source is fully allocated.
+//
+//   - cache: the VMI's when it set one; otherwise none when directIO,
+//     else writethrough. Cache none without directIO is an error
+//     (wrapping [ErrNoDirectIO]).
+//   - io: the VMI's when it set one; otherwise native when the cache is
+//     none and the source is a block device or a preallocated file;
+//     otherwise unset (QEMU's threads), as KubeVirt leaves it.
+func SetDriverModes(disk *libvirtxml.DomainDisk, directIO, preallocated bool) error {
+	if disk.Driver == nil {
+		disk.Driver = &libvirtxml.DomainDiskDriver{Name: "qemu"}
+	}
+	d := disk.Driver
+	switch {
+	case d.Cache == "none" && !directIO:
+		name := ""
+		if disk.Alias != nil {
+			name = strings.TrimPrefix(disk.Alias.Name, UserAliasPrefix)
+		}
+		return fmt.Errorf("domxml: disk %q: %w", name, ErrNoDirectIO)
+	case d.Cache == "" && directIO:
+		d.Cache = "none"
+	case d.Cache == "":
+		d.Cache = "writethrough"
+	}
+	block := disk.Source != nil && disk.Source.Block != nil
+	if d.IO == "" && d.Cache == "none" && (block || preallocated) {
+		d.IO = "native"
+	}
+	return nil
 }

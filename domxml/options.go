@@ -63,13 +63,35 @@ type Options struct {
 	// PVCs) instead of a file. The caller knows the claim's mode; the VMI
 	// does not say it.
 	BlockVolumes map[string]bool
+	// SMBIOS is the cluster's SMBIOS system information (KubeVirt's
+	// smbios configuration, which virt-handler passes to every
+	// launcher); nil means [DefaultSMBIOS].
+	SMBIOS *SMBIOS
+	// CPUSet is the pod's cpuset (the CPUs its cgroup may use, in the
+	// order vCPUs are pinned to them), needed by a VMI with
+	// spec.domain.cpu.dedicatedCpuPlacement.
+	CPUSet []int
 	// Interfaces, when set, adds the VMI's network devices to the domain;
 	// Build calls it after every other device and before sizing the PCI
 	// controllers (phase2.Domain sets it).
 	Interfaces func(dom *libvirtxml.Domain) error
 }
 
+// SMBIOS is the system information every domain carries.
+type SMBIOS struct {
+	Manufacturer, Family, Product, SKU, Version string
+}
+
+// DefaultSMBIOS is KubeVirt's default smbios configuration.
+func DefaultSMBIOS() SMBIOS {
+	return SMBIOS{Manufacturer: "KubeVirt", Family: "KubeVirt", Product: "None"}
+}
+
 func (o Options) withDefaults() Options {
+	if o.SMBIOS == nil {
+		d := DefaultSMBIOS()
+		o.SMBIOS = &d
+	}
 	def := func(s *string, d string) {
 		if *s == "" {
 			*s = d
@@ -98,7 +120,7 @@ type DiskSource struct {
 	// `qemu-img create -f qcow2 -F raw -b <Backing> <Path>`).
 	Backing string
 	// ReadOnly is set when the source itself is read-only (a read-only
-	// PVC, a cloud-init or sysprep ISO).
+	// PVC).
 	ReadOnly bool
 }
 
@@ -110,7 +132,8 @@ type DiskSource struct {
 //   - persistentVolumeClaim, dataVolume: <PrivateDir>/vmi-disks/<vol>/disk.img,
 //     or /dev/<vol> when the volume is in [Options.BlockVolumes];
 //   - emptyDisk: <EmptyDiskDir>/<vol>.qcow2;
-//   - hostDisk: its path, raw;
+//   - hostDisk: <PrivateDir>/vmi-disks/<vol>/<file name of its path>, raw,
+//     where virt-handler mounts the host directory;
 //   - cloudInitNoCloud, cloudInitConfigDrive, sysprep: the ISO
 //     cloudinit.ISOPath names under [Options.CloudInitDir].
 func DiskPath(vmi *api.VMI, i int, opts Options) (DiskSource, error) {
@@ -133,13 +156,17 @@ func DiskPath(vmi *api.VMI, i int, opts Options) (DiskSource, error) {
 	case vol.EmptyDisk != nil:
 		return DiskSource{Type: "file", Path: filepath.Join(o.EmptyDiskDir, vol.Name+".qcow2"), Format: "qcow2"}, nil
 	case vol.HostDisk != nil:
-		return DiskSource{Type: "file", Path: vol.HostDisk.Path, Format: "raw"}, nil
+		// virt-handler mounts the host path's directory into the
+		// launcher at <PrivateDir>/vmi-disks/<volume>.
+		return DiskSource{Type: "file", Path: filepath.Join(o.PrivateDir, "vmi-disks", vol.Name, filepath.Base(vol.HostDisk.Path)), Format: "raw"}, nil
 	case vol.CloudInitNoCloud != nil || vol.CloudInitConfigDrive != nil || vol.Sysprep != nil:
 		p, ok := cloudinit.ISOPath(o.CloudInitDir, vmi, *vol)
 		if !ok {
 			return DiskSource{}, &VolumeError{Disk: fmt.Sprintf("spec.volumes[%d]", i), Volume: vol.Name, Reason: "namespace, name or volume cannot be a path element"}
 		}
-		return DiskSource{Type: "file", Path: p, Format: "raw", ReadOnly: true}, nil
+		// Not read-only: KubeVirt leaves the images writable (a guest
+		// sees a cdrom read-only anyway).
+		return DiskSource{Type: "file", Path: p, Format: "raw"}, nil
 	}
 	return DiskSource{}, &VolumeError{Disk: fmt.Sprintf("spec.volumes[%d]", i), Volume: vol.Name, Reason: "no volume source virtnet renders"}
 }
