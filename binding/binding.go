@@ -78,6 +78,11 @@ type RenderOptions struct {
 	// Env is the launcher's environment (SR-IOV device plugin variables
 	// PCIDEVICE_* and KUBEVIRT_RESOURCE_NAME_*); nil means none.
 	Env map[string]string
+	// ResolvConf is the content of the pod's resolv.conf, whose search
+	// domains slirp offers the guest (dnssearch=); nil means none was
+	// read, which gives KubeVirt's default search domain (cluster.local).
+	// prestart.Hook fills it from the pod's file.
+	ResolvConf []byte
 }
 
 // RenderInput is what phase2 gets about one pair.

@@ -24,9 +24,14 @@
 // Render adds no <interface> but QEMU arguments under
 // <qemu:commandline> (libvirt's QEMU namespace):
 //
-//	-netdev user,id=hostua-<name>,net=<vmNetworkCIDR|10.0.2.0/24>[,hostfwd=tcp::80-:80 …]
+//	-netdev user,id=hostua-<name>,net=<vmNetworkCIDR|10.0.2.0/24>,dnssearch=<domain>…[,hostfwd=tcp::80-:80 …]
 //	-device <model>,netdev=hostua-<name>,id=ua-<name>[,mac=<macAddress>][,bootindex=<bootOrder>]
 //
+// one dnssearch= per search domain of the pod's resolv.conf
+// (binding.RenderOptions.ResolvConf; every search line's domains in
+// order, lower-cased, cluster.local when there is none, as KubeVirt v0.53
+// renders them; a domain that is not a DNS name, which could smuggle QEMU
+// options in through a ',', is a [*SearchDomainError]), and
 // one hostfwd=<proto>::<port>-:<port> per declared port (protocol
 // lower-cased; duplicates cannot occur, validation refuses them). The
 // device is thus invisible to libvirt: no PCI address management, no
@@ -51,9 +56,6 @@
 //     libvirt itself gives a device with alias ua-<name>, because a QEMU id
 //     must begin with a letter and an interface name (a DNS label) may not.
 //   - bootOrder becomes bootindex=N on the device (KubeVirt drops it).
-//   - KubeVirt appends dnssearch= for each search domain of the pod's
-//     resolv.conf; Render reads no files, so no search domain is offered
-//     (QEMU's DNS proxy still resolves through the pod's resolver).
 //   - pciAddress cannot be honoured (the bus name depends on the machine
 //     type and the controllers libvirt adds); it is ignored, as in KubeVirt.
 package slirp

@@ -22,3 +22,14 @@ type CIDRError struct {
 func (e *CIDRError) Error() string {
 	return fmt.Sprintf("slirp: interface %q: vmNetworkCIDR %q is not an IPv4 CIDR", e.Interface, e.Value)
 }
+
+// SearchDomainError is a search domain of the pod's resolv.conf that is
+// not a DNS name and so cannot be passed to QEMU's dnssearch=.
+type SearchDomainError struct {
+	Interface string
+	Domain    string
+}
+
+func (e *SearchDomainError) Error() string {
+	return fmt.Sprintf("slirp: interface %q: resolv.conf search domain %q is not a DNS name", e.Interface, e.Domain)
+}

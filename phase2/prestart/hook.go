@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"slices"
@@ -46,7 +47,9 @@ type Hook struct {
 	SecretDir  string
 	SysprepDir string
 	// ResolvConf is the pod's resolv.conf; "" means [DefaultResolvConf].
-	// A missing file gives the DHCP defaults (a warning is logged).
+	// A missing file gives the DHCP defaults (a warning is logged). Its
+	// search domains also go to slirp interfaces (Render.ResolvConf, when
+	// the caller did not set that).
 	ResolvConf string
 	// Hostname, when set, replaces the VMI's hostname in the DHCP reply
 	// (option 12) and in the NoCloud/ConfigDrive metadata.
@@ -190,6 +193,14 @@ func (h *Hook) Run(ctx context.Context) (*Running, error) {
 	if hk.QemuImg == "" {
 		hk.QemuImg = DefaultQemuImg
 	}
+	if hk.Render.ResolvConf == nil && hasSlirp(hk.VMI) {
+		// slirp offers the pod's search domains (dnssearch=).
+		b, err := os.ReadFile(hk.ResolvConf)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, &HookError{Field: "ResolvConf", Reason: err.Error()}
+		}
+		hk.Render.ResolvConf = b
+	}
 	if hk.Logger == nil {
 		hk.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -221,6 +232,16 @@ func (h *Hook) Run(ctx context.Context) (*Running, error) {
 		st.Log.Info("step done", "took", time.Since(start).Round(time.Millisecond))
 	}
 	return &Running{servers: st.servers, created: st.created, wg: st.wg, cancel: cancel}, nil
+}
+
+// hasSlirp reports whether the VMI has a slirp interface.
+func hasSlirp(vmi *api.VMI) bool {
+	for _, i := range vmi.Spec.Domain.Devices.Interfaces {
+		if i.Slirp != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // undo removes what the run created, last first. Failures are logged: the
