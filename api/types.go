@@ -11,11 +11,34 @@ type VMI struct {
 	Kind     string     `json:"kind,omitempty"`
 	Metadata ObjectMeta `json:"metadata"`
 	Spec     VMISpec    `json:"spec"`
+	Status   VMIStatus  `json:"status,omitempty"`
 
 	// Unsupported lists the field paths of KubeVirt features present in the
 	// manifest that virtnet does not render (for example
 	// "spec.domain.devices.gpus"). It is filled by [Decode], not by JSON.
 	Unsupported []string `json:"-"`
+}
+
+// VMIStatus is the part of a VMI's status virtnet reads.
+type VMIStatus struct {
+	// RuntimeUser is the user virt-launcher runs the VM as (0, root, for
+	// root VMIs; 107 for non-root ones): see [VMI.NonRoot].
+	RuntimeUser uint64 `json:"runtimeUser,omitempty"`
+}
+
+// NonRootAnnotation marks a VMI that runs as the qemu user (107): KubeVirt
+// v0.53's deprecated "kubevirt.io/nonroot", read for any value.
+const NonRootAnnotation = "kubevirt.io/nonroot"
+
+// NonRoot reports whether the VMI runs unprivileged, by KubeVirt v0.53's
+// rule (pkg/util IsNonRootVMI): the [NonRootAnnotation] is present, or
+// status.runtimeUser is not 0. Phase1 gives the taps of a non-root VMI to
+// the qemu user and those of a root VMI to root.
+func (v *VMI) NonRoot() bool {
+	if _, ok := v.Metadata.Annotations[NonRootAnnotation]; ok {
+		return true
+	}
+	return v.Status.RuntimeUser != 0
 }
 
 // ObjectMeta is the subset of Kubernetes object metadata virtnet reads.

@@ -17,8 +17,9 @@ type Input struct {
 	Pair api.Pair
 	// Names are the kernel names derived for this pair.
 	Names Names
-	// TapOwner is the uid and gid that own the taps phase1 creates (the
-	// user QEMU runs as: 107, "qemu", in KubeVirt's images).
+	// TapOwner is the uid and gid that own the taps phase1 creates: the
+	// user QEMU runs as (0 for a root VMI, 107, "qemu", for a non-root
+	// one; see phase1.TapOwnerFor).
 	TapOwner int
 	// Logger is never nil.
 	Logger *slog.Logger

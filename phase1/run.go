@@ -30,13 +30,32 @@ type Options struct {
 	// are removed, so that nothing half-applied stays behind; either way
 	// a re-run converges.
 	KeepOnFailure bool
-	// TapOwner owns the taps (uid and gid); 0 means [DefaultTapOwner].
-	// Use a negative value for root (0).
+	// TapOwner overrides the owner (uid and gid) of the taps; 0 means
+	// the VMI's ([TapOwnerFor]). Use a negative value for root (0).
 	TapOwner int
 }
 
-// DefaultTapOwner is the qemu user of KubeVirt's launcher images.
-const DefaultTapOwner = 107
+// NonRootTapOwner is the qemu user of KubeVirt's launcher images, which
+// owns the taps of non-root VMIs.
+const NonRootTapOwner = 107
+
+// TapOwnerFor is the uid and gid the taps of a VMI get, as KubeVirt v0.53
+// chooses them: root (0) for a root VMI, the default of v0.53 (non-root
+// was a feature gate), so that a root libvirt without CAP_NET_ADMIN can
+// open them; [NonRootTapOwner] for a non-root VMI ([api.VMI.NonRoot]).
+// A non-zero override wins (negative: root). Passt's ping group follows
+// the same owner.
+func TapOwnerFor(vmi *api.VMI, override int) int {
+	switch {
+	case override > 0:
+		return override
+	case override < 0:
+		return 0
+	case vmi != nil && vmi.NonRoot():
+		return NonRootTapOwner
+	}
+	return 0
+}
 
 func (o *Options) fill() {
 	if o.Registry == nil {
@@ -44,12 +63,6 @@ func (o *Options) fill() {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	switch {
-	case o.TapOwner == 0:
-		o.TapOwner = DefaultTapOwner
-	case o.TapOwner < 0:
-		o.TapOwner = 0
 	}
 }
 
@@ -128,7 +141,7 @@ func InputFor(vmi *api.VMI, p api.Pair, opts Options) binding.Input {
 	opts.fill()
 	logger := opts.Logger
 	return binding.Input{
-		TapOwner: opts.TapOwner,
+		TapOwner: TapOwnerFor(vmi, opts.TapOwner),
 		VMI:      vmi,
 		Pair:     p,
 		Names: binding.Names{

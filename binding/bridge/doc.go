@@ -7,7 +7,7 @@
 //	eth0 (veth, 10.244.1.7/24)  ──rename──▶  eth0-nic, MAC := bridge's, learning off ─┐
 //	dummy eth0 (NOARP, down) keeps 10.244.1.7/24 so the kubelet still sees it          │
 //	k6t-eth0 (bridge, 169.254.75.1N/32, TX checksum off, MTU of eth0) ◀────────────────┤
-//	tap0 (owner 107, multi_queue when asked, MTU of eth0) ─────────────────────────────┘
+//	tap0 (owner root, 107 for a non-root VMI; multi_queue when asked, MTU of eth0) ─────────────────────────────┘
 //
 // The VM gets the pod's original MAC (or the VMI's macAddress) and, over
 // DHCP from the bridge's link-local address, the pod IP and the pod

@@ -131,7 +131,7 @@ func guestRouting(podIP netip.Prefix, routes []cache.Route) (addr netip.Prefix, 
 //	ip link set eth0-nic address <bridge MAC>
 //	ip addr replace 169.254.75.10/32 dev k6t-eth0
 //	ethtool -K k6t-eth0 tx off
-//	ip tuntap add tap0 mode tap user 107 group 107 [multi_queue]; ip link set tap0 mtu 1440
+//	ip tuntap add tap0 mode tap user U group U [multi_queue]   (U: 0, or 107 for a non-root VMI); ip link set tap0 mtu 1440
 //	ip link set eth0-nic master k6t-eth0; ip link set tap0 master k6t-eth0
 //	ip link set k6t-eth0 up; ip link set tap0 up; ip link set eth0-nic up
 //	bridge link set dev eth0-nic learning off

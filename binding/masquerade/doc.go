@@ -6,7 +6,7 @@
 //
 //	eth0 (untouched, 10.244.1.7/24)
 //	k6t-eth0 (bridge, MAC 02:00:00:00:00:00, 10.0.2.1/24 [fd10:0:2::1/120], TX checksum off)
-//	tap0 (owner 107, master k6t-eth0)
+//	tap0 (owner root, 107 for a non-root VMI; master k6t-eth0)
 //	sysctls: ipv4.ip_forward=1, ipv4.conf.k6t-eth0.route_localnet=1
 //	         [ipv6.conf.all.forwarding=1, ipv6.conf.k6t-eth0.accept_dad=0]
 //	nftables table virtnet_nat (ip [and ip6]), see netdriver.NAT:

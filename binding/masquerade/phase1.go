@@ -118,7 +118,7 @@ func (Binding) Plan(in binding.Input, link *cache.Link) (*cache.Interface, error
 //	ip link add k6t-eth0 mtu 1440 address 02:00:00:00:00:00 type bridge
 //	ip addr replace 10.0.2.1/24 dev k6t-eth0 [; ip addr replace fd10:0:2::1/120 dev k6t-eth0]
 //	ethtool -K k6t-eth0 tx off; ip link set k6t-eth0 up
-//	ip tuntap add tap0 mode tap user 107 group 107 [multi_queue]; ip link set tap0 mtu 1440 master k6t-eth0 up
+//	ip tuntap add tap0 mode tap user U group U [multi_queue]   (U: 0, or 107 for a non-root VMI); ip link set tap0 mtu 1440 master k6t-eth0 up
 //	sysctl net.ipv4.ip_forward=1 net.ipv4.conf.k6t-eth0.route_localnet=1 [net.ipv6.conf.all.forwarding=1]
 //	the virtnet_nat table of each family (see [netdriver.NAT])
 func (Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input, link *cache.Link, rec *cache.Interface) error {

@@ -18,7 +18,8 @@ func TestPingGroupFollowsTapOwner(t *testing.T) {
 		owner     int
 		wantRange string
 	}{
-		{"default", Binding{}, 0, "107 107"},
+		{"root VMI: root", Binding{}, 0, "0 0"},
+		{"non-root VMI: qemu", Binding{}, DefaultPingGroup, "107 107"},
 		{"tap owner", Binding{}, 1000, "1000 1000"},
 		{"explicit group wins", Binding{PingGroup: 2000}, 1000, "2000 2000"},
 	} {

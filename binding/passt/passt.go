@@ -6,7 +6,7 @@ import (
 )
 
 // DefaultPingGroup is the group of KubeVirt's qemu user, which passt runs
-// as.
+// as for a non-root VMI.
 const DefaultPingGroup = 107
 
 // Binding is the passt binding method. Its zero value is ready to use.
@@ -16,8 +16,8 @@ type Binding struct {
 	binding.NoKernelWork
 	// PingGroup is the group ID passt runs as, which phase1 lets open ICMP
 	// echo sockets; 0 means the tap owner phase1 was given
-	// (binding.Input.TapOwner: the user QEMU and passt run as), else
-	// DefaultPingGroup.
+	// (binding.Input.TapOwner: the user QEMU and passt run as, root for
+	// a root VMI, DefaultPingGroup for a non-root one).
 	PingGroup int
 }
 
@@ -25,11 +25,8 @@ type Binding struct {
 func (Binding) Method() string { return api.BindingPasst }
 
 func (b Binding) pingGroup(in binding.Input) int {
-	switch {
-	case b.PingGroup != 0:
+	if b.PingGroup != 0 {
 		return b.PingGroup
-	case in.TapOwner != 0:
-		return in.TapOwner
 	}
-	return DefaultPingGroup
+	return in.TapOwner
 }

@@ -203,7 +203,7 @@ func TestWithNetdriverFake(t *testing.T) {
 	require.NoError(t, Binding{}.Prepare(context.Background(), f, in, nil, nil))
 	require.NoError(t, Binding{}.Prepare(context.Background(), f, in, nil, nil))
 	require.Equal(t, []string{
-		"SetSysctl " + PingGroupRangeKey + "=107 107",
+		"SetSysctl " + PingGroupRangeKey + "=0 0",
 		"SetSysctl " + UnprivilegedPortStartKey + "=80",
 	}, f.Calls(), "the second Prepare changes nothing")
 }
