@@ -62,7 +62,8 @@ func vmi(t *testing.T, mutate func(*api.Interface)) (*api.VMI, api.Pair) {
 }
 
 func input(v *api.VMI, p api.Pair) binding.Input {
-	return binding.Input{VMI: v, Pair: p, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	// Phase1 gives a non-root VMI's passt the qemu user.
+	return binding.Input{VMI: v, Pair: p, TapOwner: DefaultPingGroup, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 }
 
 func ports(ps ...api.Port) func(*api.Interface) { return func(i *api.Interface) { i.Ports = ps } }
@@ -203,7 +204,7 @@ func TestWithNetdriverFake(t *testing.T) {
 	require.NoError(t, Binding{}.Prepare(context.Background(), f, in, nil, nil))
 	require.NoError(t, Binding{}.Prepare(context.Background(), f, in, nil, nil))
 	require.Equal(t, []string{
-		"SetSysctl " + PingGroupRangeKey + "=0 0",
+		"SetSysctl " + PingGroupRangeKey + "=107 107",
 		"SetSysctl " + UnprivilegedPortStartKey + "=80",
 	}, f.Calls(), "the second Prepare changes nothing")
 }
