@@ -22,6 +22,7 @@ import (
 	"github.com/virtnet/virtnet/internal/hookapi/info"
 	"github.com/virtnet/virtnet/internal/hookapi/v1alpha3"
 	"github.com/virtnet/virtnet/internal/kvplugin"
+	"github.com/virtnet/virtnet/internal/names"
 	"github.com/virtnet/virtnet/phase2"
 	"github.com/virtnet/virtnet/phase2/dhcp"
 )
@@ -233,14 +234,20 @@ func (s *sidecar) define(domainXML, vmiJSON []byte) ([]byte, []phase2.Item, *api
 			return nil, nil, nil, err
 		}
 		it := phase2.Item{Pair: pair, Binding: b}
-		if b := pair.Binding(); b == api.BindingBridge || b == api.BindingMasquerade {
-			src, err := kvplugin.ReadRecord(s.cfg.NetNS, b, pair.PodInterface)
+		if m := pair.Binding(); m == api.BindingBridge || m == api.BindingMasquerade {
+			src, err := kvplugin.ReadRecord(s.cfg.NetNS, m, pair.PodInterface)
 			if err != nil {
 				return nil, nil, nil, fmt.Errorf("interface %q (plugin %s): %w (did virtnet-binding-cni run for it? see the networkAttachmentDefinition of the plugin)",
 					pair.Interface.Name, res.Plugins[pair.Interface.Name], err)
 			}
 			rec := src.Record
 			rec.Interface = pair.Interface.Name
+			if m == api.BindingMasquerade {
+				// The CNI plugin does not know the VMI: the stable MAC
+				// comes from the VMI's UID here, so that it survives a
+				// migration to another pod (the kernel does not use it).
+				rec.MAC = names.VMMAC(res.VMI.Metadata.UID, pair.Interface.Name).String()
+			}
 			if pair.Interface.MacAddress != "" {
 				hw, err := net.ParseMAC(pair.Interface.MacAddress)
 				if err != nil {

@@ -23,6 +23,7 @@ import (
 	"github.com/virtnet/virtnet/internal/hookapi/info"
 	"github.com/virtnet/virtnet/internal/hookapi/v1alpha3"
 	"github.com/virtnet/virtnet/internal/kvplugin"
+	"github.com/virtnet/virtnet/internal/names"
 	"github.com/virtnet/virtnet/internal/testutil"
 	"github.com/virtnet/virtnet/phase1"
 )
@@ -262,6 +263,8 @@ func TestSidecarUnprivileged(t *testing.T) {
 	require.Equal(t, "virtio-non-transitional", ours.Model.Type)
 	require.Equal(t, uint(pod.MTU), ours.MTU.Size)
 	require.Len(t, dom.Devices.Disks, 1, "the rest of KubeVirt's domain is kept")
+	require.Equal(t, names.VMMAC("8a0c6d1e-3b4f-5a6c-9d7e-1f2a3b4c5d6e", "default").String(), ours.MAC.Address,
+		"masquerade: the stable MAC of the VMI's UID, the same on a migration target")
 
 	// A second OnDefineDomain (KubeVirt calls it more than once) with our
 	// interface already in the domain replaces it: still one.
