@@ -20,6 +20,7 @@ packages=(
 	libvirt-daemon-driver-qemu qemu-utils             # virt-qemu-run and qemu-img (end-to-end guest, overlays)
 	ovmf                                              # EFI firmware paths in golden domains
 	isc-dhcp-client                                   # dhclient -6 (DHCPv6 test client)
+	util-linux                                        # setpriv (the binding sidecar as uid 107 without capabilities)
 )
 
 if [[ $install == 1 ]]; then
