@@ -167,8 +167,31 @@ type NAT struct {
 	// Ports are forwarded to the VM; none forwards every port.
 	Ports []NATPort
 	// MigrationPorts are libvirt's migration ports from loopback that
-	// must not be forwarded (49152, 49153).
+	// must not be forwarded (49152, 49153); none when the VMI migrates
+	// over a unix socket.
 	MigrationPorts []uint16
+	// Proxy is set when a sidecar proxy (Istio's Envoy) shares the pod:
+	// see [NATProxy].
+	Proxy *NATProxy
+}
+
+// NATProxy is what the rule set needs to know of a sidecar proxy in the
+// pod, after KubeVirt v0.53's Istio rules: inbound traffic reaches the
+// proxy, which connects to the workload from Source to PodAddress; only
+// NonProxiedPorts are DNAT-ed to the VM from outside.
+type NATProxy struct {
+	// Source is the proxy's passthrough source address (127.0.0.6 for
+	// Istio), SNAT-ed to the gateway like loopback; IPv4 only, invalid
+	// for none.
+	Source netip.Addr
+	// PodAddress is the pod's address, DNAT-ed to the VM in the output
+	// chain; IPv4 only, invalid for none.
+	PodAddress netip.Addr
+	// ReservedPorts are the proxy's own ports: without declared ports,
+	// connections to them from loopback stay in the pod.
+	ReservedPorts []uint16
+	// NonProxiedPorts are DNAT-ed (TCP) from outside straight to the VM.
+	NonProxiedPorts []uint16
 }
 
 // NATTable is the name of the nftables table virtnet owns in each family.

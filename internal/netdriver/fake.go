@@ -599,6 +599,11 @@ func (f *Fake) ApplyNAT(nat NAT) error {
 	}
 	nat.Ports = slices.Clone(nat.Ports)
 	nat.MigrationPorts = slices.Clone(nat.MigrationPorts)
+	if nat.Proxy != nil {
+		p := *nat.Proxy
+		p.ReservedPorts, p.NonProxiedPorts = slices.Clone(p.ReservedPorts), slices.Clone(p.NonProxiedPorts)
+		nat.Proxy = &p
+	}
 	f.nat[nat.Family] = nat
 	return nil
 }

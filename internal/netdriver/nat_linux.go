@@ -2,14 +2,17 @@ package netdriver
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/expr"
+	mdnetlink "github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
 )
 
@@ -39,14 +42,27 @@ func familyName(family Family) string {
 	return "ip"
 }
 
-// applyNAT makes the family's virtnet_nat table hold exactly nat's rules.
-//
-// One netlink batch (one nftables transaction) adds the table (a no-op if
-// it exists), deletes it with whatever it held, and re-creates it with its
-// chains, sets and rules. The kernel applies the batch atomically: a packet
-// sees either the old rule set or the new one, never an empty table, and a
-// failed batch leaves the old rules in place. Re-running converges.
+// applyNAT makes the family's virtnet_nat table hold exactly nat's rules
+// through conn (Flush with google/nftables' per-message ACKs). The driver
+// sends the same batch with [natBatch] and [sendBatch] instead; this form
+// remains for tests that compare the two.
 func applyNAT(conn *nftables.Conn, nat NAT) error {
+	if err := queueNAT(conn, nat); err != nil {
+		return err
+	}
+	if err := conn.Flush(); err != nil {
+		return fmt.Errorf("netdriver: apply NAT table %s %s: %w", familyName(nat.Family), NATTable, err)
+	}
+	return nil
+}
+
+// queueNAT queues on conn the one netlink batch (one nftables
+// transaction) that adds the table (a no-op if it exists), deletes it with
+// whatever it held, and re-creates it with its chains, sets and rules. The
+// kernel applies the batch atomically: a packet sees either the old rule
+// set or the new one, never an empty table, and a failed batch leaves the
+// old rules in place. Re-running converges.
+func queueNAT(conn *nftables.Conn, nat NAT) error {
 	rules, err := natRules(nat)
 	if err != nil {
 		return err
@@ -60,14 +76,99 @@ func applyNAT(conn *nftables.Conn, nat NAT) error {
 	for _, r := range rules {
 		exprs, err := natExprs(conn, table, r, &sets)
 		if err != nil {
-			return fmt.Errorf("netdriver: NAT table %s %s: rule %q: %w", familyName(nat.Family), NATTable, r.String(), err)
+			return fmt.Errorf("netdriver: NAT table %s %s: rule %q: %w", familyName(nat.Family), NATTable, r.short(), err)
 		}
 		conn.AddRule(&nftables.Rule{Table: table, Chain: chains[r.chain], Exprs: exprs})
 	}
-	if err := conn.Flush(); err != nil {
-		return fmt.Errorf("netdriver: apply NAT table %s %s: %w", familyName(nat.Family), NATTable, err)
-	}
 	return nil
+}
+
+// errCaptured refuses a second batch on a capture connection.
+var errCaptured = errors.New("netdriver: batch already captured")
+
+// natBatch returns the messages of nat's batch (see queueNAT), from
+// NFNL_MSG_BATCH_BEGIN to NFNL_MSG_BATCH_END, as google/nftables builds
+// them, on a connection that sends nothing.
+func natBatch(nat NAT) ([]mdnetlink.Message, error) {
+	var batch []mdnetlink.Message
+	ack := []mdnetlink.Message{{Header: mdnetlink.Header{Type: mdnetlink.Error}, Data: make([]byte, 4)}}
+	c, err := nftables.New(nftables.WithTestDial(func(req []mdnetlink.Message) ([]mdnetlink.Message, error) {
+		if req == nil {
+			return ack, nil // Flush reads one ACK per message
+		}
+		if batch != nil {
+			return nil, errCaptured
+		}
+		batch = slices.Clone(req)
+		return nil, nil
+	}))
+	if err != nil {
+		return nil, err
+	}
+	if err := queueNAT(c, nat); err != nil {
+		return nil, err
+	}
+	if err := c.Flush(); err != nil {
+		return nil, fmt.Errorf("netdriver: NAT table %s %s: %w", familyName(nat.Family), NATTable, err)
+	}
+	if len(batch) < 2 {
+		return nil, fmt.Errorf("netdriver: NAT table %s %s: no batch was built", familyName(nat.Family), NATTable)
+	}
+	return batch, nil
+}
+
+// batchReplyTimeout bounds the wait for the kernel's answer to a batch;
+// the kernel processes a batch within the sendmsg call, so the answer is
+// queued by the time it returns.
+const batchReplyTimeout = 10 * time.Second
+
+// sendBatch sends batch on nl as nft does: without an ACK per message.
+// The kernel reports every message that fails whether or not it asked for
+// an ACK, and a success of any message only if asked. A generation request
+// (NFT_MSG_GETGEN) follows the batch: its reply comes after any error of
+// the batch, so the batch succeeded exactly when the reply arrives with no
+// error before it. This saves the 20–200 ACKs (two recvmsg each) that
+// google/nftables' Flush requests and reads.
+//
+// It returns how long the sendmsg of the batch took: the kernel's own time
+// for the transaction, commit included.
+func sendBatch(nl *mdnetlink.Conn, batch []mdnetlink.Message) (time.Duration, error) {
+	msgs := make([]mdnetlink.Message, len(batch))
+	for i, m := range batch {
+		m.Header.Length, m.Header.Sequence, m.Header.PID = 0, 0, 0
+		m.Header.Flags &^= mdnetlink.Acknowledge
+		msgs[i] = m
+	}
+	start := time.Now()
+	_, err := nl.SendMessages(msgs)
+	took := time.Since(start)
+	if err != nil {
+		return took, err
+	}
+	gen, err := nl.Send(mdnetlink.Message{
+		Header: mdnetlink.Header{Type: mdnetlink.HeaderType(unix.NFNL_SUBSYS_NFTABLES<<8 | unix.NFT_MSG_GETGEN), Flags: mdnetlink.Request},
+		Data:   []byte{unix.AF_UNSPEC, unix.NFNETLINK_V0, 0, 0},
+	})
+	if err != nil {
+		return took, err
+	}
+	if err := nl.SetReadDeadline(time.Now().Add(batchReplyTimeout)); err != nil {
+		return took, err
+	}
+	defer func() { _ = nl.SetReadDeadline(time.Time{}) }()
+	// Every message of the batch yields at most one error; then the reply.
+	for range len(msgs) + 1 {
+		replies, err := nl.Receive()
+		if err != nil {
+			return took, err
+		}
+		for _, m := range replies {
+			if m.Header.Sequence == gen.Header.Sequence {
+				return took, nil
+			}
+		}
+	}
+	return took, errors.New("no reply to the generation request after the batch")
 }
 
 // addNATChains queues the four base chains and the two regular ones.
@@ -105,6 +206,10 @@ func deleteNAT(conn *nftables.Conn, family Family) error {
 	return nil
 }
 
+// natSetChunk is the number of set elements per NEWSETELEM message: 2048
+// IPv6 addresses (28 bytes each) stay under a netlink attribute's 64 KiB.
+const natSetChunk = 2048
+
 // Register 1 is the only register the rules use.
 const natReg = 1
 
@@ -117,10 +222,11 @@ const (
 	dportOffset    = 2 // in the TCP and UDP header
 )
 
-// natExprs compiles a rule; a multi-port match queues an anonymous set.
-// The set's ID and name come from sets, counted per batch: google/nftables
-// v0.3.0 numbers sets from an unsynchronised package-level counter when the
-// ID is 0, a data race when two namespaces are set up at once.
+// natExprs compiles a rule; a match on several addresses or ports queues
+// an anonymous set. The set's ID and name come from sets, counted per
+// batch: google/nftables v0.3.0 numbers sets from an unsynchronised
+// package-level counter when the ID is 0, a data race when two namespaces
+// are set up at once.
 func natExprs(conn *nftables.Conn, table *nftables.Table, r natRule, sets *uint32) ([]expr.Any, error) {
 	var e []expr.Any
 	ifname := func(key expr.MetaKey, name string) {
@@ -128,14 +234,61 @@ func natExprs(conn *nftables.Conn, table *nftables.Table, r natRule, sets *uint3
 		copy(data, name)
 		e = append(e, &expr.Meta{Key: key, Register: natReg}, &expr.Cmp{Op: expr.CmpOpEq, Register: natReg, Data: data})
 	}
-	addr := func(offset4, offset6 uint32, a netip.Addr) {
-		offset, b := offset4, a.AsSlice()
-		if r.family == IPv6 {
-			offset = offset6
+	// addSet queues an anonymous set of elems and a lookup of register 1
+	// in it.
+	addSet := func(keyType nftables.SetDatatype, interval bool, elems []nftables.SetElement) error {
+		*sets++
+		// Size: google/nftables sizes a constant set to the elements
+		// given to AddSet, the first chunk only; a later description
+		// with the whole size overrides that one (the kernel keeps the
+		// last attribute of a type) so that the kernel takes the rest.
+		set := &nftables.Set{Table: table, Anonymous: true, Constant: true, Interval: interval, KeyType: keyType,
+			ID: *sets, Name: "__set%d", Size: uint32(len(elems))}
+		// A netlink attribute holds at most 64 KiB, so the elements go in
+		// chunks, one NEWSETELEM message each, as nft does. The kernel
+		// takes elements for an anonymous set until a rule binds it,
+		// which happens after this; google/nftables only refuses it
+		// client-side, hence the copy that is not marked anonymous.
+		first := min(len(elems), natSetChunk)
+		if err := conn.AddSet(set, elems[:first]); err != nil {
+			return fmt.Errorf("set of %d elements: %w", len(elems), err)
 		}
-		e = append(e,
-			&expr.Payload{DestRegister: natReg, Base: expr.PayloadBaseNetworkHeader, Offset: offset, Len: uint32(len(b))},
-			&expr.Cmp{Op: expr.CmpOpEq, Register: natReg, Data: b})
+		more := *set
+		more.Anonymous = false
+		for rest := elems[first:]; len(rest) > 0; {
+			n := min(len(rest), natSetChunk)
+			if err := conn.SetAddElements(&more, rest[:n]); err != nil {
+				return fmt.Errorf("set of %d elements: %w", len(elems), err)
+			}
+			rest = rest[n:]
+		}
+		e = append(e, &expr.Lookup{SourceRegister: natReg, SetName: set.Name, SetID: set.ID})
+		return nil
+	}
+	// match compares register 1 with one value, or looks it up in a new
+	// anonymous set of the values.
+	match := func(keyType nftables.SetDatatype, values [][]byte) error {
+		if len(values) == 1 {
+			e = append(e, &expr.Cmp{Op: expr.CmpOpEq, Register: natReg, Data: values[0]})
+			return nil
+		}
+		elems := make([]nftables.SetElement, len(values))
+		for i, v := range values {
+			elems[i] = nftables.SetElement{Key: v}
+		}
+		return addSet(keyType, false, elems)
+	}
+	addrs := func(offset4, offset6 uint32, list []netip.Addr) error {
+		offset, keyType, n := offset4, nftables.TypeIPAddr, uint32(4)
+		if r.family == IPv6 {
+			offset, keyType, n = offset6, nftables.TypeIP6Addr, 16
+		}
+		values := make([][]byte, len(list))
+		for i, a := range list {
+			values[i] = a.AsSlice()
+		}
+		e = append(e, &expr.Payload{DestRegister: natReg, Base: expr.PayloadBaseNetworkHeader, Offset: offset, Len: n})
+		return match(keyType, values)
 	}
 	if r.iif != "" {
 		ifname(expr.MetaKeyIIFNAME, r.iif)
@@ -143,11 +296,15 @@ func natExprs(conn *nftables.Conn, table *nftables.Table, r natRule, sets *uint3
 	if r.oif != "" {
 		ifname(expr.MetaKeyOIFNAME, r.oif)
 	}
-	if r.saddr.IsValid() {
-		addr(ip4SaddrOffset, ip6SaddrOffset, r.saddr)
+	if len(r.saddr) > 0 {
+		if err := addrs(ip4SaddrOffset, ip6SaddrOffset, r.saddr); err != nil {
+			return nil, err
+		}
 	}
-	if r.daddr.IsValid() {
-		addr(ip4DaddrOffset, ip6DaddrOffset, r.daddr)
+	if len(r.daddr) > 0 {
+		if err := addrs(ip4DaddrOffset, ip6DaddrOffset, r.daddr); err != nil {
+			return nil, err
+		}
 	}
 	if r.proto != "" {
 		l4 := byte(unix.IPPROTO_TCP)
@@ -161,17 +318,19 @@ func natExprs(conn *nftables.Conn, table *nftables.Table, r natRule, sets *uint3
 		if len(r.dports) == 1 {
 			e = append(e, &expr.Cmp{Op: expr.CmpOpEq, Register: natReg, Data: binary.BigEndian.AppendUint16(nil, r.dports[0])})
 		} else {
-			*sets++
-			set := &nftables.Set{Table: table, Anonymous: true, Constant: true, KeyType: nftables.TypeInetService,
-				ID: *sets, Name: "__set%d"}
-			elems := make([]nftables.SetElement, len(r.dports))
-			for i, p := range r.dports {
-				elems[i] = nftables.SetElement{Key: binary.BigEndian.AppendUint16(nil, p)}
+			// An interval set: each run of ports is a start element and,
+			// unless it ends at 65535, an end element one past its last
+			// port (the kernel's interval sets are half-open).
+			var elems []nftables.SetElement
+			for _, run := range portRuns(r.dports) {
+				elems = append(elems, nftables.SetElement{Key: binary.BigEndian.AppendUint16(nil, run.first)})
+				if run.last != 65535 {
+					elems = append(elems, nftables.SetElement{Key: binary.BigEndian.AppendUint16(nil, run.last+1), IntervalEnd: true})
+				}
 			}
-			if err := conn.AddSet(set, elems); err != nil {
-				return nil, fmt.Errorf("port set %v: %w", r.dports, err)
+			if err := addSet(nftables.TypeInetService, true, elems); err != nil {
+				return nil, err
 			}
-			e = append(e, &expr.Lookup{SourceRegister: natReg, SetName: set.Name, SetID: set.ID})
 		}
 	}
 	e = append(e, &expr.Counter{})
@@ -385,7 +544,9 @@ func valueText(loaded string, data []byte) string {
 	return fmt.Sprintf("0x%x", data)
 }
 
-// setText prints the elements of a (normally anonymous) set, sorted.
+// setText prints the elements of a (normally anonymous) set, sorted; an
+// interval set's ranges as `FIRST-LAST` (one port alone when a range holds
+// one), as natRule.String prints them.
 func setText(conn *nftables.Conn, table *nftables.Table, loaded, name string) (string, error) {
 	set, err := conn.GetSetByName(table, name)
 	if err != nil {
@@ -398,19 +559,34 @@ func setText(conn *nftables.Conn, table *nftables.Table, loaded, name string) (s
 	if !set.Anonymous {
 		return "@" + name, nil
 	}
-	keys := make([][]byte, 0, len(elems))
-	for _, el := range elems {
-		if !el.IntervalEnd {
-			keys = append(keys, el.Key)
+	slices.SortFunc(elems, func(a, b nftables.SetElement) int { return slices.Compare(a.Key, b.Key) })
+	var texts []string
+	if set.Interval && strings.HasSuffix(loaded, "dport") {
+		// Sorted, a range is a start and the end one past its last port
+		// (or none: up to 65535). A leading end element (key 0) closes
+		// nothing.
+		for i := 0; i < len(elems); i++ {
+			if elems[i].IntervalEnd || len(elems[i].Key) != 2 {
+				continue
+			}
+			first := binary.BigEndian.Uint16(elems[i].Key)
+			last := uint16(65535)
+			if i+1 < len(elems) && elems[i+1].IntervalEnd && len(elems[i+1].Key) == 2 {
+				last = binary.BigEndian.Uint16(elems[i+1].Key) - 1
+				i++
+			}
+			text := strconv.Itoa(int(first))
+			if last != first {
+				text += "-" + strconv.Itoa(int(last))
+			}
+			texts = append(texts, text)
 		}
-	}
-	slices.SortFunc(keys, func(a, b []byte) int { return slices.Compare(a, b) })
-	texts := make([]string, len(keys))
-	for i, k := range keys {
-		texts[i] = valueText(loaded, k)
-	}
-	if len(texts) == 1 {
-		return "{ " + texts[0] + " }", nil
+	} else {
+		for _, el := range elems {
+			if !el.IntervalEnd {
+				texts = append(texts, valueText(loaded, el.Key))
+			}
+		}
 	}
 	return "{ " + strings.Join(texts, ", ") + " }", nil
 }
