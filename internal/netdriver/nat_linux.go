@@ -42,20 +42,6 @@ func familyName(family Family) string {
 	return "ip"
 }
 
-// applyNAT makes the family's virtnet_nat table hold exactly nat's rules
-// through conn (Flush with google/nftables' per-message ACKs). The driver
-// sends the same batch with [natBatch] and [sendBatch] instead; this form
-// remains for tests that compare the two.
-func applyNAT(conn *nftables.Conn, nat NAT) error {
-	if err := queueNAT(conn, nat); err != nil {
-		return err
-	}
-	if err := conn.Flush(); err != nil {
-		return fmt.Errorf("netdriver: apply NAT table %s %s: %w", familyName(nat.Family), NATTable, err)
-	}
-	return nil
-}
-
 // queueNAT queues on conn the one netlink batch (one nftables
 // transaction) that adds the table (a no-op if it exists), deletes it with
 // whatever it held, and re-creates it with its chains, sets and rules. The
