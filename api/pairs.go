@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math"
+	"strings"
 )
 
 // PodInterfaceNamesAnnotation selects how the pod interfaces of Multus
@@ -145,4 +146,15 @@ func (v *VMI) Queues() int {
 		return 0
 	}
 	return int(min(v.VCPUs(), MaxQueues))
+}
+
+// IstioProxy reports whether the VMI asks for Istio's sidecar (annotation
+// sidecar.istio.io/inject, "true" in any case, as KubeVirt v0.53 reads it).
+func (v *VMI) IstioProxy() bool {
+	return strings.EqualFold(v.Metadata.Annotations[IstioInjectAnnotation], "true")
+}
+
+// MigratesOverUnix reports whether status.migrationTransport is Unix.
+func (v *VMI) MigratesOverUnix() bool {
+	return v.Status.MigrationTransport == MigrationTransportUnix
 }

@@ -11,7 +11,9 @@ type VMI struct {
 	Kind     string     `json:"kind,omitempty"`
 	Metadata ObjectMeta `json:"metadata"`
 	Spec     VMISpec    `json:"spec"`
-	Status   VMIStatus  `json:"status,omitempty"`
+	// Status is read for the few fields that change phase1's work; a
+	// VirtualMachine's template has none.
+	Status VMIStatus `json:"status,omitempty"`
 
 	// Unsupported lists the field paths of KubeVirt features present in the
 	// manifest that virtnet does not render (for example
@@ -24,7 +26,19 @@ type VMIStatus struct {
 	// RuntimeUser is the user virt-launcher runs the VM as (0, root, for
 	// root VMIs; 107 for non-root ones): see [VMI.NonRoot].
 	RuntimeUser uint64 `json:"runtimeUser,omitempty"`
+	// MigrationTransport is how the VMI migrates; KubeVirt v0.53 sets
+	// [MigrationTransportUnix] on every new VMI, and then no migration
+	// port is excluded from the masquerade binding's forwarding.
+	MigrationTransport string `json:"migrationTransport,omitempty"`
 }
+
+// MigrationTransportUnix is status.migrationTransport for a VMI whose
+// migration goes over unix sockets (no TCP ports 49152/49153).
+const MigrationTransportUnix = "Unix"
+
+// IstioInjectAnnotation is the annotation that asks Istio for a sidecar;
+// "true" changes the masquerade binding's NAT rules as in KubeVirt v0.53.
+const IstioInjectAnnotation = "sidecar.istio.io/inject"
 
 // NonRootAnnotation marks a VMI that runs as the qemu user (107): KubeVirt
 // v0.53's deprecated "kubevirt.io/nonroot", read for any value.

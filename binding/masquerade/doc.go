@@ -13,7 +13,9 @@
 //	  masquerade of the VM's traffic out of the pod; DNAT to the VM of the
 //	  declared ports (every port when none is declared), from outside and
 //	  from the pod's loopback (SNAT to the gateway); libvirt's migration
-//	  ports 49152-49153 from loopback are never forwarded.
+//	  ports 49152-49153 from loopback are never forwarded (unless
+//	  status.migrationTransport is Unix: then there are none); with
+//	  sidecar.istio.io/inject: "true", KubeVirt's Istio rules (see PlanNAT).
 //
 // The network is the pod network's vmNetworkCIDR (10.0.2.0/24 by default;
 // vmIPv6NetworkCIDR fd10:0:2::/120): the gateway is its second address,
@@ -34,5 +36,7 @@
 //     IPv6 works as soon as phase1 returns.
 //   - A stable VM MAC when the VMI sets none (KubeVirt leaves it to
 //     libvirt and answers DHCP for any MAC).
-//   - Istio's exclusions are not implemented.
+//   - The declared ports of a protocol share one rule per chain with an
+//     interval set of ports (KubeVirt adds three rules per port), so any
+//     number of ports can be declared.
 package masquerade

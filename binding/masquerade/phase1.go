@@ -199,14 +199,9 @@ func (Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input
 		}
 		vm, _ := netip.ParsePrefix(f.vm)
 		gw, _ := netip.ParseAddr(f.gateway)
-		nat := netdriver.NAT{
-			Family:         f.family,
-			PodInterface:   in.Names.Pod,
-			Bridge:         rec.Bridge,
-			VM:             vm.Addr(),
-			Gateway:        gw,
-			Ports:          natPorts(in.Pair.Interface.Ports),
-			MigrationPorts: migrationPorts(),
+		nat, err := PlanNAT(in, link, f.family, rec.Bridge, vm.Addr(), gw)
+		if err != nil {
+			return err
 		}
 		want, err := netdriver.NATListing(nat)
 		if err != nil {
@@ -228,6 +223,54 @@ func (Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input
 
 // natPorts are the declared ports, each once (KubeVirt v0.53 accepts a
 // port declared twice).
+// PlanNAT is the rule set of one family for the VM at vm behind gateway
+// gw on bridge, after KubeVirt v0.53:
+//
+//   - the interface's ports are forwarded, every port when none is
+//     declared;
+//   - libvirt's migration ports from loopback are returned (not
+//     forwarded) unless status.migrationTransport is Unix, which v0.53
+//     sets on every new VMI;
+//   - with the annotation sidecar.istio.io/inject: "true", Istio's rules
+//     ([netdriver.NATProxy]): Envoy's ports returned, no catch-all DNAT
+//     from outside (only ssh, 22), 127.0.0.6 SNAT-ed like loopback and,
+//     for IPv4, the output chain DNAT-ing the pod's own address (its first
+//     global IPv4 address) to the VM.
+func PlanNAT(in binding.Input, link *cache.Link, family netdriver.Family, bridge string, vm, gw netip.Addr) (netdriver.NAT, error) {
+	nat := netdriver.NAT{
+		Family:       family,
+		PodInterface: in.Names.Pod,
+		Bridge:       bridge,
+		VM:           vm,
+		Gateway:      gw,
+		Ports:        natPorts(in.Pair.Interface.Ports),
+	}
+	if !in.VMI.MigratesOverUnix() {
+		nat.MigrationPorts = migrationPorts()
+	}
+	if in.VMI.IstioProxy() {
+		p := &netdriver.NATProxy{ReservedPorts: netdriver.IstioReservedPorts(), NonProxiedPorts: netdriver.IstioNonProxiedPorts()}
+		if family == netdriver.IPv4 {
+			p.Source = netdriver.IstioPassthroughSource
+			v4, _, err := binding.Addresses(link)
+			if err != nil {
+				return nat, err
+			}
+			for _, a := range v4 {
+				if a.Addr().IsGlobalUnicast() {
+					p.PodAddress = a.Addr()
+					break
+				}
+			}
+			if !p.PodAddress.IsValid() {
+				return nat, fmt.Errorf("%s: istio needs the pod's IPv4 address: %w", in.Names.Pod, binding.ErrNoAddress)
+			}
+		}
+		nat.Proxy = p
+	}
+	return nat, nil
+}
+
 func natPorts(ports []api.Port) []netdriver.NATPort {
 	var out []netdriver.NATPort
 	for _, p := range ports {

@@ -380,3 +380,77 @@ func TestNATManyPorts(t *testing.T) {
 		})
 	}
 }
+
+// serveEnvoy stands for Istio's Envoy in ns: it accepts on listen and, as
+// Envoy's inbound passthrough does, connects from source to target (the
+// connection's original destination) and relays what that peer says.
+func serveEnvoy(t *testing.T, ns *testutil.NS, listen, source, target string) {
+	t.Helper()
+	var l net.Listener
+	require.NoError(t, ns.Do(func() (err error) {
+		l, err = net.Listen("tcp", listen)
+		return err
+	}), "listen %s in %s", listen, ns.Name)
+	t.Cleanup(func() { _ = l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			var up net.Conn
+			err = ns.Do(func() (err error) {
+				d := net.Dialer{Timeout: replyBound, LocalAddr: &net.TCPAddr{IP: net.ParseIP(source)}}
+				up, err = d.Dial("tcp", target)
+				return err
+			})
+			if err == nil {
+				_ = up.SetReadDeadline(time.Now().Add(replyBound))
+				b, _ := io.ReadAll(up)
+				_ = up.Close()
+				_, _ = fmt.Fprintf(c, "envoy relayed %s", b)
+			}
+			_ = c.Close()
+		}
+	}()
+}
+
+// TestNATIstioTraffic is issue 12 item 11: with Istio's sidecar, inbound
+// traffic reaches Envoy in the pod, not the VM (no catch-all DNAT), Envoy
+// reaches the VM by connecting from 127.0.0.6 to the pod's address, Envoy's
+// own ports stay in the pod for loopback clients, and ssh (22) still goes
+// straight to the VM.
+func TestNATIstioTraffic(t *testing.T) {
+	testutil.RequireRoot(t)
+	top := newNATTopology(t)
+	applyOrSkip(t, top.driver, netdriver.SampleIstio4())
+	require.NoError(t, top.driver.ApplyNAT(netdriver.SampleIstio6()))
+
+	serveTCP(t, top.vm, ":8080", "vm8080")
+	serveTCP(t, top.vm, ":22", "vm22")
+	serveTCP(t, top.vm, ":15000", "vm15000")
+	serveTCP(t, top.outside, ":7000", "outside")
+	serveEnvoy(t, top.pod, "10.244.1.7:8080", netdriver.IstioPassthroughSource.String(), "10.244.1.7:8080")
+	serveTCP(t, top.pod, "127.0.0.1:15000", "envoy-admin")
+
+	t.Run("inbound to 8080 reaches envoy, which reaches the VM from 127.0.0.6 via the gateway", func(t *testing.T) {
+		requireReply(t, top.outside, "10.244.1.7:8080", "envoy relayed vm8080", "10.0.2.1")
+	})
+	t.Run("inbound ssh goes straight to the VM", func(t *testing.T) {
+		requireReply(t, top.outside, "10.244.1.7:22", "vm22", "10.244.1.1")
+		requireReply(t, top.outside, "[fd00::7]:22", "vm22", "[fd00::1]")
+	})
+	t.Run("ipv6 inbound to 8080 is not DNAT-ed", func(t *testing.T) {
+		_, err := dialTCP(top.outside, "[fd00::7]:8080", failBound)
+		require.ErrorIs(t, err, unix.ECONNREFUSED, "no catch-all DNAT: the pod itself refuses")
+	})
+	t.Run("envoy's admin port stays in the pod for loopback clients", func(t *testing.T) {
+		requireReply(t, top.pod, "127.0.0.1:15000", "envoy-admin", "127.0.0.1")
+	})
+	t.Run("other loopback ports reach the VM", func(t *testing.T) {
+		requireReply(t, top.pod, "127.0.0.1:22", "vm22", "10.0.2.1")
+	})
+	t.Run("outbound from the VM is masqueraded", func(t *testing.T) {
+		requireReply(t, top.vm, "10.244.1.1:7000", "outside", "10.244.1.7")
+	})
+}
