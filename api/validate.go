@@ -332,9 +332,16 @@ func (v *validator) ports(p string, iface *Interface, names map[string]string) {
 	}
 }
 
+// MaxNTPServers is the most dhcpOptions.ntpServers one DHCP option (255
+// bytes, 4 per address) carries: more could never reach the guest.
+const MaxNTPServers = 63
+
 func (v *validator) dhcp(p string, o *DHCPOptions) {
 	if o == nil {
 		return
+	}
+	if len(o.NTPServers) > MaxNTPServers {
+		v.add(p+".ntpServers", len(o.NTPServers), "more than %d addresses do not fit in one DHCP option", MaxNTPServers)
 	}
 	for i, s := range o.NTPServers {
 		a, err := netip.ParseAddr(s)

@@ -52,6 +52,10 @@ type Config6 struct {
 	Gateway netip.Addr
 	// Server is the address the record names for DHCPv6/RA (may be zero).
 	Server netip.Addr
+	// DNS are the pod's IPv6 nameservers (DHCPv6 option 23, RDNSS in
+	// router advertisements); none are invented when the pod has none.
+	// The search list is the IPv4 one, [Config.Search].
+	DNS []netip.Addr
 }
 
 // Config is everything one single-client DHCP server serves, computed once
@@ -75,7 +79,8 @@ type Config struct {
 	// Lease is option 51.
 	Lease time.Duration
 
-	// DNS (option 6) and Search (option 119) come from resolv.conf;
+	// DNS (option 6: the IPv4 nameservers) and Search (option 119, and
+	// DHCPv6 option 24 and DNSSL for IPv6) come from resolv.conf;
 	// DomainName (option 15) is the longest search domain.
 	DNS        []netip.Addr
 	Search     []string
@@ -151,7 +156,14 @@ func NewConfig(vmi *api.VMI, iface *api.Interface, rec *cache.Interface, resolvC
 	}
 
 	rc := ParseResolvConf(resolvConf)
-	c.DNS = rc.Nameservers
+	var dns6 []netip.Addr
+	for _, a := range rc.Nameservers {
+		if a.Is4() {
+			c.DNS = append(c.DNS, a)
+		} else {
+			dns6 = append(dns6, a)
+		}
+	}
 	if len(c.DNS) == 0 {
 		c.DNS = []netip.Addr{defaultDNS}
 	}
@@ -187,6 +199,8 @@ func NewConfig(vmi *api.VMI, iface *api.Interface, rec *cache.Interface, resolvC
 			c.Ignored = append(c.Ignored, fmt.Sprintf("IPv6 %q: DHCPv6 is served only for masquerade", rec.IPv6))
 		} else if c.IPv6, err = newConfig6(rec); err != nil {
 			return nil, err
+		} else {
+			c.IPv6.DNS = dns6
 		}
 	}
 	return c, nil
@@ -297,6 +311,10 @@ func isDefault(p netip.Prefix) int {
 func (c *Config) dhcpOptions(o *api.DHCPOptions) error {
 	c.TFTPServerName = o.TFTPServerName
 	c.BootFileName = o.BootFileName
+	if len(o.NTPServers) > api.MaxNTPServers {
+		return &FieldError{Field: "dhcpOptions.ntpServers", Value: fmt.Sprint(len(o.NTPServers)),
+			Reason: fmt.Sprintf("more than %d addresses do not fit in one DHCP option", api.MaxNTPServers)}
+	}
 	for i, s := range o.NTPServers {
 		a, err := parse4(s)
 		if err != nil {

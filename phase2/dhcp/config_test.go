@@ -260,8 +260,46 @@ func TestNewConfigSearchTooLong(t *testing.T) {
 
 func TestParseResolvConf(t *testing.T) {
 	rc := ParseResolvConf([]byte("nameserver 1.1.1.1 # c\nnameserver 1.1.1.1\n;x\nsearch A.Example. b.example\nsearch c.example a.example\nnameserver ::1\ndomain z\n"))
-	require.Equal(t, []netip.Addr{netip.MustParseAddr("1.1.1.1")}, rc.Nameservers)
+	require.Equal(t, []netip.Addr{netip.MustParseAddr("1.1.1.1"), netip.MustParseAddr("::1")}, rc.Nameservers)
 	require.Equal(t, []string{"a.example", "b.example", "c.example"}, rc.Search)
+
+	// IPv6 nameservers are kept in order (an IPv6-only pod has only
+	// those); zoned link-local ones, "::" and duplicates are not; an
+	// IPv4-mapped address counts as IPv4.
+	for _, tc := range []struct {
+		name, in string
+		want     []string
+	}{
+		{"ipv6 only", "nameserver fd00:10:96::a\nnameserver fd00:10:96::b\n", []string{"fd00:10:96::a", "fd00:10:96::b"}},
+		{"dual stack order kept", "nameserver fd00::10\nnameserver 10.96.0.10\n", []string{"fd00::10", "10.96.0.10"}},
+		{"zoned and unspecified dropped", "nameserver fe80::1%eth0\nnameserver ::\nnameserver fd00::1\n", []string{"fd00::1"}},
+		{"mapped is ipv4, duplicates dropped", "nameserver ::ffff:10.0.0.1\nnameserver 10.0.0.1\n", []string{"10.0.0.1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, a := range ParseResolvConf([]byte(tc.in)).Nameservers {
+				got = append(got, a.String())
+			}
+			require.Equal(t, tc.want, got)
+		})
+	}
+}
+
+// TestNewConfigDNS6: the pod's IPv6 nameservers reach the IPv6 part of the
+// configuration (DHCPv6 option 23, RDNSS) and only IPv4 ones reach option
+// 6; an IPv6-only pod's resolv.conf gives the IPv6-only VM its DNS.
+func TestNewConfigDNS6(t *testing.T) {
+	c, err := NewConfig(testVMI(), nil, masqRecord(), []byte(podResolvConf))
+	require.NoError(t, err)
+	require.Equal(t, []netip.Addr{netip.MustParseAddr("10.96.0.10")}, c.DNS)
+	require.Equal(t, []netip.Addr{netip.MustParseAddr("fd00::10")}, c.IPv6.DNS)
+
+	rec := masqRecord()
+	rec.IPv4, rec.Gateway, rec.ServerIPv4 = "", "", ""
+	c, err = NewConfig(testVMI(), nil, rec, []byte("search ns.svc.cluster.local\nnameserver fd00:10:96::a\n"))
+	require.NoError(t, err)
+	require.Equal(t, []netip.Addr{netip.MustParseAddr("fd00:10:96::a")}, c.IPv6.DNS)
+	require.Equal(t, []string{"ns.svc.cluster.local"}, c.Search)
 }
 
 func TestWithSubdomain(t *testing.T) {

@@ -2,10 +2,12 @@ package dhcp
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"log/slog"
 	"net"
 	"net/netip"
+	"slices"
 	"sync"
 
 	"github.com/insomniacslk/dhcp/dhcpv4"
@@ -22,7 +24,7 @@ const maxForeignLogged = 64
 type Handler4 struct {
 	cfg  *Config
 	log  *slog.Logger
-	opts []dhcpv4.Option // options of OFFER and ACK, encoded once
+	opts []dhcpv4.Option // options of OFFER and ACK, encoded once, by priority
 
 	mu      sync.Mutex
 	foreign map[string]struct{}
@@ -30,10 +32,112 @@ type Handler4 struct {
 }
 
 // NewHandler4 encodes the configuration's options once and returns the
-// handler. log receives one line per ignored client MAC (bounded) and one
-// per reply at debug level.
+// handler. log receives one line per ignored client MAC (bounded), per NAK
+// and per reply at debug level, each message rate-limited (10 lines, then
+// one per 10s); nil discards.
 func NewHandler4(cfg *Config, log *slog.Logger) *Handler4 {
-	return &Handler4{cfg: cfg, log: log, opts: Options4(cfg), foreign: map[string]struct{}{}}
+	opts := Options4(cfg)
+	slices.SortStableFunc(opts, func(a, b dhcpv4.Option) int { return cmp.Compare(rank4(a.Code.Code()), rank4(b.Code.Code())) })
+	return &Handler4{cfg: cfg, log: limited(log), opts: opts, foreign: map[string]struct{}{}}
+}
+
+// Sizes of a reply: RFC 2131 says every client accepts 576-byte IP
+// datagrams, and option 57 may raise (never lower) that; the DHCP message
+// is what remains after the IP and UDP headers, and its options start
+// after the fixed 236-byte header and the 4-byte magic cookie.
+const (
+	minMaxMessageSize = 576
+	ipUDPHeaders      = 20 + 8
+	fixedHeader       = 236 + 4
+)
+
+// rank4 orders the options of an OFFER or ACK by importance, for dropping
+// the least important when the reply does not fit the client's maximum
+// message size. Rank 0 is never dropped: mask, router, lease time and
+// server identifier make the lease. Then classless routes (dropping them
+// would change the guest's routing), DNS, MTU, search list, domain name,
+// hostname, NTP, TFTP server, boot file, and the private options last, in
+// the order the VMI lists them.
+func rank4(code uint8) int {
+	switch code {
+	case 1, 3, 51, 54:
+		return 0
+	case 121:
+		return 1
+	case 6:
+		return 2
+	case 26:
+		return 3
+	case 119:
+		return 4
+	case 15:
+		return 5
+	case 12:
+		return 6
+	case 42:
+		return 7
+	case 66:
+		return 8
+	case 67:
+		return 9
+	}
+	return 10
+}
+
+// optionSize is the encoded size of one option, split in pieces of 255
+// bytes as RFC 3396 does for long values.
+func optionSize(value []byte) int {
+	if len(value) == 0 {
+		return 2
+	}
+	return len(value) + 2*((len(value)+254)/255)
+}
+
+// maxMessageSize is the largest DHCP message (without IP and UDP headers)
+// the client accepts: its option 57, at least 576, at most the bridge's
+// MTU when known.
+func (h *Handler4) maxMessageSize(req *dhcpv4.DHCPv4) int {
+	n := minMaxMessageSize
+	if v, err := req.MaxMessageSize(); err == nil && int(v) > n {
+		n = int(v)
+	}
+	if h.cfg.MTU != 0 && int(h.cfg.MTU) >= minMaxMessageSize && n > int(h.cfg.MTU) {
+		n = int(h.cfg.MTU)
+	}
+	return n - ipUDPHeaders
+}
+
+// fit returns the options of a reply to req that fit its maximum message
+// size, and the codes it left out. Options the client asked for (option
+// 55) are kept before the others; within each group the order of rank4
+// holds, and each option that still fits is kept.
+func (h *Handler4) fit(req *dhcpv4.DHCPv4, used int) ([]dhcpv4.Option, []int) {
+	budget := h.maxMessageSize(req) - used
+	var requested [256]bool
+	for _, c := range req.ParameterRequestList() {
+		requested[c.Code()] = true
+	}
+	out := make([]dhcpv4.Option, 0, len(h.opts))
+	var dropped []int
+	take := func(o dhcpv4.Option) {
+		if n := optionSize(o.Value.ToBytes()); rank4(o.Code.Code()) == 0 || n <= budget {
+			budget -= n
+			out = append(out, o)
+		} else {
+			dropped = append(dropped, int(o.Code.Code()))
+		}
+	}
+	for _, o := range h.opts {
+		if rank4(o.Code.Code()) == 0 || requested[o.Code.Code()] {
+			take(o)
+		}
+	}
+	for _, o := range h.opts {
+		if rank4(o.Code.Code()) != 0 && !requested[o.Code.Code()] {
+			take(o)
+		}
+	}
+	return out, dropped
 }
 
 // Options4 returns the options every OFFER and ACK carries besides the
@@ -175,8 +279,17 @@ func (h *Handler4) reply(req *dhcpv4.DHCPv4, typ dhcpv4.MessageType, yiaddr net.
 		r.ClientIPAddr = req.ClientIPAddr
 	}
 	r.YourIPAddr = yiaddr
-	for _, o := range h.opts {
+	used := fixedHeader + 1 // the End option
+	for _, v := range r.Options {
+		used += optionSize(v)
+	}
+	opts, dropped := h.fit(req, used)
+	for _, o := range opts {
 		r.UpdateOption(o)
+	}
+	if len(dropped) > 0 {
+		h.log.Warn("dhcp: options left out to fit the client's maximum message size", "interface", h.cfg.Bridge,
+			"mac", req.ClientHWAddr.String(), "maxMessageSize", h.maxMessageSize(req)+ipUDPHeaders, "dropped", dropped)
 	}
 	h.log.Debug("dhcp: reply", "interface", h.cfg.Bridge, "type", typ.String(), "mac", req.ClientHWAddr.String())
 	return r

@@ -2,12 +2,17 @@ package dhcp
 
 import (
 	"bytes"
+	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/insomniacslk/dhcp/dhcpv4"
+	"github.com/insomniacslk/dhcp/dhcpv6"
 	"github.com/stretchr/testify/require"
 
 	"github.com/virtnet/virtnet/api"
@@ -144,16 +149,66 @@ func TestHandler4(t *testing.T) {
 	require.Equal(t, 1, strings.Count(logs.String(), "02:00:00:00:00:99"))
 }
 
+// fakeClock replaces the clock of the rate limit behind log (a logger
+// the handlers made with limited) and returns a function advancing it.
+func fakeClock(t *testing.T, log *slog.Logger) func(time.Duration) {
+	t.Helper()
+	lh, ok := log.Handler().(*limitHandler)
+	require.True(t, ok, "logger is not rate-limited")
+	now := time.Unix(1e9, 0)
+	lh.lim.now = func() time.Time { return now }
+	return func(d time.Duration) { now = now.Add(d) }
+}
+
+// TestHandler4ForeignLogBounded: foreign MACs are logged once each, for
+// at most maxForeignLogged MACs, and within the rate limit.
 func TestHandler4ForeignLogBounded(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		gap  time.Duration // clock advance between packets
+		want int
+	}{
+		{"flood at one instant: the rate limit", 0, logBurst + 1},
+		{"slow trickle: the MAC set bound", time.Hour, maxForeignLogged + 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs bytes.Buffer
+			h := NewHandler4(bridgeConfig(t, nil, nil), slog.New(slog.NewTextHandler(&logs, nil)))
+			advance := fakeClock(t, h.log)
+			for i := range 3 * maxForeignLogged {
+				for range 2 {
+					require.Nil(t, h.Handle(discover(t, net.HardwareAddr{2, 0, 0, 0, byte(i >> 8), byte(i)}.String())))
+					advance(tc.gap)
+				}
+			}
+			require.Equal(t, tc.want, strings.Count(logs.String(), "\n"), logs.String())
+			require.Len(t, h.foreign, maxForeignLogged)
+		})
+	}
+}
+
+// TestHandler4NAKLogRateLimit: a flood of REQUESTs for a wrong address
+// with the VM's MAC gets a NAK each but costs logBurst lines, then one per
+// logEvery that says how many were left out.
+func TestHandler4NAKLogRateLimit(t *testing.T) {
 	var logs bytes.Buffer
 	h := NewHandler4(bridgeConfig(t, nil, nil), slog.New(slog.NewTextHandler(&logs, nil)))
-	for i := range 3 * maxForeignLogged {
-		for range 2 {
-			require.Nil(t, h.Handle(discover(t, net.HardwareAddr{2, 0, 0, 0, byte(i >> 8), byte(i)}.String())))
-		}
+	advance := fakeClock(t, h.log)
+	offer := h.Handle(discover(t, "02:42:ac:10:00:18"))
+	req, err := dhcpv4.NewRequestFromOffer(offer)
+	require.NoError(t, err)
+	req.UpdateOption(dhcpv4.OptRequestedIPAddress(net.ParseIP("10.244.1.99")))
+	const flood = 10000
+	for range flood {
+		r := h.Handle(req)
+		require.Equal(t, dhcpv4.MessageTypeNak, r.MessageType())
 	}
-	require.Equal(t, maxForeignLogged+1, strings.Count(logs.String(), "\n"))
-	require.Len(t, h.foreign, maxForeignLogged)
+	require.Equal(t, logBurst, strings.Count(logs.String(), "NAK"))
+	advance(logEvery)
+	h.Handle(req)
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	require.Len(t, lines, logBurst+1)
+	require.Contains(t, lines[logBurst], fmt.Sprintf("suppressed=%d", flood-logBurst))
 }
 
 func TestHandler4AnyMAC(t *testing.T) {
@@ -213,3 +268,93 @@ func BenchmarkHandler4(b *testing.B) {
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// TestHandler4MaxMessageSize: a reply never exceeds the client's maximum
+// message size (option 57, 576 when absent or lower, the MTU at most):
+// optional options are left out, least important and unrequested first,
+// and the lease itself (mask, router, lease time, server id) always stays.
+func TestHandler4MaxMessageSize(t *testing.T) {
+	big := strings.Repeat("x", 255)
+	iface := &api.Interface{DHCPOptions: &api.DHCPOptions{
+		BootFileName: "pxelinux.0", TFTPServerName: "tftp.example.org", NTPServers: []string{"10.0.0.5"},
+		PrivateOptions: []api.DHCPPrivateOption{{Option: 240, Value: big}, {Option: 241, Value: big}, {Option: 242, Value: "small"}},
+	}}
+	codes := func(r *dhcpv4.DHCPv4) []int {
+		var out []int
+		for c := range r.Options {
+			out = append(out, int(c))
+		}
+		slices.Sort(out)
+		return out
+	}
+	all := []int{1, 3, 6, 12, 15, 26, 42, 51, 53, 54, 66, 67, 119, 240, 241, 242}
+	for _, tc := range []struct {
+		name      string
+		maxSize   int // option 57; 0: absent
+		mtu       int
+		requested []uint8
+		want      []int
+		dropped   string
+	}{
+		{"no option 57: 576", 0, 1440, nil, []int{1, 3, 6, 12, 15, 26, 42, 51, 53, 54, 66, 67, 119, 242}, "dropped=\"[240 241]\""},
+		{"option 57 below 576 counts as 576", 300, 1440, nil, []int{1, 3, 6, 12, 15, 26, 42, 51, 53, 54, 66, 67, 119, 242}, "[240 241]"},
+		{"requested private option kept first", 576, 1440, []uint8{1, 3, 241}, []int{1, 3, 6, 12, 26, 51, 53, 54, 241}, "[119 15 42 66 67 240 242]"},
+		{"option 57 of 1500: everything", 1500, 1500, nil, all, ""},
+		{"the MTU caps option 57", 1500, 800, nil, []int{1, 3, 6, 12, 15, 26, 42, 51, 53, 54, 66, 67, 119, 240, 242}, "[241]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := bridgeConfig(t, func(r *cache.Interface) { r.MTU = tc.mtu }, iface)
+			var logs bytes.Buffer
+			h := NewHandler4(c, slog.New(slog.NewTextHandler(&logs, nil)))
+			d := discover(t, "02:42:ac:10:00:18")
+			if tc.maxSize != 0 {
+				d.UpdateOption(dhcpv4.OptMaxMessageSize(uint16(tc.maxSize)))
+			}
+			if tc.requested != nil {
+				var pr dhcpv4.OptionCodeList
+				for _, c := range tc.requested {
+					pr.Add(dhcpv4.GenericOptionCode(c))
+				}
+				d.UpdateOption(dhcpv4.OptParameterRequestList(pr...))
+			}
+			r := h.Handle(d)
+			require.NotNil(t, r)
+			require.Equal(t, tc.want, codes(r))
+			limit := max(tc.maxSize, 576)
+			if tc.mtu >= 576 {
+				limit = min(limit, tc.mtu)
+			}
+			require.LessOrEqual(t, len(r.ToBytes())+ipUDPHeaders, limit)
+			if tc.dropped == "" {
+				require.NotContains(t, logs.String(), "left out")
+			} else {
+				require.Contains(t, logs.String(), "left out to fit")
+				require.Contains(t, logs.String(), tc.dropped)
+			}
+		})
+	}
+}
+
+// TestNilLogger: every constructor taking a logger treats nil as "discard".
+func TestNilLogger(t *testing.T) {
+	c := bridgeConfig(t, nil, nil)
+	h4 := NewHandler4(c, nil)
+	offer := h4.Handle(discover(t, "02:42:ac:10:00:18"))
+	require.NotNil(t, offer)
+	req, err := dhcpv4.NewRequestFromOffer(offer)
+	require.NoError(t, err)
+	req.UpdateOption(dhcpv4.OptRequestedIPAddress(net.ParseIP("10.244.1.99")))
+	require.Equal(t, dhcpv4.MessageTypeNak, h4.Handle(req).MessageType()) // logs at Info
+	require.Nil(t, h4.Handle(discover(t, "02:00:00:00:00:99")))           // logs at Warn
+
+	m, err := NewConfig(testVMI(), nil, masqRecord(), nil)
+	require.NoError(t, err)
+	h6 := NewHandler6(m, net.HardwareAddr{2, 0, 0, 0, 0, 1}, nil)
+	sol, err := dhcpv6.NewSolicit(net.HardwareAddr{2, 1, 2, 3, 4, 5})
+	require.NoError(t, err)
+	require.NotNil(t, h6.Handle(netip.MustParseAddr("fe80::1"), sol))
+
+	s, err := NewServer(c, nil)
+	require.NoError(t, err)
+	require.NotNil(t, s)
+}

@@ -1,56 +1,89 @@
 package dhcp
 
 import (
+	"bytes"
 	"log/slog"
 	"net"
+	"net/netip"
+	"sync"
 
 	"github.com/insomniacslk/dhcp/dhcpv6"
 	"github.com/insomniacslk/dhcp/iana"
 )
 
 // Handler6 maps one DHCPv6 message to its reply: the VM's address in an
-// IA_NA, with the server's DUID-LL. It is safe for concurrent use and
-// touches no socket.
+// IA_NA, with the server's DUID-LL, the pod's IPv6 nameservers (option 23)
+// and search list (option 24). It is safe for concurrent use and touches
+// no socket.
 //
-// Unlike [Handler4] it answers any client: a DUID need not carry the MAC,
-// and DHCPv6 is served only for masquerade, whose bridge has the VM's tap
-// as its one other port.
+// Like [Handler4] it answers only the VM's MAC (when the configuration
+// names one). A DHCPv6 message does not carry the sender's MAC, so a
+// client counts as the VM when any of these shows the VM's MAC: its DUID
+// (DUID-LL or DUID-LLT of Ethernet), its link-local source address (a
+// modified EUI-64 interface identifier), or the namespace's neighbour
+// entry for that source address (see [Handler6.SetNeighbors]).
 type Handler6 struct {
 	cfg      *Config6
 	log      *slog.Logger
 	bridge   string
+	mac      net.HardwareAddr
 	serverID dhcpv6.DUID
 	lifetime dhcpv6.OptIAAddress
+	dns      []net.IP
+	search   []string
+	neigh    func(netip.Addr) net.HardwareAddr
+
+	mu      sync.Mutex
+	foreign map[string]struct{}
+	full    bool
 }
 
 // NewHandler6 returns the DHCPv6 handler for cfg.IPv6 (which must be set),
 // identifying the server by a DUID-LL made of serverMAC (the bridge's MAC).
+// log receives one line per ignored client (bounded, rate-limited) and
+// one per reply at debug level; nil discards.
 func NewHandler6(cfg *Config, serverMAC net.HardwareAddr, log *slog.Logger) *Handler6 {
 	return &Handler6{
 		cfg:      cfg.IPv6,
-		log:      log,
+		log:      limited(log),
 		bridge:   cfg.Bridge,
+		mac:      cfg.MAC,
 		serverID: &dhcpv6.DUIDLL{HWType: iana.HWTypeEthernet, LinkLayerAddr: serverMAC},
 		lifetime: dhcpv6.OptIAAddress{
 			IPv6Addr:          cfg.IPv6.Address.Addr().AsSlice(),
 			PreferredLifetime: cfg.Lease,
 			ValidLifetime:     cfg.Lease,
 		},
+		dns:     ips(cfg.IPv6.DNS),
+		search:  cfg.Search,
+		foreign: map[string]struct{}{},
 	}
 }
 
-// Handle returns the reply to msg, or nil: relayed messages, messages
-// without a client ID, or addressed to another server's DUID get none.
-// Solicit gets an Advertise (a Reply with rapid commit); Request, Renew,
-// Rebind, Confirm, Release and Information-Request get a Reply. Every
-// reply but Information-Request's carries the VM's address in an IA_NA with
-// the IAID the client sent.
-func (h *Handler6) Handle(msg dhcpv6.DHCPv6) dhcpv6.DHCPv6 {
+// SetNeighbors gives the handler a lookup of the MAC of an IPv6 neighbour
+// on the bridge (the kernel's neighbour table): clients whose DUID and
+// link-local address do not show their MAC are then recognised by it. Call
+// it before the first Handle.
+func (h *Handler6) SetNeighbors(lookup func(netip.Addr) net.HardwareAddr) { h.neigh = lookup }
+
+// Handle returns the reply to msg received from peer (the client's source
+// address), or nil: relayed messages, messages without a client ID, from
+// a client that is not the VM, or addressed to another server's DUID get
+// none. Solicit gets an Advertise (a Reply with rapid commit); Request,
+// Renew, Rebind, Confirm, Release and Information-Request get a Reply.
+// Every reply but Information-Request's carries the VM's address in an
+// IA_NA with the IAID the client sent.
+func (h *Handler6) Handle(peer netip.Addr, msg dhcpv6.DHCPv6) dhcpv6.DHCPv6 {
 	m, ok := msg.(*dhcpv6.Message)
 	if !ok || m == nil {
 		return nil // relay messages: not on a single-client bridge
 	}
-	if m.Options.ClientID() == nil {
+	cid := m.Options.ClientID()
+	if cid == nil {
+		return nil
+	}
+	if !h.fromVM(peer, cid) {
+		h.logForeign(peer, cid)
 		return nil
 	}
 	if sid := m.Options.ServerID(); sid != nil && !sid.Equal(h.serverID) {
@@ -63,6 +96,14 @@ func (h *Handler6) Handle(msg dhcpv6.DHCPv6) dhcpv6.DHCPv6 {
 			iaid = ia.IaId
 		}
 		mods = append(mods, dhcpv6.WithIAID(iaid), dhcpv6.WithIANA(h.lifetime))
+	}
+	if m.MessageType != dhcpv6.MessageTypeRelease {
+		if len(h.dns) > 0 {
+			mods = append(mods, dhcpv6.WithDNS(h.dns...))
+		}
+		if len(h.search) > 0 {
+			mods = append(mods, dhcpv6.WithDomainSearchList(h.search...))
+		}
 	}
 	var (
 		r   *dhcpv6.Message
@@ -87,4 +128,70 @@ func (h *Handler6) Handle(msg dhcpv6.DHCPv6) dhcpv6.DHCPv6 {
 	}
 	h.log.Debug("dhcpv6: reply", "interface", h.bridge, "request", m.MessageType.String(), "reply", r.MessageType.String())
 	return r
+}
+
+// fromVM reports whether the client is the VM: see [Handler6].
+func (h *Handler6) fromVM(peer netip.Addr, cid dhcpv6.DUID) bool {
+	if h.mac == nil {
+		return true
+	}
+	if hw := duidMAC(cid); hw != nil && bytes.Equal(hw, h.mac) {
+		return true
+	}
+	if hw := eui64MAC(peer); hw != nil && bytes.Equal(hw, h.mac) {
+		return true
+	}
+	if h.neigh != nil && peer.IsValid() {
+		if hw := h.neigh(peer); hw != nil && bytes.Equal(hw, h.mac) {
+			return true
+		}
+	}
+	return false
+}
+
+// duidMAC is the Ethernet address of a DUID-LL or DUID-LLT, else nil.
+func duidMAC(d dhcpv6.DUID) net.HardwareAddr {
+	switch d := d.(type) {
+	case *dhcpv6.DUIDLL:
+		if d.HWType == iana.HWTypeEthernet && len(d.LinkLayerAddr) == 6 {
+			return d.LinkLayerAddr
+		}
+	case *dhcpv6.DUIDLLT:
+		if d.HWType == iana.HWTypeEthernet && len(d.LinkLayerAddr) == 6 {
+			return d.LinkLayerAddr
+		}
+	}
+	return nil
+}
+
+// eui64MAC is the MAC a link-local address was derived from by modified
+// EUI-64 (RFC 4291 appendix A), else nil.
+func eui64MAC(a netip.Addr) net.HardwareAddr {
+	if !a.Is6() || !a.IsLinkLocalUnicast() {
+		return nil
+	}
+	b := a.As16()
+	if b[11] != 0xff || b[12] != 0xfe {
+		return nil
+	}
+	return net.HardwareAddr{b[8] ^ 0x02, b[9], b[10], b[13], b[14], b[15]}
+}
+
+// logForeign logs a client that is not the VM, once per DUID and for at
+// most maxForeignLogged DUIDs.
+func (h *Handler6) logForeign(peer netip.Addr, cid dhcpv6.DUID) {
+	key := string(cid.ToBytes())
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.foreign[key]; ok || h.full {
+		return
+	}
+	if len(h.foreign) >= maxForeignLogged {
+		h.full = true
+		h.log.Warn("dhcpv6: too many foreign clients, no longer logging them", "interface", h.bridge, "limit", maxForeignLogged)
+		return
+	}
+	h.foreign[key] = struct{}{}
+	h.log.Warn("dhcpv6: ignoring client that is not the VM", "interface", h.bridge, "peer", peer.String(),
+		"duid", cid.String(), "vmMAC", h.mac.String())
 }

@@ -3,10 +3,13 @@ package dhcp
 import (
 	"log/slog"
 	"net"
+	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/insomniacslk/dhcp/dhcpv6"
 	"github.com/insomniacslk/dhcp/iana"
+	"github.com/mdlayher/ndp"
 	"github.com/stretchr/testify/require"
 )
 
@@ -23,7 +26,8 @@ func TestHandler6(t *testing.T) {
 	sol.Options.Del(dhcpv6.OptionRapidCommit)
 	rapid, err := dhcpv6.NewSolicit(clientMAC, dhcpv6.WithIAID(iaid), dhcpv6.WithRapidCommit)
 	require.NoError(t, err)
-	adv := h.Handle(sol).(*dhcpv6.Message)
+	peer := netip.MustParseAddr("fe80::5054:ff:fe01:203")
+	adv := h.Handle(peer, sol).(*dhcpv6.Message)
 	req, err := dhcpv6.NewRequestFromAdvertise(adv)
 	require.NoError(t, err)
 	other, err := dhcpv6.NewRequestFromAdvertise(adv)
@@ -49,7 +53,7 @@ func TestHandler6(t *testing.T) {
 		{name: "relayed", msg: relay},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := h.Handle(tc.msg)
+			r := h.Handle(peer, tc.msg)
 			if tc.want == 0 {
 				require.Nil(t, r)
 				return
@@ -77,7 +81,89 @@ func TestRouterAdvertisement(t *testing.T) {
 	ra := RouterAdvertisement(c, net.HardwareAddr{2, 0, 0, 0, 0, 0})
 	require.True(t, ra.ManagedConfiguration)
 	require.NotZero(t, ra.RouterLifetime)
-	require.Len(t, ra.Options, 3)
+	// Source link-layer address, MTU, prefix, and the default search
+	// domain (DNSSL); no RDNSS: an empty resolv.conf has no IPv6
+	// nameserver.
+	require.Len(t, ra.Options, 4)
+
+	c, err = NewConfig(testVMI(), nil, masqRecord(), []byte(podResolvConf))
+	require.NoError(t, err)
+	ra = RouterAdvertisement(c, net.HardwareAddr{2, 0, 0, 0, 0, 0})
+	require.Len(t, ra.Options, 5)
+	require.Equal(t, &ndp.RecursiveDNSServer{Lifetime: routerLifetime, Servers: []netip.Addr{netip.MustParseAddr("fd00::10")}}, ra.Options[3])
+	require.Equal(t, &ndp.DNSSearchList{Lifetime: routerLifetime,
+		DomainNames: []string{"default.svc.cluster.local", "svc.cluster.local", "cluster.local"}}, ra.Options[4])
+	b, err := ndp.MarshalMessage(ra)
+	require.NoError(t, err)
+	_, err = ndp.ParseMessage(b)
+	require.NoError(t, err)
+}
+
+// TestHandler6Filter: with the VM's MAC known, a client is answered only
+// when its DUID, its EUI-64 link-local source address or its neighbour
+// entry shows that MAC; the reply carries the pod's IPv6 nameservers and
+// search list (options 23 and 24).
+func TestHandler6Filter(t *testing.T) {
+	vm := net.HardwareAddr{0x52, 0x54, 0, 0x12, 0x34, 0x56}
+	other := net.HardwareAddr{0x52, 0x54, 0, 0x99, 0x99, 0x99}
+	rec := masqRecord()
+	rec.MAC = vm.String()
+	c, err := NewConfig(testVMI(), nil, rec, []byte(podResolvConf))
+	require.NoError(t, err)
+	vmLL := netip.MustParseAddr("fe80::5054:ff:fe12:3456")     // EUI-64 of vm
+	otherLL := netip.MustParseAddr("fe80::5054:ff:fe99:9999")  // EUI-64 of other
+	privLL := netip.MustParseAddr("fe80::1c2d:3e4f:5a6b:7c8d") // stable privacy
+	llt := func(mac net.HardwareAddr) dhcpv6.DUID {
+		return &dhcpv6.DUIDLLT{HWType: iana.HWTypeEthernet, Time: 1, LinkLayerAddr: mac}
+	}
+	ll := func(mac net.HardwareAddr) dhcpv6.DUID {
+		return &dhcpv6.DUIDLL{HWType: iana.HWTypeEthernet, LinkLayerAddr: mac}
+	}
+	uuid := &dhcpv6.DUIDUUID{UUID: [16]byte{1, 2, 3}}
+	en := &dhcpv6.DUIDEN{EnterpriseNumber: 43793, EnterpriseIdentifier: []byte{1, 2, 3, 4}}
+	for _, tc := range []struct {
+		name   string
+		duid   dhcpv6.DUID
+		peer   netip.Addr
+		neigh  net.HardwareAddr
+		answer bool
+	}{
+		{"DUID-LLT of the VM", llt(vm), privLL, nil, true},
+		{"DUID-LL of the VM", ll(vm), privLL, nil, true},
+		{"DUID-LLT of another NIC, EUI-64 source of the VM", llt(other), vmLL, nil, true},
+		{"DUID-EN, EUI-64 source of the VM", en, vmLL, nil, true},
+		{"DUID-UUID, neighbour entry of the VM", uuid, privLL, vm, true},
+		{"foreign DUID-LLT and source", llt(other), otherLL, nil, false},
+		{"foreign DUID-LL and source", ll(other), otherLL, other, false},
+		{"DUID-UUID, foreign neighbour entry", uuid, privLL, other, false},
+		{"DUID-UUID, no neighbour entry", uuid, privLL, nil, false},
+		{"DUID-EN, foreign EUI-64 source", en, otherLL, nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs strings.Builder
+			h := NewHandler6(c, net.HardwareAddr{2, 0, 0, 0, 0, 1}, slog.New(slog.NewTextHandler(&logs, nil)))
+			h.SetNeighbors(func(a netip.Addr) net.HardwareAddr {
+				if a == tc.peer {
+					return tc.neigh
+				}
+				return nil
+			})
+			sol, err := dhcpv6.NewSolicit(other, dhcpv6.WithClientID(tc.duid))
+			require.NoError(t, err)
+			sol.Options.Del(dhcpv6.OptionRapidCommit)
+			r := h.Handle(tc.peer, sol)
+			if !tc.answer {
+				require.Nil(t, r)
+				require.Contains(t, logs.String(), "ignoring client that is not the VM")
+				return
+			}
+			require.NotNil(t, r)
+			m := r.(*dhcpv6.Message)
+			require.Equal(t, dhcpv6.MessageTypeAdvertise, m.MessageType)
+			require.Equal(t, []net.IP{net.ParseIP("fd00::10")}, m.Options.DNS())
+			require.Equal(t, []string{"default.svc.cluster.local", "svc.cluster.local", "cluster.local"}, m.Options.DomainSearchList().Labels)
+		})
+	}
 }
 
 // FuzzHandle6 is FuzzHandle for DHCPv6.
@@ -93,7 +179,7 @@ func FuzzHandle6(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if r := h.Handle(m); r != nil {
+		if r := h.Handle(netip.MustParseAddr("fe80::1"), m); r != nil {
 			if _, err := dhcpv6.FromBytes(r.ToBytes()); err != nil {
 				t.Fatalf("reply does not parse: %v", err)
 			}

@@ -11,43 +11,83 @@ import (
 
 	"github.com/mdlayher/ndp"
 	"golang.org/x/net/ipv6"
+
+	"github.com/virtnet/virtnet/internal/nsexec"
 )
 
 // routerLifetime is how long the guest keeps the default route of one
-// advertisement; periodic advertisements refresh it long before.
+// advertisement; periodic advertisements refresh it long before. The DNS
+// options (RDNSS, DNSSL) get the same lifetime.
 const routerLifetime = 30 * time.Minute
 
 // minSolicitedGap rate-limits answers to router solicitations.
 const minSolicitedGap = time.Second
+
+// raRetry is the pause before router advertisements start again after
+// their socket failed.
+const raRetry = time.Second
 
 var (
 	allNodes   = netip.MustParseAddr("ff02::1")
 	allRouters = netip.MustParseAddr("ff02::2")
 )
 
-// listenRA opens the ICMPv6 socket on the bridge's link-local address,
-// retrying while that address is still tentative (duplicate address
-// detection), for at most the configured wait.
-func (s *Server) listenRA(ctx context.Context, ifi *net.Interface) (*ndp.Conn, error) {
-	const step = 100 * time.Millisecond
-	var lastErr error
-	for i := 0; i <= int(s.llWait/step); i++ {
-		c, _, err := ndp.Listen(ifi, ndp.LinkLocal)
-		if err == nil {
-			if err := setupRA(c); err != nil {
-				c.Close()
-				return nil, err
-			}
-			return c, nil
+// errNoRawSocket is what [Server.routerAdvertisements] reports when the
+// process may not open a raw ICMPv6 socket (no CAP_NET_RAW).
+var errNoRawSocket = errors.New("no raw ICMPv6 socket (CAP_NET_RAW)")
+
+// routerAdvertisements runs until ctx ends: it waits for the bridge's
+// link-local address to be usable (it appears only once the bridge has a
+// carrier, i.e. once QEMU opened the tap, and then passes duplicate address
+// detection), advertises from it, and starts over when the socket fails.
+// It never fails the server: without CAP_NET_RAW it logs once and returns.
+func (s *Server) routerAdvertisements(ctx context.Context, ifi *net.Interface) {
+	if err := s.canRawICMPv6(); err != nil {
+		if errors.Is(err, errNoRawSocket) {
+			s.raw.Warn("dhcp: router advertisements disabled, DHCPv4 and DHCPv6 keep serving; the guest needs its IPv6 default route another way",
+				"interface", s.cfg.Bridge, "err", err)
+			return
 		}
-		lastErr = err
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(step):
+		s.log.Warn("dhcp: router advertisements: raw socket check", "interface", s.cfg.Bridge, "err", err)
+	}
+	for ctx.Err() == nil {
+		ll, err := s.waitLinkLocal(ctx, ifi.Index)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.Warn("dhcp: router advertisements: waiting for the bridge's link-local address", "interface", s.cfg.Bridge, "err", err)
+				sleep(ctx, raRetry)
+			}
+			continue
+		}
+		var c *ndp.Conn
+		err = nsexec.Do(s.netns, func() error {
+			var err error
+			c, _, err = ndp.Listen(ifi, ndp.Addr(ll.String()))
+			if err == nil {
+				if err = setupRA(c); err != nil {
+					c.Close()
+				}
+			}
+			return err
+		})
+		if err == nil {
+			s.log.Info("dhcp: router advertisements started", "interface", s.cfg.Bridge, "from", ll.String())
+			err = s.advertise(ctx, c, ifi.HardwareAddr)
+		}
+		if err != nil && ctx.Err() == nil {
+			s.log.Warn("dhcp: router advertisements: socket failed, starting over", "interface", s.cfg.Bridge, "err", err)
+			sleep(ctx, raRetry)
 		}
 	}
-	return nil, fmt.Errorf("no usable link-local address after %s: %w", s.llWait, lastErr)
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
 }
 
 func setupRA(c *ndp.Conn) error {
@@ -65,7 +105,9 @@ func setupRA(c *ndp.Conn) error {
 
 // RouterAdvertisement is the advertisement the server sends: managed flag
 // set (addresses come from DHCPv6), the bridge as default router, its MAC,
-// the MTU and the VM's prefix as on-link (not for SLAAC).
+// the MTU, the VM's prefix as on-link (not for SLAAC), and the pod's IPv6
+// nameservers (RDNSS) and search domains (DNSSL, RFC 8106) when there are
+// any.
 func RouterAdvertisement(cfg *Config, bridgeMAC net.HardwareAddr) *ndp.RouterAdvertisement {
 	ra := &ndp.RouterAdvertisement{
 		CurrentHopLimit:      64,
@@ -86,13 +128,20 @@ func RouterAdvertisement(cfg *Config, bridgeMAC net.HardwareAddr) *ndp.RouterAdv
 		PreferredLifetime: cfg.Lease,
 		Prefix:            p.Addr(),
 	})
+	if len(cfg.IPv6.DNS) > 0 {
+		ra.Options = append(ra.Options, &ndp.RecursiveDNSServer{Lifetime: routerLifetime, Servers: cfg.IPv6.DNS})
+	}
+	if len(cfg.Search) > 0 {
+		ra.Options = append(ra.Options, &ndp.DNSSearchList{Lifetime: routerLifetime, DomainNames: cfg.Search})
+	}
 	return ra
 }
 
 // advertise sends an advertisement at once, then every raInterval and in
 // answer to solicitations (at most one per minSolicitedGap), until ctx
-// ends or the socket fails.
+// ends (nil) or the socket fails (the error). It closes c.
 func (s *Server) advertise(ctx context.Context, c *ndp.Conn, mac net.HardwareAddr) error {
+	defer c.Close()
 	ra := RouterAdvertisement(s.cfg, mac)
 	var (
 		mu   sync.Mutex
@@ -142,6 +191,9 @@ func (s *Server) advertise(ctx context.Context, c *ndp.Conn, mac net.HardwareAdd
 			<-readErr
 			return nil
 		case err := <-readErr:
+			if err == nil {
+				return errors.New("socket closed")
+			}
 			return err
 		case <-t.C:
 			if err := send(false); err != nil {

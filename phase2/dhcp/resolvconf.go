@@ -10,8 +10,10 @@ import (
 
 // ResolvConf is what the DHCP server takes from the pod's resolv.conf.
 type ResolvConf struct {
-	// Nameservers are the IPv4 nameserver lines, in order, without
-	// duplicates (IPv6 ones are skipped: option 6 carries IPv4 only).
+	// Nameservers are the nameserver lines of both families, in order,
+	// without duplicates and without zoned (link-local) IPv6 addresses,
+	// which mean nothing to the VM. IPv4 ones go to DHCPv4 option 6, IPv6
+	// ones to DHCPv6 option 23 and router advertisements (RDNSS).
 	Nameservers []netip.Addr
 	// Search are the domains of every search line, lower-cased, without a
 	// trailing dot and without duplicates.
@@ -35,7 +37,11 @@ func ParseResolvConf(b []byte) ResolvConf {
 		switch f[0] {
 		case "nameserver":
 			a, err := netip.ParseAddr(f[1])
-			if err == nil && a.Is4() && !slices.Contains(rc.Nameservers, a) {
+			if err != nil || a.Zone() != "" || a.IsUnspecified() {
+				continue
+			}
+			a = a.Unmap()
+			if !slices.Contains(rc.Nameservers, a) {
 				rc.Nameservers = append(rc.Nameservers, a)
 			}
 		case "search":

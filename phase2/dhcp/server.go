@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -13,7 +14,6 @@ import (
 	"github.com/insomniacslk/dhcp/dhcpv4/server4"
 	"github.com/insomniacslk/dhcp/dhcpv6"
 	"github.com/insomniacslk/dhcp/dhcpv6/server6"
-	"github.com/mdlayher/ndp"
 
 	"github.com/virtnet/virtnet/internal/nsexec"
 )
@@ -35,40 +35,43 @@ func WithNetNS(path string) Option { return func(s *Server) { s.netns = path } }
 // (default 60s; RA runs only when the configuration has IPv6).
 func WithRAInterval(d time.Duration) Option { return func(s *Server) { s.raInterval = d } }
 
-// WithLinkLocalWait bounds how long Serve waits for the bridge's IPv6
-// link-local address to finish duplicate address detection before it
-// gives up on router advertisements (default 10s).
-func WithLinkLocalWait(d time.Duration) Option { return func(s *Server) { s.llWait = d } }
+// WithLogLimit sets how many lines of one log message the server writes
+// at once (burst) and how often one more is allowed after that (every):
+// every line a packet can cause is limited so, with the number of lines
+// left out reported on the next one and when Serve ends. The default is 10
+// at once and one per 10s.
+func WithLogLimit(burst int, every time.Duration) Option {
+	return func(s *Server) { s.lim = newLimiter(burst, every) }
+}
 
 // Server is the single-client DHCP server of one bridge: DHCPv4 always,
 // DHCPv6 and router advertisements when the configuration has IPv6.
 type Server struct {
 	cfg        *Config
-	log        *slog.Logger
+	log        *slog.Logger // rate-limited: lines a packet can cause
+	raw        *slog.Logger // once-per-run lines
+	lim        *limiter
 	netns      string
 	raInterval time.Duration
-	llWait     time.Duration
 	ready      chan struct{}
 	once       sync.Once
 	sem        chan struct{}
 }
 
-// NewServer returns a server for cfg logging to log.
+// NewServer returns a server for cfg logging to log (nil discards).
 func NewServer(cfg *Config, log *slog.Logger, opts ...Option) (*Server, error) {
 	if cfg == nil {
 		return nil, &FieldError{Field: "config", Value: "<nil>", Reason: "a configuration is required"}
 	}
-	if log == nil {
-		return nil, &FieldError{Field: "logger", Value: "<nil>", Reason: "a logger is required"}
-	}
-	s := &Server{cfg: cfg, log: log, raInterval: time.Minute, llWait: 10 * time.Second,
-		ready: make(chan struct{}), sem: make(chan struct{}, maxInFlight)}
+	s := &Server{cfg: cfg, raw: orDiscard(log), raInterval: time.Minute,
+		lim: newLimiter(logBurst, logEvery), ready: make(chan struct{}), sem: make(chan struct{}, maxInFlight)}
 	for _, o := range opts {
 		o(s)
 	}
 	if s.raInterval <= 0 {
 		return nil, &FieldError{Field: "RAInterval", Value: s.raInterval.String(), Reason: "must be positive"}
 	}
+	s.log = slog.New(&limitHandler{h: s.raw.Handler(), lim: s.lim})
 	return s, nil
 }
 
@@ -78,10 +81,10 @@ func (s *Server) Ready() <-chan struct{} { return s.ready }
 
 // sockets are what Serve opens, in the target namespace.
 type sockets struct {
-	v4    net.PacketConn
-	v6    *server6.Server
-	ra    *ndp.Conn
-	brMAC net.HardwareAddr
+	v4         net.PacketConn
+	v6         *server6.Server
+	ifi        *net.Interface // the bridge, for IPv6
+	closeNeigh func()
 }
 
 func (k *sockets) close() {
@@ -91,16 +94,27 @@ func (k *sockets) close() {
 	if k.v6 != nil {
 		k.v6.Close()
 	}
-	if k.ra != nil {
-		k.ra.Close()
+}
+
+// release closes the neighbour table handle, once no handler runs.
+func (k *sockets) release() {
+	if k.closeNeigh != nil {
+		k.closeNeigh()
 	}
 }
 
 // Serve binds to the bridge named in the configuration (SO_BINDTODEVICE)
 // and answers the VM until ctx ends, then closes every socket, waits for
-// requests in flight and returns nil. A socket that cannot be opened is a
-// [*BindError] naming the bridge; a socket failing while serving ends
-// Serve with that error. Serve may be called once.
+// requests in flight and returns nil. A DHCPv4 or DHCPv6 socket that
+// cannot be opened is a [*BindError] naming the bridge; one failing while
+// serving ends Serve with that error. Serve may be called once.
+//
+// Router advertisements never block or fail Serve: [Server.Ready] is
+// closed once the DHCP sockets are bound, and advertisements start when
+// the bridge's link-local address appears (the kernel adds it once the
+// bridge has a carrier, that is once QEMU opened the tap), learnt from a
+// netlink address subscription. Without CAP_NET_RAW they are disabled
+// with one warning, and DHCP keeps serving.
 func (s *Server) Serve(ctx context.Context) error {
 	first := false
 	s.once.Do(func() { first = true })
@@ -108,14 +122,12 @@ func (s *Server) Serve(ctx context.Context) error {
 		return errors.New("dhcp: Serve called twice")
 	}
 	for _, msg := range s.cfg.Ignored {
-		s.log.Warn("dhcp: ignored input", "interface", s.cfg.Bridge, "what", msg)
+		s.raw.Warn("dhcp: ignored input", "interface", s.cfg.Bridge, "what", msg)
 	}
 	var k sockets
-	if err := nsexec.Do(s.netns, func() error { return s.open(ctx, &k) }); err != nil {
+	if err := nsexec.Do(s.netns, func() error { return s.open(&k) }); err != nil {
 		k.close()
-		if ctx.Err() != nil {
-			return nil // ended while waiting for the link-local address
-		}
+		k.release()
 		var be *BindError
 		if !errors.As(err, &be) {
 			err = &BindError{Interface: s.cfg.Bridge, Op: "enter namespace", Err: err}
@@ -145,12 +157,16 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 	if k.v6 != nil {
 		run("dhcpv6", k.v6.Serve)
+		run("router advertisements", func() error { s.routerAdvertisements(ctx, k.ifi); return nil })
 	}
-	if k.ra != nil {
-		run("router advertisements", func() error { return s.advertise(ctx, k.ra, k.brMAC) })
+	attrs := []any{"interface", s.cfg.Bridge, "vmMAC", s.cfg.MAC.String()}
+	if s.cfg.HasIPv4() {
+		attrs = append(attrs, "address", s.cfg.Address.String())
 	}
-	s.log.Info("dhcp: serving", "interface", s.cfg.Bridge, "vmMAC", s.cfg.MAC.String(),
-		"address", s.cfg.Address.String(), "ipv6", k.v6 != nil)
+	if s.cfg.IPv6 != nil {
+		attrs = append(attrs, "ipv6Address", s.cfg.IPv6.Address.String())
+	}
+	s.raw.Info("dhcp: serving", attrs...)
 	close(s.ready)
 
 	<-ctx.Done()
@@ -159,7 +175,12 @@ func (s *Server) Serve(ctx context.Context) error {
 	for range maxInFlight { // wait for handlers in flight
 		s.sem <- struct{}{}
 	}
-	s.log.Info("dhcp: stopped", "interface", s.cfg.Bridge)
+	k.release()
+	if p := s.lim.pending(); len(p) > 0 {
+		s.raw.LogAttrs(context.Background(), slog.LevelInfo, "dhcp: log lines suppressed by the rate limit",
+			slog.String("interface", s.cfg.Bridge), slog.Any("lines", slog.GroupValue(p...)))
+	}
+	s.raw.Info("dhcp: stopped", "interface", s.cfg.Bridge)
 	select {
 	case err := <-errc:
 		return err
@@ -169,7 +190,7 @@ func (s *Server) Serve(ctx context.Context) error {
 }
 
 // open binds the sockets; it runs in the target namespace.
-func (s *Server) open(ctx context.Context, k *sockets) error {
+func (s *Server) open(k *sockets) error {
 	br := s.cfg.Bridge
 	if s.cfg.HasIPv4() {
 		conn4, err := server4.NewIPv4UDPConn(br, &net.UDPAddr{IP: net.IPv4zero, Port: dhcpv4.ServerPort})
@@ -185,13 +206,16 @@ func (s *Server) open(ctx context.Context, k *sockets) error {
 	if err != nil {
 		return &BindError{Interface: br, Op: "dhcpv6: look up bridge", Err: err}
 	}
-	k.brMAC = ifi.HardwareAddr
+	k.ifi = ifi
 	h6 := NewHandler6(s.cfg, ifi.HardwareAddr, s.log)
+	neigh, closeNeigh, err := s.neighbors(ifi.Index)
+	if err != nil {
+		return &BindError{Interface: br, Op: "dhcpv6: neighbour table", Err: err}
+	}
+	k.closeNeigh = closeNeigh
+	h6.SetNeighbors(neigh)
 	if k.v6, err = server6.NewServer(br, nil, s.handle6(h6)); err != nil {
 		return &BindError{Interface: br, Op: "dhcpv6 udp [::]:547", Err: err}
-	}
-	if k.ra, err = s.listenRA(ctx, ifi); err != nil {
-		return &BindError{Interface: br, Op: "router advertisements", Err: err}
 	}
 	return nil
 }
@@ -203,6 +227,7 @@ func (s *Server) acquire() bool {
 	case s.sem <- struct{}{}:
 		return true
 	default:
+		s.log.Warn("dhcp: dropping requests: too many in flight", "interface", s.cfg.Bridge, "limit", maxInFlight)
 		return false
 	}
 }
@@ -234,7 +259,12 @@ func (s *Server) handle6(h *Handler6) server6.Handler {
 			return
 		}
 		defer s.release()
-		r := h.Handle(m)
+		var from netip.Addr
+		if u, ok := peer.(*net.UDPAddr); ok {
+			from, _ = netip.AddrFromSlice(u.IP)
+			from = from.Unmap()
+		}
+		r := h.Handle(from, m)
 		if r == nil {
 			return
 		}

@@ -1,6 +1,7 @@
 package dhcp
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -9,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/insomniacslk/dhcp/dhcpv6"
+	"github.com/insomniacslk/dhcp/iana"
 	"github.com/stretchr/testify/require"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -42,9 +45,10 @@ func linkLocal(t *testing.T, ns *testutil.NS, name string) net.IP {
 }
 
 // TestDHCPv6 runs ISC dhclient -6 in a VM namespace against the server on
-// a masquerade-like bridge: the VM gets fd10:0:2::2 in an IA_NA with a
-// 999-day lifetime, and a default route via the bridge's link-local
-// address from the router advertisements.
+// a masquerade-like bridge that answers only the VM's MAC: the VM gets
+// fd10:0:2::2 in an IA_NA with a 999-day lifetime, the pod's IPv6
+// nameservers and search list (options 23 and 24), and a default route via
+// the bridge's link-local address from the router advertisements.
 func TestDHCPv6(t *testing.T) {
 	dhclient := needBinary(t, "dhclient", "isc-dhcp-client")
 	busybox := needBinary(t, "busybox", "busybox-static")
@@ -53,7 +57,10 @@ func TestDHCPv6(t *testing.T) {
 	brLL := linkLocal(t, l.pod, l.bridge)
 	linkLocal(t, vm, "eth0")
 
-	cfg, err := NewConfig(testVMI(), nil, masqRecord(), nil)
+	rec := masqRecord()
+	rec.MAC = "52:54:00:12:34:56"
+	resolv := "search default.svc.cluster.local svc.cluster.local cluster.local\nnameserver fd00:10:96::a\nnameserver 10.96.0.10\nnameserver fd00:10:96::b\n"
+	cfg, err := NewConfig(testVMI(), nil, rec, []byte(resolv))
 	require.NoError(t, err)
 	s, err := NewServer(cfg, testLogger(t), WithNetNS(l.pod.Path), WithRAInterval(time.Second))
 	require.NoError(t, err)
@@ -95,6 +102,10 @@ exit 0
 		// DUID-LL (type 3, hardware type 1) of the bridge's MAC, as
 		// dhclient prints it.
 		"new_dhcp6_server_id": dhclientHex(append([]byte{0, 3, 0, 1}, bridgeMAC(t, l)...)),
+		// Options 23 and 24: the pod's IPv6 nameservers, in order, and its
+		// search list.
+		"new_dhcp6_name_servers":  "fd00:10:96::a fd00:10:96::b",
+		"new_dhcp6_domain_search": "default.svc.cluster.local. svc.cluster.local. cluster.local.",
 	} {
 		require.Equal(t, want, env[k], "dhclient variable %s", k)
 	}
@@ -149,4 +160,76 @@ func dhclientHex(b []byte) string {
 		parts[i] = fmt.Sprintf("%x", x)
 	}
 	return strings.Join(parts, ":")
+}
+
+// TestDHCPv6ForeignClient: a second client on the bridge, with its own MAC,
+// gets no Advertise, whether its DUID is a DUID-LLT of its MAC or a
+// DUID-UUID (then its EUI-64 link-local source gives it away); the same
+// Solicits sent by the VM are answered, so the silence is the filter's.
+func TestDHCPv6ForeignClient(t *testing.T) {
+	vmMAC, otherMAC := "52:54:00:12:34:56", "52:54:00:99:99:99"
+	l := newLab(t, []string{"10.0.2.1/24", "fd10:0:2::1/120"}, vmMAC, otherMAC)
+	linkLocal(t, l.pod, l.bridge)
+	rec := masqRecord()
+	rec.MAC = vmMAC
+	cfg, err := NewConfig(testVMI(), nil, rec, nil)
+	require.NoError(t, err)
+	s, err := NewServer(cfg, testLogger(t), WithNetNS(l.pod.Path))
+	require.NoError(t, err)
+	serve(t, s)
+
+	for i, client := range l.clients {
+		mac, err := net.ParseMAC([]string{vmMAC, otherMAC}[i])
+		require.NoError(t, err)
+		src := linkLocal(t, client, "eth0")
+		for _, duid := range []dhcpv6.DUID{
+			&dhcpv6.DUIDLLT{HWType: iana.HWTypeEthernet, Time: 7, LinkLayerAddr: mac},
+			&dhcpv6.DUIDUUID{UUID: [16]byte{byte(i), 1, 2, 3}},
+		} {
+			got, err := solicit(client, src, duid)
+			require.NoError(t, err)
+			if i == 0 {
+				require.Equal(t, dhcpv6.MessageTypeAdvertise, got, "the VM (%s) must be answered", duid)
+			} else {
+				require.Zero(t, got, "a foreign client (%s) must get no reply", duid)
+			}
+		}
+	}
+}
+
+// solicit sends one Solicit with the DUID from src on eth0 of ns and
+// returns the type of the reply, or 0 when none came within 2s.
+func solicit(ns *testutil.NS, src net.IP, duid dhcpv6.DUID) (dhcpv6.MessageType, error) {
+	var got dhcpv6.MessageType
+	err := ns.Do(func() error {
+		c, err := net.ListenPacket("udp6", "["+src.String()+"%eth0]:546")
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		sol, err := dhcpv6.NewSolicit(net.HardwareAddr{2, 0, 0, 0, 0, 1}, dhcpv6.WithClientID(duid))
+		if err != nil {
+			return err
+		}
+		sol.Options.Del(dhcpv6.OptionRapidCommit)
+		if _, err := c.WriteTo(sol.ToBytes(), &net.UDPAddr{IP: net.ParseIP("ff02::1:2"), Port: 547, Zone: "eth0"}); err != nil {
+			return err
+		}
+		buf := make([]byte, 1500)
+		_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		for {
+			n, _, err := c.ReadFrom(buf)
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			if m, err := dhcpv6.MessageFromBytes(buf[:n]); err == nil && m.TransactionID == sol.TransactionID {
+				got = m.MessageType
+				return nil
+			}
+		}
+	})
+	return got, err
 }

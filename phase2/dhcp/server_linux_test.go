@@ -2,15 +2,20 @@ package dhcp
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/insomniacslk/dhcp/dhcpv4"
 	"github.com/stretchr/testify/require"
 	"github.com/vishvananda/netlink"
 
@@ -170,4 +175,64 @@ func TestServeLifecycle(t *testing.T) {
 	require.Equal(t, "k6t-nope", be.Interface)
 	require.Contains(t, err.Error(), `"k6t-nope"`)
 	require.Contains(t, err.Error(), "no such device")
+}
+
+// TestUdhcpcMaxMessageSize: busybox udhcpc accepts replies of at most 576
+// bytes (its option 57). With a 255-byte private option on top of every
+// other option the full reply is far larger; the server leaves the
+// private option out (logging it) and udhcpc gets its lease with the rest.
+func TestUdhcpcMaxMessageSize(t *testing.T) {
+	busybox := needBinary(t, "busybox", "busybox-static")
+	vmMAC := "02:42:ac:10:00:18"
+	l := newLab(t, []string{"169.254.75.10/32"}, vmMAC)
+	rec := bridgeRecord()
+	rec.Routes = []cache.Route{{Dst: "0.0.0.0/0", Gateway: "10.244.1.1"}, {Dst: "10.244.1.0/24"}}
+	iface := &api.Interface{Name: "default", Bridge: &struct{}{}, DHCPOptions: &api.DHCPOptions{
+		BootFileName: "pxelinux.0", TFTPServerName: "tftp.example.org", NTPServers: []string{"10.0.0.5"},
+		PrivateOptions: []api.DHCPPrivateOption{{Option: 240, Value: strings.Repeat("v", 255)}},
+	}}
+	cfg, err := NewConfig(testVMI(), iface, rec, []byte(podResolvConf))
+	require.NoError(t, err)
+	full := NewHandler4(cfg, nil).reply(discover(t, vmMAC), dhcpv4.MessageTypeOffer, net.IPv4zero)
+	full.Options.Update(dhcpv4.OptGeneric(dhcpv4.GenericOptionCode(240), []byte(strings.Repeat("v", 255))))
+	require.Greater(t, len(full.ToBytes())+ipUDPHeaders, 576, "the test needs a reply over 576 bytes")
+
+	logs := &lockedBuffer{}
+	s, err := NewServer(cfg, slog.New(slog.NewTextHandler(io.MultiWriter(logs, tWriter{t}), nil)), WithNetNS(l.pod.Path))
+	require.NoError(t, err)
+	serve(t, s)
+
+	out := t.TempDir() + "/env"
+	cmd := exec.Command(busybox, "udhcpc", "-i", "eth0", "-s", writeScript(t, udhcpcScript), "-f", "-q", "-n",
+		"-t", "3", "-T", "1", "-A", "1", "-O", "staticroutes", "-O", "search", "-O", "ntpsrv", "-O", "tftp", "-O", "bootfile", "-O", "240")
+	cmd.Env = append(os.Environ(), "OUT="+out)
+	outb := &strings.Builder{}
+	cmd.Stdout, cmd.Stderr = outb, outb
+	require.NoError(t, run(l.clients[0], cmd), "udhcpc got no lease: %s", outb)
+	env := readEnv(t, out+".bound")
+	require.Equal(t, "10.244.1.7", env["ip"])
+	require.Equal(t, "10.96.0.10", env["dns"])
+	require.Equal(t, "pxelinux.0", env["bootfile"])
+	require.Equal(t, "10.244.1.0/24 0.0.0.0 0.0.0.0/0 10.244.1.1", env["staticroutes"])
+	require.NotContains(t, env, "opt240", "the private option cannot fit")
+	require.Contains(t, logs.String(), "options left out to fit the client's maximum message size")
+	require.Contains(t, logs.String(), "dropped=[240]")
+}
+
+// lockedBuffer is a bytes.Buffer safe for the server's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
