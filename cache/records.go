@@ -91,7 +91,8 @@ type PodInterface struct {
 	Binding      string `json:"binding"`
 	State        State  `json:"state"`
 	// PodIPs are the pod interface's first global IPv4 and IPv6
-	// addresses (without prefix), IPv4 first: what the VMI status shows.
+	// addresses (without prefix), the pod's primary family first (see
+	// phase1.Options.PrimaryPodIP): what the VMI status shows.
 	PodIPs []string `json:"podIPs,omitempty"`
 	// Discovered is the pod link as found on the first run.
 	Discovered *Link `json:"discovered,omitempty"`

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
+	"os"
 
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/binding"
@@ -33,7 +35,17 @@ type Options struct {
 	// TapOwner overrides the owner (uid and gid) of the taps; 0 means
 	// the VMI's ([TapOwnerFor]). Use a negative value for root (0).
 	TapOwner int
+	// PrimaryPodIP is the pod's primary IP (its status.podIP); its family
+	// comes first in a dual-stack pod's recorded PodIPs, as KubeVirt
+	// orders them. "" means the MY_POD_IP environment variable (the
+	// downward API variable KubeVirt's launcher pod sets), and IPv4 first
+	// when that is unset too.
+	PrimaryPodIP string
 }
+
+// PodIPEnv is the environment variable [Options.PrimaryPodIP] defaults
+// to.
+const PodIPEnv = "MY_POD_IP"
 
 // NonRootTapOwner is the qemu user of KubeVirt's launcher images, which
 // owns the taps of non-root VMIs.
@@ -63,6 +75,9 @@ func (o *Options) fill() {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.PrimaryPodIP == "" {
+		o.PrimaryPodIP = os.Getenv(PodIPEnv)
 	}
 }
 
@@ -191,7 +206,7 @@ func runPair(ctx context.Context, d netdriver.Driver, vmi *api.VMI, p api.Pair, 
 		PodInterface: p.PodInterface,
 		Binding:      p.Binding(),
 		State:        max(pod.State, cache.Started),
-		PodIPs:       podIPs(link),
+		PodIPs:       podIPs(link, opts.PrimaryPodIP),
 		Discovered:   link,
 	}
 	if err := store.WritePodInterface(uid, want); err != nil {
@@ -222,10 +237,10 @@ func runPair(ctx context.Context, d netdriver.Driver, vmi *api.VMI, p api.Pair, 
 	return nil
 }
 
-// podIPs are the first global IPv4 and IPv6 addresses of the link, IPv4
-// first (KubeVirt orders them after MY_POD_IP; virtnet always puts IPv4
-// first).
-func podIPs(l *cache.Link) []string {
+// podIPs are the first global IPv4 and IPv6 addresses of the link, the
+// family of primary (the pod's primary IP) first, IPv4 first when primary
+// is not an address (KubeVirt orders them after MY_POD_IP).
+func podIPs(l *cache.Link, primary string) []string {
 	if l == nil {
 		return nil
 	}
@@ -239,8 +254,12 @@ func podIPs(l *cache.Link) []string {
 			v6 = ip
 		}
 	}
+	order := []string{v4, v6}
+	if p, err := netip.ParseAddr(primary); err == nil && p.Unmap().Is6() {
+		order = []string{v6, v4}
+	}
 	var out []string
-	for _, ip := range []string{v4, v6} {
+	for _, ip := range order {
 		if ip != "" {
 			out = append(out, ip)
 		}

@@ -482,3 +482,31 @@ func TestCleanupUsesRecordedNames(t *testing.T) {
 	require.Equal(t, pristine.Addrs, got.Addrs)
 	require.Equal(t, pristine.Routes, got.Routes)
 }
+
+// TestRunPodIPsOrder: a dual-stack pod's recorded PodIPs put the family of
+// the pod's primary IP first: Options.PrimaryPodIP, else MY_POD_IP, else
+// IPv4.
+func TestRunPodIPsOrder(t *testing.T) {
+	for _, tc := range []struct {
+		name, option, env string
+		want              []string
+	}{
+		{"neither: IPv4 first", "", "", []string{"10.244.1.7", "fd00:10:244:1::7"}},
+		{"MY_POD_IP IPv6", "", "fd00:10:244:1::7", []string{"fd00:10:244:1::7", "10.244.1.7"}},
+		{"MY_POD_IP IPv4", "", "10.244.1.7", []string{"10.244.1.7", "fd00:10:244:1::7"}},
+		{"option over MY_POD_IP", "fd00:10:244:1::7", "10.244.1.7", []string{"fd00:10:244:1::7", "10.244.1.7"}},
+		{"MY_POD_IP not an address", "", "pod", []string{"10.244.1.7", "fd00:10:244:1::7"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv(phase1.PodIPEnv, tc.env)
+			vmi := loadVMI(t, bridgeVMI)
+			f := netdriver.SimulatedPod(netdriver.SimLink{Name: "eth0"})
+			require.NoError(t, f.AddrReplace("eth0", netip.MustParsePrefix("fd00:10:244:1::7/64")))
+			s := newStore(t)
+			require.NoError(t, run(t, vmi, f, s, phase1.Options{PrimaryPodIP: tc.option}))
+			pod, err := s.ReadPodInterface(string(vmi.Metadata.UID), "default")
+			require.NoError(t, err)
+			require.Equal(t, tc.want, pod.PodIPs)
+		})
+	}
+}

@@ -21,18 +21,29 @@
 //   - Without IPAM (the record's IPAMDisabled, or no IPv4 address) there is
 //     nothing to serve: [NewConfig] returns [ErrIPAMDisabled] and the
 //     caller starts no server.
-//   - Only the VM's MAC is answered. A record without a MAC (masquerade
-//     with a MAC libvirt will generate) answers any client, as KubeVirt's
-//     masquerade server does; the bridge binding requires the MAC.
+//   - Only the VM's MAC is answered, by DHCPv4 (chaddr) and DHCPv6 (the
+//     client's DUID-LL/LLT, EUI-64 link-local source or neighbour entry,
+//     see [Handler6]). A record without a MAC (masquerade with a MAC
+//     libvirt will generate) answers any client, as KubeVirt's masquerade
+//     server does; the bridge binding requires the MAC.
+//   - Replies fit the client's maximum message size (option 57, 576 bytes
+//     by default): optional options are left out by priority and logged.
+//   - The pod's IPv6 nameservers and the search list go to DHCPv6
+//     (options 23, 24) and router advertisements (RDNSS, DNSSL).
+//   - Every log line a packet can cause is rate-limited per message
+//     ([WithLogLimit]).
 //   - DHCPv4 replies are always broadcast on the bridge: the VM's address is
 //     often also local to the pod namespace (bridge binding), so a unicast
 //     reply would never leave it.
 //   - For masquerade with IPv6 the server also sends router advertisements
 //     (managed flag set) from the bridge's link-local address, so the guest
-//     learns its default route without cloud-init network data.
+//     learns its default route without cloud-init network data. They start
+//     when that address appears (the bridge has none until QEMU opened the
+//     tap) and never block or fail [Server.Serve].
 //
 // Privileges: binding to UDP port 67/547 needs CAP_NET_BIND_SERVICE (or a
 // low net.ipv4.ip_unprivileged_port_start), router advertisements need a
-// raw ICMPv6 socket (CAP_NET_RAW). SO_BINDTODEVICE needs no capability on
+// raw ICMPv6 socket (CAP_NET_RAW): without it they are disabled with one
+// warning and DHCP keeps serving. SO_BINDTODEVICE needs no capability on
 // Linux ≥ 5.7.
 package dhcp

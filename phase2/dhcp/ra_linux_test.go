@@ -1,10 +1,13 @@
 package dhcp
 
 import (
+	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -138,4 +141,110 @@ func mustMAC(t *testing.T, s string) []byte {
 // newTestLogger logs to the test and to w.
 func newTestLogger(t testing.TB, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(io.MultiWriter(w, tWriter{t}), &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// childNetNSEnv makes the test binary serve as TestWithoutNetRaw's child.
+const childNetNSEnv = "VIRTNET_DHCP_TEST_CHILD_NETNS"
+
+// TestWithoutNetRaw runs the server in a child process whose bounding set
+// lacks CAP_NET_RAW (setpriv), as v0.53's launcher runs: router
+// advertisements cannot open their raw socket, which is logged once, and
+// DHCPv4 (busybox udhcpc) and DHCPv6 (dhclient -6) still lease.
+func TestWithoutNetRaw(t *testing.T) {
+	if ns := os.Getenv(childNetNSEnv); ns != "" {
+		serveWithoutNetRaw(t, ns)
+		return
+	}
+	setpriv := needBinary(t, "setpriv", "util-linux")
+	busybox := needBinary(t, "busybox", "busybox-static")
+	needBinary(t, "dhclient", "isc-dhcp-client")
+	l := newLab(t, []string{"10.0.2.1/24", "fd10:0:2::1/120"}, "52:54:00:12:34:56")
+	vm := l.clients[0]
+	linkLocal(t, l.pod, l.bridge) // the bridge has its address: only the capability is missing
+	linkLocal(t, vm, "eth0")
+
+	cmd := exec.Command(setpriv, "--bounding-set=-net_raw", "--inh-caps=-net_raw", "--",
+		os.Args[0], "-test.run=^TestWithoutNetRaw$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), childNetNSEnv+"="+l.pod.Path)
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	cmd.Stderr = cmd.Stdout
+	require.NoError(t, cmd.Start())
+	var out strings.Builder
+	ready := make(chan bool, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			out.WriteString(sc.Text() + "\n")
+			if sc.Text() == "READY" {
+				ready <- true
+			}
+		}
+		ready <- false
+	}()
+	stopped := false
+	stop := func() error {
+		if stopped {
+			return nil
+		}
+		stopped = true
+		stdin.Close() // the child stops its server when its stdin ends
+		<-done
+		return cmd.Wait()
+	}
+	t.Cleanup(func() {
+		if !stopped {
+			_ = cmd.Process.Kill() // the child started above, by its pid
+			_ = stop()
+		}
+	})
+	require.True(t, <-ready, "the server did not start without CAP_NET_RAW")
+
+	dir := t.TempDir()
+	udhcpc := exec.Command(busybox, "udhcpc", "-i", "eth0", "-s", writeScript(t, udhcpcScript), "-f", "-q", "-n", "-t", "5", "-T", "1")
+	udhcpc.Env = append(os.Environ(), "OUT="+dir+"/env")
+	b := &strings.Builder{}
+	udhcpc.Stdout, udhcpc.Stderr = b, b
+	require.NoError(t, run(vm, udhcpc), "udhcpc: %s", b)
+	require.Equal(t, "10.0.2.2", readEnv(t, dir+"/env.bound")["ip"])
+	require.Equal(t, "fd10:0:2::2", dhclient6(t, vm)["new_ip6_address"])
+
+	require.NoError(t, stop())
+	t.Logf("child:\n%s", out.String())
+	require.Equal(t, 1, strings.Count(out.String(), "router advertisements disabled"))
+}
+
+// serveWithoutNetRaw is the child of TestWithoutNetRaw: it checks that
+// raw sockets are refused, serves a dual-stack masquerade configuration in
+// the namespace at nsPath, prints READY, and stops when stdin ends.
+func serveWithoutNetRaw(t *testing.T, nsPath string) {
+	fd, err := unix.Socket(unix.AF_INET6, unix.SOCK_RAW, unix.IPPROTO_ICMPV6)
+	if err == nil {
+		unix.Close(fd)
+	}
+	require.ErrorIs(t, err, unix.EPERM, "the child must lack CAP_NET_RAW")
+	rec := masqRecord()
+	rec.MAC = "52:54:00:12:34:56"
+	cfg, err := NewConfig(testVMI(), nil, rec, nil)
+	require.NoError(t, err)
+	s, err := NewServer(cfg, slog.New(slog.NewTextHandler(os.Stdout, nil)), WithNetNS(nsPath))
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx) }()
+	select {
+	case <-s.Ready():
+	case err := <-done:
+		require.NoError(t, err)
+		require.Fail(t, "Serve returned before it was ready")
+	}
+	fmt.Println("READY")
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	cancel()
+	require.NoError(t, <-done)
 }

@@ -50,8 +50,7 @@ func linkLocal(t *testing.T, ns *testutil.NS, name string) net.IP {
 // nameservers and search list (options 23 and 24), and a default route via
 // the bridge's link-local address from the router advertisements.
 func TestDHCPv6(t *testing.T) {
-	dhclient := needBinary(t, "dhclient", "isc-dhcp-client")
-	busybox := needBinary(t, "busybox", "busybox-static")
+	needBinary(t, "dhclient", "isc-dhcp-client")
 	l := newLab(t, []string{"10.0.2.1/24", "fd10:0:2::1/120"}, "52:54:00:12:34:56")
 	vm := l.clients[0]
 	brLL := linkLocal(t, l.pod, l.bridge)
@@ -66,34 +65,7 @@ func TestDHCPv6(t *testing.T) {
 	require.NoError(t, err)
 	serve(t, s)
 
-	dir := t.TempDir()
-	out := dir + "/env"
-	script := writeScript(t, fmt.Sprintf(`#!/bin/sh
-env > %[1]s.tmp && mv %[1]s.tmp "%[1]s.$reason"
-case "$reason" in BOUND6|REBOOT6)
-	%[2]s ip -6 addr add "$new_ip6_address/$new_ip6_prefixlen" dev "$interface" ;;
-esac
-exit 0
-`, out, busybox))
-	require.NoError(t, os.WriteFile(dir+"/dhclient.conf", nil, 0o644))
-	cmd := exec.Command(dhclient, "-6", "-d", "-v", "-cf", dir+"/dhclient.conf", "-lf", dir+"/leases",
-		"-pf", dir+"/pid", "-sf", script, "eth0")
-	logb := &strings.Builder{}
-	cmd.Stdout, cmd.Stderr = logb, logb
-	require.NoError(t, vm.Do(cmd.Start))
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill() // the dhclient started above, by its pid
-		_ = cmd.Wait()
-		t.Logf("dhclient:\n%s", logb)
-	})
-
-	require.NoError(t, poll(300, func() error {
-		if _, err := os.Stat(out + ".BOUND6"); err != nil {
-			return err
-		}
-		return nil
-	}), "dhclient did not bind")
-	env := readEnv(t, out+".BOUND6")
+	env := dhclient6(t, vm)
 	for k, want := range map[string]string{
 		"interface":          "eth0",
 		"new_ip6_address":    "fd10:0:2::2",
@@ -140,6 +112,43 @@ exit 0
 		}
 		return fmt.Errorf("no default route via %s: %v: %w", brLL, routes, errNotYet)
 	}))
+}
+
+// dhclient6 runs ISC dhclient -6 on eth0 of ns until it binds (bounded)
+// and returns the environment of its BOUND6 event; the script adds the
+// address to eth0. dhclient is killed when the test ends.
+func dhclient6(t *testing.T, vm *testutil.NS) map[string]string {
+	t.Helper()
+	dhclient := needBinary(t, "dhclient", "isc-dhcp-client")
+	busybox := needBinary(t, "busybox", "busybox-static")
+	dir := t.TempDir()
+	out := dir + "/env"
+	script := writeScript(t, fmt.Sprintf(`#!/bin/sh
+env > %[1]s.tmp && mv %[1]s.tmp "%[1]s.$reason"
+case "$reason" in BOUND6|REBOOT6)
+	%[2]s ip -6 addr add "$new_ip6_address/$new_ip6_prefixlen" dev "$interface" ;;
+esac
+exit 0
+`, out, busybox))
+	require.NoError(t, os.WriteFile(dir+"/dhclient.conf", nil, 0o644))
+	cmd := exec.Command(dhclient, "-6", "-d", "-v", "-cf", dir+"/dhclient.conf", "-lf", dir+"/leases",
+		"-pf", dir+"/pid", "-sf", script, "eth0")
+	logb := &strings.Builder{}
+	cmd.Stdout, cmd.Stderr = logb, logb
+	require.NoError(t, vm.Do(cmd.Start))
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill() // the dhclient started above, by its pid
+		_ = cmd.Wait()
+		t.Logf("dhclient:\n%s", logb)
+	})
+
+	require.NoError(t, poll(300, func() error {
+		if _, err := os.Stat(out + ".BOUND6"); err != nil {
+			return err
+		}
+		return nil
+	}), "dhclient did not bind")
+	return readEnv(t, out+".BOUND6")
 }
 
 func mustOnes(n *net.IPNet) int {
