@@ -21,6 +21,7 @@ packages=(
 	ovmf                                              # EFI firmware paths in golden domains
 	isc-dhcp-client                                   # dhclient -6 (DHCPv6 test client)
 	util-linux                                        # setpriv (the binding sidecar as uid 107 without capabilities)
+	ndisc6                                            # rdisc6 (router advertisement receiver)
 )
 
 if [[ $install == 1 ]]; then
