@@ -4,8 +4,11 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 
 	"libvirt.org/go/libvirtxml"
+
+	"github.com/virtnet/virtnet/api"
 )
 
 var pciRE = regexp.MustCompile(`^([0-9a-fA-F]{4}):([0-9a-fA-F]{2}):([01][0-9a-fA-F])\.([0-7])$`)
@@ -132,4 +135,71 @@ func EnsureRootPorts(dom *libvirtxml.Domain) error {
 	})
 	d.Controllers = append(others, ports...)
 	return nil
+}
+
+// PinTagged gives every device of a tagged interface
+// (spec.domain.devices.interfaces[].tag) that has no guest PCI address one
+// now, so that the address is known before libvirt defines the domain (the
+// ConfigDrive device metadata names it): slot 0 of the lowest root-port
+// bus no other device's explicit address uses, in interface order. The
+// device is the <interface> or SR-IOV <hostdev> whose alias is
+// "ua-<name>" or "ua-sriov-<name>". Only q35 domains get addresses; for
+// other machines PinTagged does nothing. It calls [EnsureRootPorts].
+func PinTagged(tags map[string]string, dom *libvirtxml.Domain) error {
+	if dom.OS == nil || dom.OS.Type == nil || !isQ35(dom.OS.Type.Machine) || dom.Devices == nil || len(tags) == 0 {
+		return nil
+	}
+	d := dom.Devices
+	used := map[uint]bool{}
+	mark := func(a *libvirtxml.DomainAddress) {
+		if a != nil && a.PCI != nil && a.PCI.Bus != nil {
+			used[*a.PCI.Bus] = true
+		}
+	}
+	for i := range d.Disks {
+		mark(d.Disks[i].Address)
+	}
+	for i := range d.Controllers {
+		mark(d.Controllers[i].Address)
+	}
+	for i := range d.Interfaces {
+		mark(d.Interfaces[i].Address)
+	}
+	for i := range d.Hostdevs {
+		mark(d.Hostdevs[i].Address)
+	}
+	next := uint(1)
+	pin := func(a **libvirtxml.DomainAddress) {
+		if *a != nil && (*a).PCI != nil {
+			return
+		}
+		for used[next] {
+			next++
+		}
+		used[next] = true
+		zero, bus := uint(0), next
+		*a = &libvirtxml.DomainAddress{PCI: &libvirtxml.DomainAddressPCI{Domain: &zero, Bus: &bus, Slot: &zero, Function: &zero}}
+	}
+	for i := range d.Interfaces {
+		if a := d.Interfaces[i].Alias; a != nil && tags[strings.TrimPrefix(a.Name, UserAliasPrefix)] != "" {
+			pin(&d.Interfaces[i].Address)
+		}
+	}
+	for i := range d.Hostdevs {
+		if a := d.Hostdevs[i].Alias; a != nil && tags[strings.TrimPrefix(a.Name, UserAliasPrefix+"sriov-")] != "" {
+			pin(&d.Hostdevs[i].Address)
+		}
+	}
+	return EnsureRootPorts(dom)
+}
+
+// Tags maps each tagged interface of the VMI to its tag.
+func Tags(vmi *api.VMI) map[string]string {
+	m := map[string]string{}
+	for _, iface := range vmi.Spec.Domain.Devices.Interfaces {
+		if iface.Tag != "" {
+			m[iface.Name] = iface.Tag
+		}
+	}
+	return m
 }

@@ -1,7 +1,10 @@
 package cloudinit
 
 import (
+	"fmt"
 	"strings"
+
+	"libvirt.org/go/libvirtxml"
 
 	"github.com/virtnet/virtnet/api"
 )
@@ -23,9 +26,10 @@ type NoCloudMetadata struct {
 }
 
 // ConfigDriveMetadata is openstack/latest/meta_data.json of a ConfigDrive
-// image. Devices (device role tags) and PublicKeys (SSH keys from access
-// credentials) are left for the caller to fill: virtnet's VMI subset
-// carries neither.
+// image. Devices are the tagged interfaces ([DevicesMetadata], which the
+// preStartHook fills in); PublicKeys (SSH keys from access credentials)
+// are left for the caller: virtnet's VMI subset has no access
+// credentials.
 type ConfigDriveMetadata struct {
 	InstanceType  string            `json:"instance_type,omitempty"`
 	InstanceID    string            `json:"instance_id"`
@@ -94,4 +98,61 @@ func instanceType(vmi *api.VMI) string {
 		return t
 	}
 	return vmi.Metadata.Annotations[FlavorAnnotation]
+}
+
+// NICMetadataType is the type of an interface's entry in the ConfigDrive
+// device metadata.
+const NICMetadataType = "nic"
+
+// DevicesMetadata is the ConfigDrive device metadata of a VMI's tagged
+// interfaces (spec.domain.devices.interfaces[].tag) as KubeVirt writes it:
+// one "nic" entry per tagged <interface> (with its MAC) and per tagged
+// SR-IOV <hostdev> (alias "ua-sriov-<name>", no MAC), in the domain's
+// order, interfaces first, each with bus "pci", its guest PCI address
+// "dddd:bb:ss.f" and the tag. A tagged device without a guest PCI address
+// gets no entry: pin the addresses first (domxml.PinTagged), as the
+// preStartHook does.
+func DevicesMetadata(vmi *api.VMI, dom *libvirtxml.Domain) []DeviceMetadata {
+	tags := map[string]string{}
+	for _, iface := range vmi.Spec.Domain.Devices.Interfaces {
+		if iface.Tag != "" {
+			tags[iface.Name] = iface.Tag
+		}
+	}
+	if len(tags) == 0 || dom.Devices == nil {
+		return nil
+	}
+	var out []DeviceMetadata
+	add := func(alias *libvirtxml.DomainAlias, prefix string, addr *libvirtxml.DomainAddress, mac string) {
+		if alias == nil || addr == nil || addr.PCI == nil {
+			return
+		}
+		tag := tags[strings.TrimPrefix(alias.Name, prefix)]
+		if tag == "" || !strings.HasPrefix(alias.Name, prefix) {
+			return
+		}
+		p := addr.PCI
+		out = append(out, DeviceMetadata{
+			Type: NICMetadataType, Bus: "pci", MAC: mac, Tags: []string{tag},
+			Address: fmt.Sprintf("%04x:%02x:%02x.%x", deref(p.Domain), deref(p.Bus), deref(p.Slot), deref(p.Function)),
+		})
+	}
+	for _, nic := range dom.Devices.Interfaces {
+		mac := ""
+		if nic.MAC != nil {
+			mac = nic.MAC.Address
+		}
+		add(nic.Alias, "ua-", nic.Address, mac)
+	}
+	for _, hd := range dom.Devices.Hostdevs {
+		add(hd.Alias, "ua-sriov-", hd.Address, "")
+	}
+	return out
+}
+
+func deref(u *uint) uint {
+	if u == nil {
+		return 0
+	}
+	return *u
 }

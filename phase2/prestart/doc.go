@@ -23,9 +23,16 @@
 //     bind fails the step.
 //  3. [CloudInit] ("cloud-init"): the NoCloud ("cidata") or ConfigDrive
 //     ("config-2") image of each cloud-init volume, at the path the domain's
-//     disk names (domxml.DiskPath), through package phase2/cloudinit.
+//     disk names (domxml.DiskPath), through package phase2/cloudinit. For a
+//     ConfigDrive, tagged interfaces first get a guest PCI address
+//     (domxml.PinTagged), which the device metadata then lists
+//     (cloudinit.DevicesMetadata).
 //  4. [Sysprep] ("sysprep"): the "unattendCD" image of each sysprep volume
 //     from its mounted config map or secret.
+//  5. [DiskModes] ("disk-modes"): with every source in place, each disk's
+//     cache and I/O modes from its file system (domxml.SetDriverModes):
+//     cache none with O_DIRECT, else writethrough; io native for block
+//     devices and preallocated raw files.
 //
 // Each step is a small named type ([Step]: Name and Run on a shared
 // [*State]); [Hook.Steps] replaces the list (tests record or inject
@@ -49,9 +56,13 @@
 //     qemu-img): creating them needs no external program and a sparse
 //     file costs no more space. The storage step switches the disk's
 //     <driver type> from domxml's qcow2 to raw accordingly.
-//   - The cloud-init image is written in the hook, at once, not after the
-//     domain is defined; ConfigDrive device metadata is therefore not
-//     filled in.
+//   - Order: KubeVirt v0.53 stores the cloud-init data in its preStartHook
+//     and writes the ConfigDrive image after defining the domain, reading
+//     the PCI addresses libvirt gave the tagged devices. Here the image is
+//     written in the hook, before define: the hook pins the tagged devices'
+//     addresses itself (slot 0 of a root port of their own), so the
+//     metadata names the address the guest will see and the domain the
+//     caller defines is complete. The disk modes come last, as in KubeVirt.
 //   - DHCP servers are part of the hook (KubeVirt starts them inside
 //     SetupPodNetworkPhase2).
 //

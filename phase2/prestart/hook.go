@@ -64,6 +64,9 @@ type Hook struct {
 	DHCPOptions []dhcp.Option
 	// QemuImg is the qemu-img program; "" means [DefaultQemuImg].
 	QemuImg string
+	// DirectIO reports whether a disk source supports O_DIRECT (the
+	// disk-modes step); nil means [DirectIOSupported].
+	DirectIO func(path string) (bool, error)
 	// Logger receives one line per step and per action; nil discards.
 	Logger *slog.Logger
 	// Steps replaces [Steps] when not nil.
@@ -87,6 +90,7 @@ func Steps() []Step {
 		Network{},
 		CloudInit{},
 		Sysprep{},
+		DiskModes{},
 	}
 }
 

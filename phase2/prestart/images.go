@@ -56,6 +56,13 @@ func (CloudInit) Run(ctx context.Context, st *State) error {
 			if st.Hook.Hostname != "" {
 				meta.Hostname = st.Hook.Hostname
 			}
+			// KubeVirt reads the addresses libvirt gave the tagged
+			// devices after defining the domain; the hook pins them
+			// now instead, so the image is complete before define.
+			if err := domxml.PinTagged(domxml.Tags(vmi), st.Hook.Domain); err != nil {
+				return err
+			}
+			meta.Devices = cloudinit.DevicesMetadata(vmi, st.Hook.Domain)
 			write = func(ctx context.Context) error { return cloudinit.ConfigDrive(ctx, path, data, meta) }
 		}
 		jobs = append(jobs, job{vol.Name, path, write})

@@ -143,7 +143,7 @@ func stepNames() []string {
 }
 
 func TestStepsOrder(t *testing.T) {
-	require.Equal(t, []string{"storage", "network", "cloud-init", "sysprep"}, stepNames())
+	require.Equal(t, []string{"storage", "network", "cloud-init", "sysprep", "disk-modes"}, stepNames())
 }
 
 func TestRun(t *testing.T) {
