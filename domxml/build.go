@@ -409,8 +409,10 @@ func devices(vmi *api.VMI, o Options, d *libvirtxml.DomainDeviceList) error {
 	if err := disks(vmi, o, d); err != nil {
 		return err
 	}
-	d.Controllers = append(d.Controllers, libvirtxml.DomainController{Type: "virtio-serial", Index: uintp(0), Model: VirtioModel(vmi)})
 	if isTrue(vd.AutoattachSerialConsole, true) {
+		// KubeVirt adds the virtio-serial controller with the console
+		// only; without it libvirt adds one for the agent channel.
+		d.Controllers = append(d.Controllers, libvirtxml.DomainController{Type: "virtio-serial", Index: uintp(0), Model: VirtioModel(vmi)})
 		// The serial port is the socket virtctl console connects to
 		// (through virt-handler); the console is libvirt's pty on it.
 		d.Serials = []libvirtxml.DomainSerial{{

@@ -8,7 +8,9 @@
 // # Choices
 //
 //   - Name is "<namespace>_<name>", as KubeVirt names its domains.
-//   - UUID is spec.domain.firmware.uuid when set. Otherwise it is derived
+//   - UUID is spec.domain.firmware.uuid when set (a VirtualMachine's VMI
+//     always has one: api.Decode gives it KubeVirt's stable uuid5 of the
+//     VM's name). Otherwise it is derived
 //     from the VMI's metadata.uid (from "<namespace>/<name>" when the VMI has
 //     no uid) as a name-based UUID, version 5: SHA-1 over [UUIDNamespace]
 //     and that string ([DomainUUID]). A restarted VMI keeps its UUID; two
@@ -17,9 +19,11 @@
 //     spec.domain.resources.requests.memory, else resources.limits.memory,
 //     else [DefaultMemory] (64 MiB: KubeVirt refuses a VMI without memory;
 //     virtnet renders it small enough to boot a test image).
-//   - CPU is one vCPU per sockets×cores×threads (each defaulting to 1), with
-//     cpu mode host-model unless spec.domain.cpu.model names
-//     host-passthrough, host-model or a named model (mode custom).
+//   - CPU is one vCPU per sockets×cores×threads (api.VMI.Topology: each
+//     defaulting to 1, sockets from resources.limits.cpu or requests.cpu
+//     when none is set), with cpu mode host-model unless
+//     spec.domain.cpu.model names host-passthrough or a model (mode
+//     custom).
 //   - Machine is q35 unless spec.domain.machine.type says otherwise.
 //     Firmware is BIOS unless spec.domain.firmware.bootloader.efi is set;
 //     EFI uses Debian's OVMF (package ovmf) 4 MiB builds, secure boot unless
@@ -37,4 +41,86 @@
 // A VMI that uses a KubeVirt feature virtnet does not render
 // ([api.VMI.Unsupported]) is refused with one [*api.UnsupportedError] per
 // field, joined.
+//
+// # Fields
+//
+// Every field of the VMI subset ([api.VMI]) and what the domain does with
+// it, as KubeVirt v0.53 does (TestFieldTable checks each row; the
+// comparison with KubeVirt's own converter, TestKubeVirtComparison, renders
+// each "rendered" row through both):
+//
+//	metadata.name                                  rendered  <name> <namespace>_<name>; cloud-init image path
+//	metadata.namespace                             rendered  <name>
+//	metadata.uid                                   rendered  <PrivateDir>/<uid>/virt-serial0 and virt-vnc; <uuid> of a VMI without firmware.uuid
+//	metadata.annotations[kubevirt.io/memfd]        rendered  "false": huge pages without the memfd source
+//	metadata.labels                                n/a       scheduling only
+//	spec.domain.resources.requests.memory          rendered  <memory> when memory.guest is unset
+//	spec.domain.resources.limits.memory            rendered  <memory> when requests.memory is unset too
+//	spec.domain.resources.requests.cpu             rendered  sockets (so <vcpu>, and NIC and disk queues) when cpu sets no topology
+//	spec.domain.resources.limits.cpu               rendered  the same, before requests.cpu; rounded up to whole CPUs
+//	spec.domain.memory.guest                       rendered  <memory>
+//	spec.domain.memory.hugepages.pageSize          rendered  <memoryBacking><hugepages/><source type='memfd'/>, one NUMA cell; <memory> when nothing else sets it
+//	spec.domain.cpu.cores                          rendered  <topology cores>, <vcpu>
+//	spec.domain.cpu.sockets                        rendered  <topology sockets>, <vcpu>
+//	spec.domain.cpu.threads                        rendered  <topology threads>, <vcpu>
+//	spec.domain.cpu.model                          rendered  host-model (default), host-passthrough, or mode custom with <model>
+//	spec.domain.cpu.features                       rendered  <feature name policy> (policy require by default)
+//	spec.domain.cpu.dedicatedCpuPlacement          rendered  <cputune><vcpupin> on Options.CPUSet in order, <kvm><hint-dedicated state='on'/>
+//	spec.domain.cpu.isolateEmulatorThread          rendered  <emulatorpin> on the next CPU of Options.CPUSet
+//	spec.domain.firmware.uuid                      rendered  <uuid> and SMBIOS system uuid
+//	spec.domain.firmware.serial                    rendered  SMBIOS system serial
+//	spec.domain.firmware.bootloader.bios.useSerial rendered  <bios useserial='yes'/>
+//	spec.domain.firmware.bootloader.efi.secureBoot rendered  OVMF loader and variables, secure boot and SMM unless false
+//	spec.domain.machine.type                       rendered  <type machine>
+//	spec.domain.features.acpi                      rendered  <acpi/> unless disabled
+//	spec.domain.features.apic                      rendered  <apic/>
+//	spec.domain.features.smm                       rendered  <smm state='on'/>
+//	spec.domain.features.hyperv                    rendered  <hyperv> enlightenments (spinlocks retries 4096 by default)
+//	spec.domain.clock.utc.offsetSeconds            rendered  <clock offset='utc' adjustment>; utc without offset: adjustment reset
+//	spec.domain.clock.timezone                     rendered  <clock offset='timezone'>
+//	spec.domain.clock.timer                        rendered  <timer> hpet, kvmclock, pit, rtc, hypervclock
+//	spec.domain.chassis                            rendered  SMBIOS chassis entries
+//	spec.domain.devices.disks[].disk.bus           rendered  <target bus dev>: sata (sdX) by default, virtio (vdX), scsi (drive address on the virtio-scsi controller)
+//	spec.domain.devices.disks[].disk.readonly      rendered  <readonly/>
+//	spec.domain.devices.disks[].disk.pciAddress    rendered  <address type='pci'>
+//	spec.domain.devices.disks[].cdrom              rendered  device cdrom, sata, read-only and tray closed by default
+//	spec.domain.devices.disks[].lun                rendered  device lun on a block volume, bus scsi or virtio
+//	spec.domain.devices.disks[].bootOrder          rendered  <boot order>
+//	spec.domain.devices.disks[].serial             rendered  <serial>
+//	spec.domain.devices.disks[].cache              rendered  <driver cache>; unset: none or writethrough by O_DIRECT (SetDriverModes, in the preStartHook)
+//	spec.domain.devices.disks[].io                 rendered  <driver io>; unset: native for block devices and preallocated files with cache none
+//	spec.domain.devices.disks[].shareable          rendered  <shareable/>, cache none
+//	spec.domain.devices.autoattachSerialConsole    rendered  false: no <serial type='unix'> / <console type='pty'>
+//	spec.domain.devices.autoattachGraphicsDevice   rendered  false: no VNC <graphics> and <video>
+//	spec.domain.devices.autoattachMemBalloon       rendered  false: <memballoon model='none'>
+//	spec.domain.devices.disableHotplug             rendered  true: no virtio-scsi controller unless a disk is on scsi
+//	spec.domain.devices.blockMultiQueue            rendered  <driver queues> = vCPUs on virtio disks
+//	spec.domain.devices.rng                        rendered  virtio <rng> on /dev/urandom
+//	spec.domain.devices.tpm                        rendered  <tpm model='tpm-tis'> emulator 2.0
+//	spec.domain.devices.useVirtioTransitional      rendered  virtio-transitional models
+//	spec.volumes[].containerDisk                   rendered  qcow2 overlay on disk_<index>.img
+//	spec.volumes[].persistentVolumeClaim           rendered  <PrivateDir>/vmi-disks/<vol>/disk.img or /dev/<vol> (Options.BlockVolumes)
+//	spec.volumes[].dataVolume                      rendered  as persistentVolumeClaim
+//	spec.volumes[].emptyDisk                       rendered  <EmptyDiskDir>/<vol>.qcow2
+//	spec.volumes[].hostDisk                        rendered  <PrivateDir>/vmi-disks/<vol>/<file name>, where virt-handler mounts it
+//	spec.volumes[].cloudInitNoCloud                rendered  the NoCloud image
+//	spec.volumes[].cloudInitConfigDrive            rendered  the ConfigDrive image
+//	spec.volumes[].sysprep                         rendered  the sysprep image
+//	spec.hostname                                  n/a       cloud-init metadata and DHCP (phase2/cloudinit, phase2/dhcp)
+//	spec.subdomain                                 n/a       DHCP search domain (phase2/dhcp)
+//	spec.networks                                  n/a       the bindings (phase1, phase2.EnrichDomain)
+//	spec.domain.devices.interfaces                 n/a       the bindings render <interface> and SR-IOV <hostdev>
+//	spec.domain.devices.interfaces[].tag           n/a       ConfigDrive device metadata with the pinned PCI address (PinTagged, cloudinit.DevicesMetadata)
+//	spec.domain.devices.autoattachPodInterface     n/a       api.SetDefaults (the default pod network)
+//	spec.domain.devices.networkInterfaceMultiqueue n/a       the bindings: <driver queues> = vCPUs, multi-queue taps
+//	spec.domain.ioThreadsPolicy                    refused
+//	spec.domain.launchSecurity                     refused
+//	spec.domain.devices.gpus                       refused
+//	spec.domain.devices.hostDevices                refused
+//	spec.domain.devices.filesystems                refused
+//	spec.domain.devices.sound                      refused
+//	spec.domain.devices.watchdog                   refused
+//	spec.domain.devices.clientPassthrough          refused
+//	spec.domain.devices.inputs                     refused
+//	spec.volumes[].others                          refused   configMap, secret, downwardAPI, serviceAccountName, ephemeral, downwardMetrics
 package domxml

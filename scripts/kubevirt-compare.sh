@@ -139,6 +139,16 @@ func mutate(vmi *v1.VirtualMachineInstance) (*v1.VirtualMachineInstance, error) 
 	if err != nil {
 		return nil, err
 	}
+	// The API server hands the webhook the manifest as written; a
+	// re-marshalled VMI has "timer": null and the like, which the
+	// webhook's schema check refuses.
+	var obj interface{}
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return nil, err
+	}
+	if raw, err = json.Marshal(dropNulls(obj)); err != nil {
+		return nil, err
+	}
 	cfg, _, _ := testutils.NewFakeClusterConfigUsingKVConfig(&v1.KubeVirtConfiguration{})
 	presets, _ := testutils.NewFakeInformerFor(&v1.VirtualMachineInstancePreset{})
 	limits, _ := testutils.NewFakeInformerFor(&k8sv1.LimitRange{})
@@ -189,6 +199,7 @@ func render(vmi *v1.VirtualMachineInstance, cpuset []int) (x []byte, err error) 
 		// node topology: one NUMA cell with the pod's CPUs, no known
 		// thread siblings.
 		MemBalloonStatsPeriod: 10,
+		UseVirtioTransitional: vmi.Spec.Domain.Devices.UseVirtioTransitional != nil && *vmi.Spec.Domain.Devices.UseVirtioTransitional,
 		Topology:              nodeTopology(cpuset),
 	}
 	// virt-launcher's EFI environment with its default --ovmf-path.
@@ -214,6 +225,24 @@ func render(vmi *v1.VirtualMachineInstance, cpuset []int) (x []byte, err error) 
 		}
 	}
 	return xml.MarshalIndent(domain.Spec, "", "  ")
+}
+
+func dropNulls(v interface{}) interface{} {
+	switch t := v.(type) {
+	case map[string]interface{}:
+		for k, e := range t {
+			if e == nil {
+				delete(t, k)
+			} else {
+				t[k] = dropNulls(e)
+			}
+		}
+	case []interface{}:
+		for i := range t {
+			t[i] = dropNulls(t[i])
+		}
+	}
+	return v
 }
 
 func nodeTopology(cpuset []int) *cmdv1.Topology {
