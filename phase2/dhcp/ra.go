@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strconv"
 	"sync"
 	"time"
 
@@ -62,7 +63,7 @@ func (s *Server) routerAdvertisements(ctx context.Context, ifi *net.Interface) {
 		var c *ndp.Conn
 		err = nsexec.Do(s.netns, func() error {
 			var err error
-			c, _, err = ndp.Listen(ifi, ndp.Addr(ll.String()))
+			c, _, err = ndp.Listen(byIndex(ifi), ndp.Addr(ll.String()))
 			if err == nil {
 				if err = setupRA(c); err != nil {
 					c.Close()
@@ -79,6 +80,16 @@ func (s *Server) routerAdvertisements(ctx context.Context, ifi *net.Interface) {
 			sleep(ctx, raRetry)
 		}
 	}
+}
+
+// byIndex returns ifi named by its index: the ndp library uses the name as
+// the IPv6 zone of every address it binds and sends to, and Go resolves a
+// zone name in a process-wide cache, which can hold another namespace's
+// link of the same name; a numeric zone is taken as the index.
+func byIndex(ifi *net.Interface) *net.Interface {
+	c := *ifi
+	c.Name = strconv.Itoa(ifi.Index)
+	return &c
 }
 
 func sleep(ctx context.Context, d time.Duration) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/insomniacslk/dhcp/dhcpv6"
 	"github.com/insomniacslk/dhcp/iana"
+	"github.com/mdlayher/ndp"
 	"github.com/stretchr/testify/require"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -241,4 +243,68 @@ func solicit(ns *testutil.NS, src net.IP, duid dhcpv6.DUID) (dhcpv6.MessageType,
 		}
 	})
 	return got, err
+}
+
+// TestDHCPv6NeighborEntry: a VM whose DUID is a DUID-UUID and whose
+// link-local address is not EUI-64 (NetworkManager's defaults) is not
+// recognised while the pod namespace does not forward; once it forwards
+// (as masquerade sets it) a router solicitation with the client's MAC (the
+// kernel sends one when the address comes up, and such clients wait for a
+// router advertisement before DHCPv6) leaves its neighbour entry, and the
+// server answers it.
+func TestDHCPv6NeighborEntry(t *testing.T) {
+	vmMAC := "52:54:00:12:34:56"
+	l := newLab(t, []string{"10.0.2.1/24", "fd10:0:2::1/120"}, vmMAC)
+	linkLocal(t, l.pod, l.bridge)
+	vm := l.clients[0]
+	eth0, err := vm.Handle.LinkByName("eth0")
+	require.NoError(t, err)
+	priv := netip.MustParseAddr("fe80::1c2d:3e4f:5a6b:7c8d")
+	addr, err := netlink.ParseAddr(priv.String() + "/64")
+	require.NoError(t, err)
+	addr.Flags = unix.IFA_F_NODAD
+	require.NoError(t, vm.Handle.AddrAdd(eth0, addr))
+
+	rec := masqRecord()
+	rec.MAC = vmMAC
+	cfg, err := NewConfig(testVMI(), nil, rec, nil)
+	require.NoError(t, err)
+	s, err := NewServer(cfg, testLogger(t), WithNetNS(l.pod.Path))
+	require.NoError(t, err)
+	serve(t, s)
+
+	duid := &dhcpv6.DUIDUUID{UUID: [16]byte{9, 8, 7}}
+	got, err := solicit(vm, priv.AsSlice(), duid)
+	require.NoError(t, err)
+	require.Zero(t, got, "nothing ties this client to the VM's MAC yet: the pod does not forward, it ignored the solicitation the VM's kernel sent")
+
+	// Masquerade makes the pod namespace a router; the solicitation a
+	// client sends then leaves its MAC in the neighbour table.
+	require.NoError(t, l.pod.Do(func() error {
+		return os.WriteFile("/proc/sys/net/ipv6/conf/all/forwarding", []byte("1"), 0o644)
+	}))
+
+	require.NoError(t, vm.Do(func() error {
+		ifi, err := net.InterfaceByName("eth0")
+		if err != nil {
+			return err
+		}
+		c, _, err := ndp.Listen(byIndex(ifi), ndp.Addr(priv.String()))
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		rs := &ndp.RouterSolicitation{Options: []ndp.Option{&ndp.LinkLayerAddress{Direction: ndp.Source, Addr: ifi.HardwareAddr}}}
+		return c.WriteTo(rs, nil, netip.MustParseAddr("ff02::2"))
+	}))
+	require.NoError(t, poll(50, func() error {
+		got, err := solicit(vm, priv.AsSlice(), duid)
+		if err != nil {
+			return err
+		}
+		if got != dhcpv6.MessageTypeAdvertise {
+			return fmt.Errorf("reply %v: %w", got, errNotYet)
+		}
+		return nil
+	}))
 }

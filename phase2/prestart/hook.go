@@ -125,8 +125,12 @@ type ServerInfo struct {
 	Interface string
 	Bridge    string
 	MAC       string
-	Address   string
-	Hostname  string
+	// Address is the address served with its prefix: the IPv4 one, or the
+	// IPv6 one when the pod is single-stack IPv6.
+	Address string
+	// IPv6Address is the address DHCPv6 serves ("" without DHCPv6).
+	IPv6Address string
+	Hostname    string
 }
 
 // Running is a successful run: its DHCP servers keep serving until the

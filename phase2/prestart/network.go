@@ -115,8 +115,17 @@ func (st *State) serve(ctx context.Context, cfg *dhcp.Config) error {
 	if cfg.MAC != nil {
 		mac = cfg.MAC.String()
 	}
-	rs := &runningServer{info: ServerInfo{Interface: cfg.Interface, Bridge: cfg.Bridge, MAC: mac,
-		Address: cfg.Address.String(), Hostname: cfg.Hostname}}
+	info := ServerInfo{Interface: cfg.Interface, Bridge: cfg.Bridge, MAC: mac, Hostname: cfg.Hostname}
+	if cfg.HasIPv4() {
+		info.Address = cfg.Address.String()
+	}
+	if cfg.IPv6 != nil {
+		info.IPv6Address = cfg.IPv6.Address.String()
+		if info.Address == "" {
+			info.Address = info.IPv6Address // single-stack IPv6: DHCPv6 only
+		}
+	}
+	rs := &runningServer{info: info}
 	done := make(chan struct{})
 	st.wg.Add(1)
 	go func() {
@@ -136,6 +145,6 @@ func (st *State) serve(ctx context.Context, cfg *dhcp.Config) error {
 	}
 	st.servers = append(st.servers, rs)
 	st.Log.Info("DHCP server started", "interface", cfg.Interface, "bridge", cfg.Bridge,
-		"mac", mac, "address", cfg.Address.String(), "hostname", cfg.Hostname)
+		"mac", mac, "address", info.Address, "ipv6Address", info.IPv6Address, "hostname", cfg.Hostname)
 	return nil
 }
