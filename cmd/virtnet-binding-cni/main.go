@@ -21,13 +21,14 @@
 //	ports              masquerade: [{"port": 80, "protocol": "TCP"}, …] to DNAT (default: all)
 //	vmNetworkCIDR      masquerade: the VM network (default 10.0.2.0/24)
 //	vmIPv6NetworkCIDR  masquerade: the VM's IPv6 network (default fd10:0:2::/120)
+//	tapOwner           uid and gid of the taps (default 107, KubeVirt 1.x's non-root qemu; 0 for root VMIs)
 //	logLevel           debug, info (default), warn, error; logs go to stderr
 //
 // ADD is idempotent (phase1 resumes and converges); DEL undoes ADD and
 // succeeds without a prior ADD or without the namespace; CHECK verifies
 // the records, the kernel state and the hand-off record without changing
 // anything. Errors are CNI errors: 7 for a bad configuration, 4 for bad
-// CNI arguments, 999 for a failure of phase1 with its step in details.
+// CNI arguments, 8 for a network namespace that cannot be opened, 999 for a failure of phase1 with its step in details.
 package main
 
 import (

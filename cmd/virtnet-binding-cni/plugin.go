@@ -43,6 +43,19 @@ const (
 // server ports 67 and 547.
 const unprivilegedPortStart = 67
 
+// tapOwner is the uid and gid of the taps: tapOwner from the
+// configuration, else 107, the qemu user of KubeVirt 1.x's non-root
+// launchers (the default since 1.0; the CNI plugin cannot see the VMI).
+func (c *netConf) tapOwner() int {
+	switch {
+	case c.TapOwner == nil:
+		return phase1.NonRootTapOwner
+	case *c.TapOwner == 0:
+		return -1 // root, in phase1.Options' terms
+	}
+	return *c.TapOwner
+}
+
 // netConf is the network configuration.
 type netConf struct {
 	types.NetConf
@@ -52,6 +65,7 @@ type netConf struct {
 	VMNetworkCIDR     string     `json:"vmNetworkCIDR,omitempty"`
 	VMIPv6NetworkCIDR string     `json:"vmIPv6NetworkCIDR,omitempty"`
 	LogLevel          string     `json:"logLevel,omitempty"`
+	TapOwner          *int       `json:"tapOwner,omitempty"`
 	Args              struct {
 		CNI struct {
 			LogicNetworkName string `json:"logicNetworkName,omitempty"`
@@ -72,6 +86,9 @@ func loadConf(data []byte) (*netConf, error) {
 	default:
 		return nil, types.NewError(types.ErrInvalidNetworkConfig,
 			fmt.Sprintf("virtnet-binding-cni: binding %q: must be %q or %q (slirp needs no CNI plugin)", c.Binding, api.BindingBridge, api.BindingMasquerade), "")
+	}
+	if c.TapOwner != nil && (*c.TapOwner < 0 || *c.TapOwner > 1<<31-2) {
+		return nil, types.NewError(types.ErrInvalidNetworkConfig, fmt.Sprintf("virtnet-binding-cni: tapOwner %d: not a uid", *c.TapOwner), "")
 	}
 	if c.CacheDir == "" {
 		c.CacheDir = DefaultCacheDir
@@ -226,7 +243,7 @@ func cmdAdd(args *skel.CmdArgs) error {
 	if err != nil {
 		return types.NewError(types.ErrIOFailure, "virtnet-binding-cni: cache", err.Error())
 	}
-	if err := phase1.Run(ctx, t.vmi, args.Netns, store, phase1.Options{Logger: log}); err != nil {
+	if err := phase1.Run(ctx, t.vmi, args.Netns, store, phase1.Options{Logger: log, TapOwner: c.tapOwner()}); err != nil {
 		return phase1Error(err)
 	}
 	if err := handOff(t, args.Netns, store); err != nil {
@@ -321,7 +338,7 @@ func cmdDel(args *skel.CmdArgs) error {
 		}
 		return nil
 	}
-	if err := phase1.Cleanup(context.Background(), t.vmi, args.Netns, store, phase1.Options{Logger: log}); err != nil {
+	if err := phase1.Cleanup(context.Background(), t.vmi, args.Netns, store, phase1.Options{Logger: log, TapOwner: c.tapOwner()}); err != nil {
 		return phase1Error(err)
 	}
 	log.Info("interface cleaned up")

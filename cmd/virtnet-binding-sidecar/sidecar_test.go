@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -145,6 +146,24 @@ func netlinkMAC(s string) ([]byte, error) {
 	return hw, err
 }
 
+// syncBuffer collects a subprocess's output for reading while it runs.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
 const udhcpcScript = `#!/bin/sh
 env > "$OUT.$1"
 exit 0
@@ -191,10 +210,24 @@ func validate(t *testing.T, xml []byte) {
 // schema, a client with the VM's MAC on the pod's bridge leases the VM
 // address from the sidecar's DHCP server, and after Shutdown the process
 // exits and its socket is gone.
+//
+// On a dual-stack pod the sidecar has no CAP_NET_RAW for IPv6 router
+// advertisements: it says so and serves DHCPv4 alone.
 func TestSidecarUnprivileged(t *testing.T) {
 	testutil.RequireRoot(t)
 	setpriv := needBinary(t, "setpriv")
-	pod := testutil.NewPod(t)
+	for _, tc := range []struct {
+		name string
+		cfg  testutil.PodConfig
+	}{
+		{"ipv4", testutil.PodConfig{}},
+		{"dual-stack", testutil.PodConfig{CIDR: "10.244.1.7/24", Gateway: "10.244.1.1", IPv6: "fd00:10:244:1::7/64", GatewayV6: "fd00:10:244:1::1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { sidecarUnprivileged(t, setpriv, testutil.NewPodWith(t, tc.cfg), tc.cfg.IPv6 != "") })
+	}
+}
+
+func sidecarUnprivileged(t *testing.T, setpriv string, pod *testutil.Pod, dualStack bool) {
 	prepare(t, pod, api.BindingMasquerade)
 
 	// The binary and the hooks directory must be usable by uid 107.
@@ -217,7 +250,7 @@ func TestSidecarUnprivileged(t *testing.T) {
 	cmd := exec.Command("ip", "netns", "exec", pod.Pod.Name, setpriv, "--reuid=107", "--regid=107", "--clear-groups",
 		"--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--", bin, "-socket-dir", hooks, "-resolv-conf", resolv)
 	cmd.Env = []string{"NETWORK_BINDING_PLUGIN_NAME=virtnet-masquerade", "CONTAINER_NAME=hook-sidecar-0", "PATH=/usr/bin:/bin"}
-	logs := &strings.Builder{}
+	logs := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	require.NoError(t, cmd.Start())
 	exited := make(chan error, 1)
@@ -279,6 +312,9 @@ func TestSidecarUnprivileged(t *testing.T) {
 	require.Equal(t, "10.0.2.2", env["ip"])
 	require.Equal(t, "10.0.2.1", env["router"])
 	require.Equal(t, "10.96.0.10", strings.TrimSpace(env["dns"]))
+	if dualStack {
+		require.Contains(t, logs.String(), "no router advertisements without CAP_NET_RAW: serving DHCPv4 only")
+	}
 
 	// PreCloudInitIso passes through.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
