@@ -23,6 +23,11 @@ type Input struct {
 	TapOwner int
 	// Logger is never nil.
 	Logger *slog.Logger
+	// Resumed is set when the pair's records existed before this run (or
+	// for Cleanup): a previous run may have been killed between creating
+	// a link and marking it (see [Mark]), so an unmarked link as just
+	// created may be taken for phase1's.
+	Resumed bool
 }
 
 // Names are the link names a binding may use for one pair; see package

@@ -48,6 +48,32 @@ func (e *PodLinkError) Unwrap() error { return e.Err }
 // the types phase1 itself creates (a dummy in the pod link's place means
 // phase1 ran before and its cache is gone).
 func DiscoverLink(d netdriver.Driver, name string, wantTypes ...string) (*cache.Link, error) {
+	l, err := podLink(d, name)
+	if err != nil {
+		return nil, err
+	}
+	return discover(d, l, wantTypes...)
+}
+
+// DiscoverPodLink is [DiscoverLink] for a binding that builds phase1's
+// bridge and tap next to the pod link: it also refuses, with a
+// [*PodLinkError] matching [ErrPrepared], a pod link phase1 already
+// prepared (marked, a port of a k6t- or marked bridge, or with phase1's
+// bridge or tap, or a link under one of the names in others, next to it),
+// so that a lost cache never makes phase1 record its own changes as the
+// CNI's.
+func DiscoverPodLink(d netdriver.Driver, in Input, others ...string) (*cache.Link, error) {
+	l, err := podLink(d, in.Names.Pod)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkNotPrepared(d, in, l, others...); err != nil {
+		return nil, err
+	}
+	return discover(d, l)
+}
+
+func podLink(d netdriver.Driver, name string) (*netdriver.Link, error) {
 	l, err := d.LinkByName(name)
 	if err != nil {
 		if netdriver.IsLinkNotFound(err) {
@@ -55,11 +81,16 @@ func DiscoverLink(d netdriver.Driver, name string, wantTypes ...string) (*cache.
 		}
 		return nil, err
 	}
+	return l, nil
+}
+
+func discover(d netdriver.Driver, l *netdriver.Link, wantTypes ...string) (*cache.Link, error) {
+	name := l.Name
 	if len(wantTypes) > 0 && !contains(wantTypes, l.Type) {
 		return nil, &PodLinkError{Name: name, Reason: fmt.Sprintf("has type %s, want one of %v", l.Type, wantTypes)}
 	}
 	if len(wantTypes) == 0 && (l.Type == netdriver.TypeDummy || l.Type == netdriver.TypeBridge || l.Type == netdriver.TypeTuntap) {
-		return nil, &PodLinkError{Name: name, Reason: fmt.Sprintf("is a %s, not a pod link as the CNI leaves it (was phase1 run before, and its cache removed?)", l.Type)}
+		return nil, &PodLinkError{Name: name, Reason: fmt.Sprintf("is a %s, not a pod link as the CNI leaves it (was phase1 run before, and its cache removed?)", l.Type), Err: ErrPrepared}
 	}
 	out := &cache.Link{Name: l.Name, Type: l.Type, MAC: l.MAC.String(), MTU: l.MTU}
 	for _, fam := range []netdriver.Family{netdriver.IPv4, netdriver.IPv6} {
@@ -138,24 +169,21 @@ func Lookup(d netdriver.Driver, name string) (*netdriver.Link, error) {
 	return l, err
 }
 
-// EnsureBridge makes a bridge named name with the given MTU and MAC (nil:
-// keep what it has) and returns it; a link of another type with that name
-// is a [*ForeignLinkError].
-func EnsureBridge(d netdriver.Driver, name string, mtu int, mac net.HardwareAddr) (*netdriver.Link, error) {
+// EnsureBridge makes phase1's bridge named name with the given MTU and
+// MAC (nil: keep what it has), marked ([Mark]), and returns it; a link
+// under that name that is not phase1's for this interface is a
+// [*ForeignLinkError].
+func EnsureBridge(d netdriver.Driver, in Input, name string, mtu int, mac net.HardwareAddr) (*netdriver.Link, error) {
 	l, err := Lookup(d, name)
 	if err != nil {
 		return nil, err
 	}
 	if l == nil {
-		if err := d.AddBridge(name, mtu, mac); err != nil {
+		if l, err = create(d, in, name, func() error { return d.AddBridge(name, mtu, mac) }); err != nil {
 			return nil, err
 		}
-		if l, err = d.LinkByName(name); err != nil {
-			return nil, err
-		}
-	}
-	if l.Type != netdriver.TypeBridge {
-		return nil, &ForeignLinkError{Name: name, Type: l.Type, Want: netdriver.TypeBridge}
+	} else if err := own(d, in, l, netdriver.TypeBridge); err != nil {
+		return nil, err
 	}
 	if mtu > 0 && l.MTU != mtu {
 		if err := d.SetMTU(name, mtu); err != nil {
@@ -171,23 +199,20 @@ func EnsureBridge(d netdriver.Driver, name string, mtu int, mac net.HardwareAddr
 	return l, nil
 }
 
-// EnsureTap makes the VM's tap, enslaved to bridge and up; a link of
-// another type, or a tap owned by someone else, is a [*ForeignLinkError].
-func EnsureTap(d netdriver.Driver, tap netdriver.Tap, bridge string) error {
+// EnsureTap makes the VM's tap, marked ([Mark]), enslaved to bridge and
+// up; a link under that name that is not phase1's for this interface, or
+// a tap owned by someone else, is a [*ForeignLinkError].
+func EnsureTap(d netdriver.Driver, in Input, tap netdriver.Tap, bridge string) error {
 	l, err := Lookup(d, tap.Name)
 	if err != nil {
 		return err
 	}
 	if l == nil {
-		if err := d.AddTap(tap); err != nil {
+		if l, err = create(d, in, tap.Name, func() error { return d.AddTap(tap) }); err != nil {
 			return err
 		}
-		if l, err = d.LinkByName(tap.Name); err != nil {
-			return err
-		}
-	}
-	if l.Type != netdriver.TypeTuntap {
-		return &ForeignLinkError{Name: tap.Name, Type: l.Type, Want: netdriver.TypeTuntap}
+	} else if err := own(d, in, l, netdriver.TypeTuntap); err != nil {
+		return err
 	}
 	if l.TapOwner >= 0 && l.TapOwner != tap.Owner || l.TapGroup >= 0 && l.TapGroup != tap.Group {
 		return &ForeignLinkError{Name: tap.Name, Reason: fmt.Sprintf("tap owned by %d:%d, want %d:%d", l.TapOwner, l.TapGroup, tap.Owner, tap.Group)}
@@ -223,16 +248,6 @@ func EnsureTXChecksumOff(d netdriver.Driver, name string) error {
 		return d.SetTXChecksum(name, false)
 	}
 	return nil
-}
-
-// DeleteIfType deletes a link if it exists with the given type; a link of
-// another type is not phase1's and is left alone.
-func DeleteIfType(d netdriver.Driver, name, typ string) error {
-	l, err := Lookup(d, name)
-	if err != nil || l == nil || l.Type != typ {
-		return err
-	}
-	return d.DeleteLink(name)
 }
 
 // ErrNoAddress is returned when a binding needs an address the pod link
@@ -297,22 +312,6 @@ func RestoreLink(d netdriver.Driver, link *cache.Link) error {
 			if err := d.RouteReplace(r); err != nil {
 				return err
 			}
-		}
-	}
-	return nil
-}
-
-// Preflight checks, before Prepare changes anything, that each named link
-// is either absent or of the given type, so that a foreign link is refused
-// with nothing half-applied.
-func Preflight(d netdriver.Driver, want map[string]string) error {
-	for name, typ := range want {
-		l, err := Lookup(d, name)
-		if err != nil {
-			return err
-		}
-		if l != nil && l.Type != typ {
-			return &ForeignLinkError{Name: name, Type: l.Type, Want: typ}
 		}
 	}
 	return nil

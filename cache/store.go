@@ -32,6 +32,46 @@ type Store struct {
 	// beforeRename, when set (tests only), runs between writing the
 	// temporary file and renaming it into place.
 	beforeRename func(tmp string) error
+	// hook, when set ([Store.WithHook]), runs at each step of a write.
+	hook Hook
+}
+
+// WriteStep names a point inside the atomic write of one record.
+type WriteStep string
+
+// The steps of a write, in order.
+const (
+	// WriteTempCreated: the temporary file exists, empty.
+	WriteTempCreated WriteStep = "temporary file created"
+	// WriteTempWritten: the temporary file holds the record, unsynced.
+	WriteTempWritten WriteStep = "temporary file written"
+	// WriteTempSynced: the temporary file is complete and fsynced.
+	WriteTempSynced WriteStep = "temporary file synced"
+	// WriteRenamed: the record is in place; its directory is not synced.
+	WriteRenamed WriteStep = "renamed into place"
+)
+
+// Hook runs at each [WriteStep] of every record write, with the temporary
+// file and the record's path; an error fails the write at that step. It
+// is for fault-injection tests: a kill or a full disk half-way through.
+type Hook func(step WriteStep, tmp, path string) error
+
+// WithHook returns a store on the same root that calls h inside every
+// record write.
+func (s *Store) WithHook(h Hook) *Store {
+	c := *s
+	c.hook = h
+	return &c
+}
+
+func (s *Store) step(step WriteStep, tmp, path string) error {
+	if s.hook == nil {
+		return nil
+	}
+	if err := s.hook(step, tmp, path); err != nil {
+		return fmt.Errorf("cache: write %s: %s: %w", path, step, err)
+	}
+	return nil
 }
 
 // New returns a store rooted at root, which must be an absolute path. The
@@ -178,28 +218,39 @@ func checkExistingDirs(dirs ...string) error {
 }
 
 func (s *Store) write(path string, rec any) error {
+	wrote, err := s.writeFile(path, rec)
+	if err != nil || !wrote {
+		return err
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+// writeFile writes one record atomically (temporary file, fsync, rename)
+// without syncing the directory; wrote is false when the file already
+// held the record's bytes.
+func (s *Store) writeFile(path string, rec any) (wrote bool, err error) {
 	data, err := json.MarshalIndent(rec, "", "  ")
 	if err != nil {
-		return fmt.Errorf("cache: encode %s: %w", path, err)
+		return false, fmt.Errorf("cache: encode %s: %w", path, err)
 	}
 	data = append(data, '\n')
 	dir := filepath.Dir(path)
 	if err := s.ensureDir(dir); err != nil {
-		return err
+		return false, err
 	}
 	switch err := checkFile(path); {
 	case err == nil:
 		// A re-run writes the same record again: leave the file (and
 		// its fsyncs) alone when its bytes already are the new ones.
 		if same, _ := sameContent(path, data); same {
-			return nil
+			return false, nil
 		}
 	case !os.IsNotExist(err):
-		return err
+		return false, err
 	}
 	tmp, err := os.CreateTemp(dir, ".tmp-"+filepath.Base(path)+"-*")
 	if err != nil {
-		return fmt.Errorf("cache: write %s: %w", path, err)
+		return false, fmt.Errorf("cache: write %s: %w", path, err)
 	}
 	tmpName := tmp.Name()
 	ok := false
@@ -209,28 +260,37 @@ func (s *Store) write(path string, rec any) error {
 			os.Remove(tmpName)
 		}
 	}()
+	if err := s.step(WriteTempCreated, tmpName, path); err != nil {
+		return false, err
+	}
 	if _, err := tmp.Write(data); err != nil {
-		return fmt.Errorf("cache: write %s: %w", path, err)
+		return false, fmt.Errorf("cache: write %s: %w", path, err)
 	}
 	if err := tmp.Chmod(FileMode); err != nil {
-		return fmt.Errorf("cache: write %s: %w", path, err)
+		return false, fmt.Errorf("cache: write %s: %w", path, err)
+	}
+	if err := s.step(WriteTempWritten, tmpName, path); err != nil {
+		return false, err
 	}
 	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("cache: write %s: %w", path, err)
+		return false, fmt.Errorf("cache: write %s: %w", path, err)
 	}
 	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("cache: write %s: %w", path, err)
+		return false, fmt.Errorf("cache: write %s: %w", path, err)
+	}
+	if err := s.step(WriteTempSynced, tmpName, path); err != nil {
+		return false, err
 	}
 	if s.beforeRename != nil {
 		if err := s.beforeRename(tmpName); err != nil {
-			return fmt.Errorf("cache: write %s: %w", path, err)
+			return false, fmt.Errorf("cache: write %s: %w", path, err)
 		}
 	}
 	if err := os.Rename(tmpName, path); err != nil {
-		return fmt.Errorf("cache: write %s: %w", path, err)
+		return false, fmt.Errorf("cache: write %s: %w", path, err)
 	}
 	ok = true
-	return syncDir(dir)
+	return true, s.step(WriteRenamed, tmpName, path)
 }
 
 // sameContent reports whether the regular file at path holds exactly data
@@ -306,8 +366,11 @@ func checkDir(d string) error {
 	if !fi.IsDir() {
 		return &UnsafeError{Path: d, Reason: "not a directory"}
 	}
-	if fi.Mode().Perm()&0o002 != 0 && fi.Mode()&fs.ModeSticky == 0 {
-		return &UnsafeError{Path: d, Reason: fmt.Sprintf("directory is world-writable (mode %04o)", fi.Mode().Perm())}
+	// Sticky or not: in a world-writable directory (even /tmp's 1777)
+	// another user can take the names of records, directories and lock
+	// files first.
+	if fi.Mode().Perm()&0o002 != 0 {
+		return &UnsafeError{Path: d, Reason: fmt.Sprintf("directory is world-writable (mode %s)", fi.Mode())}
 	}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok && !trustedOwner(st) {
 		return &UnsafeError{Path: d, Reason: fmt.Sprintf("directory is owned by uid %d, neither root nor us", st.Uid)}

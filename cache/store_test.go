@@ -2,6 +2,7 @@ package cache_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io/fs"
 	"os"
@@ -520,14 +521,19 @@ func TestHostile(t *testing.T) {
 	}
 }
 
-// TestStickyRoot documents that a world-writable root with the sticky bit
-// (as /tmp) is accepted: other users cannot remove or rename our entries
-// there, and whatever they create is refused by owner.
-func TestStickyRoot(t *testing.T) {
+// TestStickyRootRefused: a world-writable root is refused even with the
+// sticky bit (as /tmp): other users could take the names of the VMI
+// directories and lock files first.
+func TestStickyRootRefused(t *testing.T) {
 	s, root := newStore(t)
 	require.NoError(t, os.Mkdir(root, 0o755))
 	require.NoError(t, os.Chmod(root, 0o777|fs.ModeSticky))
-	require.NoError(t, s.WriteInterface(uid, sampleInterface()))
+	var ue *cache.UnsafeError
+	require.ErrorAs(t, s.WriteInterface(uid, sampleInterface()), &ue)
+	require.Equal(t, root, ue.Path)
+	require.Contains(t, ue.Error(), "world-writable")
 	_, err := s.ReadInterface(uid, "default")
-	require.NoError(t, err)
+	require.ErrorAs(t, err, &ue)
+	_, err = s.LockVMI(context.Background(), uid)
+	require.ErrorAs(t, err, &ue)
 }

@@ -18,31 +18,47 @@ import (
 // never touched are skipped; running Cleanup twice, or without Run, is not
 // an error. Sysctls that Run set (forwarding, arp_ignore) are left as they
 // are: other users of the namespace may rely on them.
-func Cleanup(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.Store, opts Options) error {
+func Cleanup(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.Store, opts Options) (err error) {
 	opts.fill()
 	pairs, err := pairsOf(vmi)
 	if err != nil {
 		return err
+	}
+	locks, err := takeLocks(ctx, vmi, netnsPath, store, opts)
+	if err != nil {
+		return err
+	}
+	done := false
+	defer func() {
+		if uerr := locks.release(done); uerr != nil && err == nil {
+			err = &Error{Step: StepLock, Err: uerr}
+		}
+	}()
+	if _, err := store.RemoveTemps(vmi.Metadata.UID); err != nil {
+		return &Error{Step: StepRead, Err: err}
 	}
 	d, closeFn, err := driverFor(netnsPath, opts)
 	if err != nil {
 		return err
 	}
 	defer closeFn()
-	if err := cleanupPairs(ctx, d, vmi, pairs, store, opts); err != nil {
+	if err := cleanupPairs(ctx, d, vmi, pairs, store, opts, func(int) bool { return true }); err != nil {
 		return err
 	}
 	if err := store.DeleteVMI(vmi.Metadata.UID); err != nil {
 		return &Error{Step: StepCleanup, Err: err}
 	}
+	done = true
 	return nil
 }
 
-// cleanupPairs undoes phase1 for pairs, last first.
-func cleanupPairs(ctx context.Context, d netdriver.Driver, vmi *api.VMI, pairs []api.Pair, store *cache.Store, opts Options) error {
+// cleanupPairs undoes phase1 for pairs, last first; resumed(i) tells
+// whether pair i's records existed before the run (see
+// [binding.Input.Resumed]).
+func cleanupPairs(ctx context.Context, d netdriver.Driver, vmi *api.VMI, pairs []api.Pair, store *cache.Store, opts Options, resumed func(int) bool) error {
 	uid := vmi.Metadata.UID
 	var errs []error
-	for _, p := range slices.Backward(pairs) {
+	for i, p := range slices.Backward(pairs) {
 		name := p.Interface.Name
 		pod, err := store.ReadPodInterface(uid, name)
 		if errors.Is(err, cache.ErrNotExist) {
@@ -67,6 +83,7 @@ func cleanupPairs(ctx context.Context, d netdriver.Driver, vmi *api.VMI, pairs [
 		// move when spec.networks is reordered.
 		p.PodInterface = pod.PodInterface
 		in := InputFor(vmi, p, opts)
+		in.Resumed = resumed(i)
 		if err := b.Cleanup(ctx, d, in, pod.Discovered, rec); err != nil {
 			errs = append(errs, &Error{Interface: name, Step: StepCleanup, Err: err})
 			continue

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"os"
+	"time"
 
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/binding"
@@ -41,6 +42,11 @@ type Options struct {
 	// downward API variable KubeVirt's launcher pod sets), and IPv4 first
 	// when that is unset too.
 	PrimaryPodIP string
+	// LockWait bounds how long Run and Cleanup wait for another run of
+	// the same VMI or namespace to release its lock (see the package
+	// doc); 0 waits as long as the context allows, a negative value not
+	// at all. The error then matches [ErrLocked].
+	LockWait time.Duration
 }
 
 // PodIPEnv is the environment variable [Options.PrimaryPodIP] defaults
@@ -84,9 +90,30 @@ func (o *Options) fill() {
 // Run runs phase1 for every interface of a validated VMI in the network
 // namespace at netnsPath, writing the caches to store. It returns the
 // first failure as an [*Error]; running it again resumes and converges.
-func Run(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.Store, opts Options) error {
+//
+// The VMI gets all of its interfaces or none: every record of the VMI is
+// read and every interface discovered and planned before the first change
+// to the namespace, and a failure after that (a kernel step, a cache
+// write, the context) undoes every interface of the VMI this run touched,
+// unless [Options.KeepOnFailure] is set.
+func Run(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.Store, opts Options) (err error) {
 	opts.fill()
 	pairs, err := pairsOf(vmi)
+	if err != nil {
+		return err
+	}
+	uid := vmi.Metadata.UID
+	unlock, err := lockRun(ctx, vmi, netnsPath, store, opts)
+	if err != nil {
+		return err
+	}
+	defer unlock(&err)
+	if n, err := store.RemoveTemps(uid); err != nil {
+		return &Error{Step: StepRead, Err: err}
+	} else if n > 0 {
+		opts.Logger.Info("removed temporary files an interrupted run left", "count", n)
+	}
+	states, err := readRecords(store, uid, pairs)
 	if err != nil {
 		return err
 	}
@@ -95,28 +122,92 @@ func Run(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.Store
 		return err
 	}
 	defer closeFn()
+
+	// Discover and plan every pair before changing anything.
+	steps := make([]pairRun, len(pairs))
 	for i, p := range pairs {
-		var err error
-		if cerr := ctx.Err(); cerr != nil {
-			err = &Error{Step: StepCanceled, Err: cerr}
-		} else {
-			err = runPair(ctx, d, vmi, p, store, opts)
+		if err := ctx.Err(); err != nil {
+			return &Error{Step: StepCanceled, Err: err}
 		}
-		if err == nil {
-			continue
+		if steps[i], err = planPair(ctx, d, vmi, p, states[i], opts); err != nil {
+			return err
 		}
-		var pe *Error
-		if !opts.KeepOnFailure && i > 0 && errors.As(err, &pe) && pe.Step != StepRead && pe.Step != StepValidate {
-			// The VMI gets all of its interfaces or none: undo the
-			// ones this run completed before the failure, even when
-			// the failure is the caller's cancellation.
-			if cerr := cleanupPairs(context.WithoutCancel(ctx), d, vmi, pairs[:i], store, opts); cerr != nil {
-				err = errors.Join(err, fmt.Errorf("rollback: %w", cerr))
-			}
+	}
+	resumed := func(i int) bool { return states[i] != nil }
+	rollback := func(n int, err error) error {
+		if opts.KeepOnFailure {
+			return err
 		}
+		// Even when the failure is the caller's cancellation.
+		if cerr := cleanupPairs(context.WithoutCancel(ctx), d, vmi, pairs[:n], store, opts, resumed); cerr != nil {
+			opts.Logger.Error("rollback failed; a re-run resumes from the cache", "error", cerr)
+			return errors.Join(err, fmt.Errorf("rollback: %w", cerr))
+		}
+		opts.Logger.Warn("phase1 failed and was rolled back", "error", err)
 		return err
 	}
+	wrote := false
+	for i := range steps {
+		if err := ctx.Err(); err != nil {
+			return rollback(i, &Error{Step: StepCanceled, Err: err})
+		}
+		w, err := steps[i].prepare(ctx, d, store, uid)
+		wrote = wrote || w
+		if err != nil {
+			return rollback(i+1, err)
+		}
+	}
+	// Only now is every interface ready: mark them all finished, then
+	// make the records durable with one directory fsync.
+	for i := range steps {
+		done := *steps[i].pod
+		done.State = cache.Finished
+		w, err := store.PutPodInterface(uid, &done)
+		wrote = wrote || w
+		if err != nil {
+			return rollback(len(steps), &Error{Interface: steps[i].in.Pair.Interface.Name, Step: StepRecord, Err: err})
+		}
+	}
+	if wrote {
+		if err := store.SyncVMI(uid); err != nil {
+			return rollback(len(steps), &Error{Step: StepRecord, Err: err})
+		}
+	}
+	for i := range steps {
+		steps[i].in.Logger.Info("interface ready")
+	}
 	return nil
+}
+
+// readRecords reads every record of the VMI's pairs before any kernel
+// call, so that an unsafe, corrupt or foreign record of any interface
+// fails the run before it changed anything. It returns the pod-interface
+// record of each pair (nil when never written).
+func readRecords(store *cache.Store, uid string, pairs []api.Pair) ([]*cache.PodInterface, error) {
+	out := make([]*cache.PodInterface, len(pairs))
+	for i, p := range pairs {
+		name := p.Interface.Name
+		fail := func(err error) error { return &Error{Interface: name, Step: StepRead, Err: err} }
+		pod, err := store.ReadPodInterface(uid, name)
+		switch {
+		case errors.Is(err, cache.ErrNotExist):
+			pod = nil
+		case err != nil:
+			return nil, fail(err)
+		}
+		if _, err := store.ReadInterface(uid, name); err != nil && !errors.Is(err, cache.ErrNotExist) {
+			return nil, fail(err)
+		}
+		if pod != nil && (pod.Binding != p.Binding() || pod.PodInterface != p.PodInterface) {
+			return nil, fail(fmt.Errorf("cache says binding %s on %s, the VMI says %s on %s: clean up first",
+				pod.Binding, pod.PodInterface, p.Binding(), p.PodInterface))
+		}
+		if pod != nil && pod.State == cache.Pending {
+			pod = nil
+		}
+		out[i] = pod
+	}
+	return out, nil
 }
 
 // pairsOf validates the VMI and every name phase1 will give the kernel,
@@ -169,72 +260,78 @@ func InputFor(vmi *api.VMI, p api.Pair, opts Options) binding.Input {
 	}
 }
 
-func runPair(ctx context.Context, d netdriver.Driver, vmi *api.VMI, p api.Pair, store *cache.Store, opts Options) error {
+// pairRun is one pair, discovered and planned, ready to prepare.
+type pairRun struct {
+	b    binding.Binding
+	in   binding.Input
+	link *cache.Link
+	rec  *cache.Interface
+	// pod is the pair's record as it will be written before Prepare.
+	pod *cache.PodInterface
+}
+
+// planPair discovers the pair (unless a record says it was) and plans its
+// interface record; it changes nothing.
+func planPair(ctx context.Context, d netdriver.Driver, vmi *api.VMI, p api.Pair, pod *cache.PodInterface, opts Options) (pairRun, error) {
 	name := p.Interface.Name
 	fail := func(step string, err error) error { return &Error{Interface: name, Step: step, Err: err} }
 	b, err := opts.Registry.Lookup(p.Binding())
 	if err != nil {
-		return fail(StepValidate, err)
+		return pairRun{}, fail(StepValidate, err)
 	}
 	in := InputFor(vmi, p, opts)
-	uid := vmi.Metadata.UID
-
-	pod, err := store.ReadPodInterface(uid, name)
-	switch {
-	case errors.Is(err, cache.ErrNotExist):
-		pod = &cache.PodInterface{}
-	case err != nil:
-		return fail(StepRead, err)
-	}
-	if pod.Binding != "" && (pod.Binding != p.Binding() || pod.PodInterface != p.PodInterface) {
-		return fail(StepRead, fmt.Errorf("cache says binding %s on %s, the VMI says %s on %s: clean up first",
-			pod.Binding, pod.PodInterface, p.Binding(), p.PodInterface))
-	}
-	link := pod.Discovered
-	if pod.State == cache.Pending {
-		link, err = b.Discover(ctx, d, in)
-		if err != nil {
-			return fail(StepDiscover, err)
+	in.Resumed = pod != nil
+	var link *cache.Link
+	state := cache.Started
+	if pod == nil {
+		if link, err = b.Discover(ctx, d, in); err != nil {
+			return pairRun{}, fail(StepDiscover, err)
 		}
 		in.Logger.Info("discovered pod link", "link", link)
 	} else {
+		link, state = pod.Discovered, max(pod.State, cache.Started)
 		in.Logger.Info("resuming from the recorded discovery", "state", pod.State)
 	}
-	want := &cache.PodInterface{
+	rec, err := b.Plan(in, link)
+	if err != nil {
+		return pairRun{}, fail(StepPlan, err)
+	}
+	if rec != nil {
+		rec.Interface, rec.PodInterface, rec.Binding = name, p.PodInterface, p.Binding()
+	}
+	return pairRun{b: b, in: in, link: link, rec: rec, pod: &cache.PodInterface{
 		Interface:    name,
 		Network:      p.Network.Name,
 		PodInterface: p.PodInterface,
 		Binding:      p.Binding(),
-		State:        max(pod.State, cache.Started),
+		State:        state,
 		PodIPs:       podIPs(link, opts.PrimaryPodIP),
 		Discovered:   link,
+	}}, nil
+}
+
+// prepare records the discovery (state "started") and the plan, then
+// prepares the namespace. wrote reports whether a record was written.
+func (r *pairRun) prepare(ctx context.Context, d netdriver.Driver, store *cache.Store, uid string) (wrote bool, err error) {
+	fail := func(step string, err error) error {
+		return &Error{Interface: r.in.Pair.Interface.Name, Step: step, Err: err}
 	}
-	if err := store.WritePodInterface(uid, want); err != nil {
-		return fail(StepRecord, err)
-	}
-	rec, err := b.Plan(in, link)
+	w, err := store.PutPodInterface(uid, r.pod)
 	if err != nil {
-		return fail(StepPlan, err)
+		return w, fail(StepRecord, err)
 	}
-	if rec != nil {
-		rec.Interface, rec.PodInterface, rec.Binding = name, p.PodInterface, p.Binding()
-		if err := store.WriteInterface(uid, rec); err != nil {
-			return fail(StepRecord, err)
+	wrote = w
+	if r.rec != nil {
+		w, err := store.PutInterface(uid, r.rec)
+		wrote = wrote || w
+		if err != nil {
+			return wrote, fail(StepRecord, err)
 		}
 	}
-	if err := b.Prepare(ctx, d, in, link, rec); err != nil {
-		if opts.KeepOnFailure {
-			return fail(StepPrepare, err)
-		}
-		return fail(StepPrepare, rollback(context.WithoutCancel(ctx), d, b, in, link, rec, store, err))
+	if err := r.b.Prepare(ctx, d, r.in, r.link, r.rec); err != nil {
+		return wrote, fail(StepPrepare, err)
 	}
-	done := *want
-	done.State = cache.Finished
-	if err := store.WritePodInterface(uid, &done); err != nil {
-		return fail(StepRecord, err)
-	}
-	in.Logger.Info("interface ready")
-	return nil
+	return wrote, nil
 }
 
 // podIPs are the first global IPv4 and IPv6 addresses of the link, the
@@ -265,19 +362,4 @@ func podIPs(l *cache.Link, primary string) []string {
 		}
 	}
 	return out
-}
-
-// rollback undoes a failed Prepare and forgets the interface, so that a
-// re-run starts from a fresh discovery. It returns cause, joined with the
-// rollback's own failure if any (then the records stay: a re-run resumes).
-func rollback(ctx context.Context, d netdriver.Driver, b binding.Binding, in binding.Input, link *cache.Link, rec *cache.Interface, store *cache.Store, cause error) error {
-	if err := b.Cleanup(ctx, d, in, link, rec); err != nil {
-		in.Logger.Error("rollback failed; a re-run resumes from the cache", "error", err)
-		return errors.Join(cause, fmt.Errorf("rollback: %w", err))
-	}
-	if err := store.Delete(in.VMI.Metadata.UID, in.Pair.Interface.Name); err != nil {
-		return errors.Join(cause, fmt.Errorf("rollback: %w", err))
-	}
-	in.Logger.Warn("prepare failed and was rolled back", "error", cause)
-	return cause
 }

@@ -330,6 +330,8 @@ func TestRunHostile(t *testing.T) {
 		step     string
 		as       any
 		contains string
+		// wide: the failure is VMI-wide (no interface named).
+		wide bool
 	}{
 		{name: "missing pod link", yaml: bridgeVMI, links: []netdriver.SimLink{{Name: "eth9"}},
 			step: phase1.StepDiscover, as: new(*binding.PodLinkError), contains: `"eth0"`},
@@ -365,7 +367,7 @@ func TestRunHostile(t *testing.T) {
 				require.NoError(t, err)
 				return s
 			},
-			step: phase1.StepRead, contains: "file/cache"},
+			step: phase1.StepLock, contains: "file/cache", wide: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -383,9 +385,13 @@ func TestRunHostile(t *testing.T) {
 			require.Error(t, err)
 			var pe *phase1.Error
 			require.ErrorAs(t, err, &pe)
-			require.Equal(t, "default", pe.Interface)
 			require.Equal(t, tt.step, pe.Step)
-			require.Contains(t, err.Error(), `interface "default"`)
+			if tt.wide {
+				require.Empty(t, pe.Interface)
+			} else {
+				require.Equal(t, "default", pe.Interface)
+				require.Contains(t, err.Error(), `interface "default"`)
+			}
 			require.Contains(t, err.Error(), tt.contains)
 			if tt.as != nil {
 				require.ErrorAs(t, err, tt.as)

@@ -178,6 +178,17 @@ func (d *Driver) SetNoARP(name string, on bool) error {
 	return err
 }
 
+// SetAlias implements [netdriver.Driver] through the hooks.
+func (d *Driver) SetAlias(name, alias string) error {
+	c, err := d.before("SetAlias", true)
+	if err != nil {
+		return err
+	}
+	err = d.Inner.SetAlias(name, alias)
+	d.after(c, err)
+	return err
+}
+
 // AddrOwners implements [netdriver.Driver] through the hooks.
 func (d *Driver) AddrOwners(addr netip.Addr) ([]string, error) {
 	c, err := d.before("AddrOwners", false)

@@ -19,10 +19,11 @@ import (
 func (Binding) NeedsRecord() bool { return true }
 
 // Discover reads the pod link (`ip -d link show eth0`, `ip addr`, `ip
-// route`). A link of a type phase1 creates in its place (dummy, bridge,
-// tap) is refused.
+// route`). A link phase1 already prepared (a dummy, bridge or tap in its
+// place, a port of a k6t- bridge, phase1's bridge or tap or the renamed
+// NIC next to it) is refused with [binding.ErrPrepared].
 func (Binding) Discover(ctx context.Context, d netdriver.Driver, in binding.Input) (*cache.Link, error) {
-	return binding.DiscoverLink(d, in.Names.Pod)
+	return binding.DiscoverPodLink(d, in, in.Names.NIC)
 }
 
 // Plan computes the record: the VM takes the pod link's first IPv4
@@ -146,11 +147,17 @@ func (Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input
 		return err
 	}
 	want := map[string]string{rec.Bridge: netdriver.TypeBridge, rec.Tap: netdriver.TypeTuntap}
-	if !rec.IPAMDisabled {
-		want[rec.NIC] = link.Type
-	}
-	if err := binding.Preflight(d, want); err != nil {
+	if err := binding.Preflight(d, in, want); err != nil {
 		return err
+	}
+	if !rec.IPAMDisabled {
+		// The NIC is the pod link renamed: not marked, only its type
+		// can be checked.
+		if nic, err := binding.Lookup(d, rec.NIC); err != nil {
+			return err
+		} else if nic != nil && nic.Type != link.Type {
+			return &binding.ForeignLinkError{Name: rec.NIC, Type: nic.Type, Want: link.Type}
+		}
 	}
 	ll := names.BridgeLinkLocal(in.Pair.Index)
 	if err := binding.CheckAddressFree(d, ll.Addr(), rec.Bridge, rec.Bridge); err != nil {
@@ -175,7 +182,7 @@ func (Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input
 		return err
 	}
 	mac := names.BridgeMAC(in.VMI.Metadata.UID, in.Pair.Interface.Name)
-	if _, err := binding.EnsureBridge(d, rec.Bridge, rec.MTU, mac); err != nil {
+	if _, err := binding.EnsureBridge(d, in, rec.Bridge, rec.MTU, mac); err != nil {
 		return err
 	}
 	nicLink, err := d.LinkByName(nic)
@@ -194,7 +201,7 @@ func (Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input
 		return err
 	}
 	tap := netdriver.Tap{Name: rec.Tap, Owner: in.TapOwner, Group: in.TapOwner, MultiQueue: rec.Queues > 1, MTU: rec.MTU}
-	if err := binding.EnsureTap(d, tap, rec.Bridge); err != nil {
+	if err := binding.EnsureTap(d, in, tap, rec.Bridge); err != nil {
 		return err
 	}
 	if nicLink.Master != rec.Bridge {
@@ -300,12 +307,8 @@ func moveAddressToDummy(d netdriver.Driver, in binding.Input, link *cache.Link, 
 			return err
 		}
 	}
-	if podLink == nil {
-		if err := d.AddDummy(pod); err != nil {
-			return err
-		}
-	} else if podLink.Type != netdriver.TypeDummy {
-		return &binding.ForeignLinkError{Name: pod, Type: podLink.Type, Want: netdriver.TypeDummy}
+	if _, err := binding.EnsureDummy(d, in, pod); err != nil {
+		return err
 	}
 	if err := binding.EnsureAddr(d, pod, podIP); err != nil {
 		return err
@@ -315,12 +318,14 @@ func moveAddressToDummy(d netdriver.Driver, in binding.Input, link *cache.Link, 
 
 // Cleanup returns the pod link to how the CNI left it: tap and bridge
 // deleted, the dummy deleted, the NIC renamed back with its MAC, MTU,
-// addresses and routes restored. Missing pieces are skipped.
+// addresses and routes restored. Missing pieces are skipped; links under
+// phase1's names that phase1 did not create are left alone
+// ([binding.DeleteOwned]).
 func (Binding) Cleanup(ctx context.Context, d netdriver.Driver, in binding.Input, link *cache.Link, rec *cache.Interface) error {
-	if err := binding.DeleteIfType(d, in.Names.Tap, netdriver.TypeTuntap); err != nil {
+	if err := binding.DeleteOwned(d, in, in.Names.Tap, netdriver.TypeTuntap); err != nil {
 		return err
 	}
-	if err := binding.DeleteIfType(d, in.Names.Bridge, netdriver.TypeBridge); err != nil {
+	if err := binding.DeleteOwned(d, in, in.Names.Bridge, netdriver.TypeBridge); err != nil {
 		return err
 	}
 	if link == nil {
@@ -330,8 +335,13 @@ func (Binding) Cleanup(ctx context.Context, d netdriver.Driver, in binding.Input
 	if nic, err := binding.Lookup(d, in.Names.NIC); err != nil {
 		return err
 	} else if nic != nil {
-		if err := binding.DeleteIfType(d, pod, netdriver.TypeDummy); err != nil {
+		if err := binding.DeleteOwned(d, in, pod, netdriver.TypeDummy); err != nil {
 			return err
+		}
+		if l, err := binding.Lookup(d, pod); err != nil {
+			return err
+		} else if l != nil {
+			return &binding.ForeignLinkError{Name: pod, Type: l.Type, Reason: fmt.Sprintf("holds the pod link's name: %s cannot be renamed back", in.Names.NIC)}
 		}
 		if nic.Up {
 			if err := d.SetDown(in.Names.NIC); err != nil {

@@ -23,9 +23,11 @@ func migrationPorts() []uint16 { return []uint16{49152, 49153} }
 // phase1's record.
 func (Binding) NeedsRecord() bool { return true }
 
-// Discover reads the pod link; it stays as the CNI left it.
+// Discover reads the pod link; it stays as the CNI left it. A link
+// phase1 already prepared (a port of a k6t- bridge, phase1's bridge or
+// tap next to it) is refused with [binding.ErrPrepared].
 func (Binding) Discover(ctx context.Context, d netdriver.Driver, in binding.Input) (*cache.Link, error) {
-	return binding.DiscoverLink(d, in.Names.Pod)
+	return binding.DiscoverPodLink(d, in)
 }
 
 // Subnet is one family of the VM's masquerade network: the gateway (on the
@@ -91,6 +93,9 @@ func (Binding) Plan(in binding.Input, link *cache.Link) (*cache.Interface, error
 	if err != nil {
 		return nil, err
 	}
+	if err := checkOverlap(link, v4, v6); err != nil {
+		return nil, err
+	}
 	mac := names.VMMAC(in.VMI.Metadata.UID, in.Pair.Interface.Name)
 	if m := in.Pair.Interface.MacAddress; m != "" {
 		if mac, err = net.ParseMAC(m); err != nil {
@@ -131,7 +136,7 @@ func (Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input
 	if _, err := d.LinkByName(in.Names.Pod); err != nil {
 		return &binding.PodLinkError{Name: in.Names.Pod, Reason: "gone", Err: err}
 	}
-	if err := binding.Preflight(d, map[string]string{rec.Bridge: netdriver.TypeBridge, rec.Tap: netdriver.TypeTuntap}); err != nil {
+	if err := binding.Preflight(d, in, map[string]string{rec.Bridge: netdriver.TypeBridge, rec.Tap: netdriver.TypeTuntap}); err != nil {
 		return err
 	}
 	type fam struct {
@@ -154,7 +159,7 @@ func (Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input
 			return err
 		}
 	}
-	br, err := binding.EnsureBridge(d, rec.Bridge, rec.MTU, names.MasqueradeBridgeMAC())
+	br, err := binding.EnsureBridge(d, in, rec.Bridge, rec.MTU, names.MasqueradeBridgeMAC())
 	if err != nil {
 		return err
 	}
@@ -188,7 +193,7 @@ func (Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input
 		}
 	}
 	tap := netdriver.Tap{Name: rec.Tap, Owner: in.TapOwner, Group: in.TapOwner, MultiQueue: rec.Queues > 1, MTU: rec.MTU}
-	if err := binding.EnsureTap(d, tap, rec.Bridge); err != nil {
+	if err := binding.EnsureTap(d, in, tap, rec.Bridge); err != nil {
 		return err
 	}
 	for _, f := range fams {
@@ -286,16 +291,16 @@ func natPorts(ports []api.Port) []netdriver.NATPort {
 	return out
 }
 
-// Cleanup removes the NAT tables, the tap and the bridge. The pod link
-// was never changed.
+// Cleanup removes the NAT tables, the tap and the bridge (only links
+// phase1 created: [binding.DeleteOwned]). The pod link was never changed.
 func (Binding) Cleanup(ctx context.Context, d netdriver.Driver, in binding.Input, link *cache.Link, rec *cache.Interface) error {
 	for _, f := range []netdriver.Family{netdriver.IPv4, netdriver.IPv6} {
 		if err := d.DeleteNAT(f); err != nil {
 			return err
 		}
 	}
-	if err := binding.DeleteIfType(d, in.Names.Tap, netdriver.TypeTuntap); err != nil {
+	if err := binding.DeleteOwned(d, in, in.Names.Tap, netdriver.TypeTuntap); err != nil {
 		return err
 	}
-	return binding.DeleteIfType(d, in.Names.Bridge, netdriver.TypeBridge)
+	return binding.DeleteOwned(d, in, in.Names.Bridge, netdriver.TypeBridge)
 }

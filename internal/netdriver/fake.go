@@ -389,6 +389,17 @@ func (f *Fake) SetLearning(name string, on bool) error {
 	})
 }
 
+// SetAlias implements [Driver].
+func (f *Fake) SetAlias(name, alias string) error {
+	return f.mutate("SetAlias "+alias, name, func(l *Link) error {
+		if len(alias) > MaxAlias {
+			return fmt.Errorf("set alias of %q: %w", name, unix.EINVAL)
+		}
+		l.Alias = alias
+		return nil
+	})
+}
+
 // SetNoARP implements [Driver].
 func (f *Fake) SetNoARP(name string, on bool) error {
 	return f.mutate(fmt.Sprintf("SetNoARP %v", on), name, func(l *Link) error { l.NoARP = on; return nil })

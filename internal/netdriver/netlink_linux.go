@@ -188,6 +188,7 @@ func (n *Netlink) convert(l netlink.Link, masters map[int]string) (*Link, error)
 		NoARP:    a.RawFlags&unix.IFF_NOARP != 0,
 		TapOwner: -1,
 		TapGroup: -1,
+		Alias:    a.Alias,
 	}
 	if a.MasterIndex != 0 {
 		if name, ok := masters[a.MasterIndex]; ok {
@@ -407,6 +408,14 @@ func (n *Netlink) Learning(name string) (bool, error) {
 // SetLearning implements [Driver].
 func (n *Netlink) SetLearning(name string, on bool) error {
 	return n.set(name, fmt.Sprintf("set learning %v", on), func(l netlink.Link) error { return n.h.LinkSetLearning(l, on) })
+}
+
+// SetAlias implements [Driver].
+func (n *Netlink) SetAlias(name, alias string) error {
+	if len(alias) > MaxAlias {
+		return fmt.Errorf("set alias of %q: %d bytes, the kernel keeps at most %d", name, len(alias), MaxAlias)
+	}
+	return n.set(name, fmt.Sprintf("set alias %q", alias), func(l netlink.Link) error { return n.h.LinkSetAlias(l, alias) })
 }
 
 // SetNoARP implements [Driver].

@@ -1,0 +1,104 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	"github.com/virtnet/virtnet/internal/flock"
+)
+
+// ErrLocked is matched by the error of a lock that another run held for
+// as long as the caller's context allowed (a *flock.LockedError naming the
+// lock and wrapping the context's error).
+var ErrLocked = flock.ErrLocked
+
+// Lock is an exclusive lock taken with [Store.LockVMI] or
+// [Store.LockNamespace]. Locks are lock files 0600 in the root, so that
+// only root (or the store's owner) can take them: the launcher, which can
+// read the records, cannot hold phase1 off. The lock is released when the
+// process dies.
+type Lock struct {
+	f    *os.File
+	path string
+}
+
+// Unlock releases the lock.
+func (l *Lock) Unlock() error { return l.f.Close() }
+
+// Remove deletes the lock file, then releases the lock (Cleanup, once the
+// VMI is gone). A run waiting on the removed file sees it gone after it
+// gets the lock and takes the lock again on a new file, so mutual
+// exclusion holds across the removal.
+func (l *Lock) Remove() error {
+	err := os.Remove(l.path)
+	if cerr := l.f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil && !os.IsNotExist(err) {
+		return fmt.Errorf("cache: remove lock %s: %w", l.path, err)
+	}
+	return nil
+}
+
+// LockVMI takes the store's lock of one VMI (file <root>/.lock-<uid>),
+// waiting until it is free or ctx is done. Every phase1 Run and Cleanup of
+// the VMI holds it, so that two of them never interleave.
+func (s *Store) LockVMI(ctx context.Context, uid string) (*Lock, error) {
+	if err := CheckName("VMI UID", uid); err != nil {
+		return nil, err
+	}
+	return s.lock(ctx, ".lock-"+uid, "VMI "+uid)
+}
+
+// LockNamespace takes the store's lock of one network namespace, named by
+// its nsfs inode number (file <root>/.lock-netns-<ino>), waiting until it
+// is free or ctx is done: runs for different VMIs in one namespace (or for
+// one namespace under two paths) never interleave either.
+func (s *Store) LockNamespace(ctx context.Context, ino uint64) (*Lock, error) {
+	return s.lock(ctx, fmt.Sprintf(".lock-netns-%d", ino), fmt.Sprintf("network namespace (inode %d)", ino))
+}
+
+// lockRetries bounds how often a lock file removed under a waiting run is
+// taken again.
+const lockRetries = 100
+
+func (s *Store) lock(ctx context.Context, name, what string) (*Lock, error) {
+	if err := s.ensureDir(s.root); err != nil {
+		return nil, err
+	}
+	path := filepath.Join(s.root, name)
+	what = fmt.Sprintf("%s (lock %s)", what, path)
+	for range lockRetries {
+		if err := checkFile(path); err != nil && !os.IsNotExist(err) {
+			return nil, err
+		}
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("cache: lock %s: %w", path, err)
+		}
+		if err := flock.Lock(ctx, f, what); err != nil {
+			f.Close()
+			return nil, err
+		}
+		// The holder may have removed the file (Lock.Remove) while we
+		// waited: then ours is a lock on nothing, take the new file's.
+		var held, now syscall.Stat_t
+		if err := syscall.Fstat(int(f.Fd()), &held); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("cache: lock %s: %w", path, err)
+		}
+		err = syscall.Lstat(path, &now)
+		if err == nil && now.Ino == held.Ino && now.Dev == held.Dev {
+			return &Lock{f: f, path: path}, nil
+		}
+		f.Close()
+		if err != nil && !errors.Is(err, syscall.ENOENT) {
+			return nil, fmt.Errorf("cache: lock %s: %w", path, err)
+		}
+	}
+	return nil, fmt.Errorf("cache: lock %s: removed and recreated %d times while waiting", path, lockRetries)
+}

@@ -1,0 +1,80 @@
+package phase1
+
+import (
+	"context"
+	"errors"
+
+	"github.com/virtnet/virtnet/api"
+	"github.com/virtnet/virtnet/cache"
+)
+
+// runLocks are the locks a Run or Cleanup holds: the VMI's, then the
+// namespace's (always in that order, so that two runs never wait on each
+// other in a cycle).
+type runLocks struct {
+	vmi, ns *cache.Lock
+}
+
+// takeLocks checks the namespace path and takes the VMI's lock and, for a
+// real namespace, the namespace's, waiting as [Options.LockWait] says.
+func takeLocks(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.Store, opts Options) (*runLocks, error) {
+	var ino uint64
+	if netnsPath != "" {
+		var err error
+		if ino, err = namespaceInode(netnsPath); err != nil {
+			return nil, &Error{Step: StepOpen, Err: err}
+		}
+	}
+	lctx, cancel := ctx, context.CancelFunc(func() {})
+	switch {
+	case opts.LockWait > 0:
+		lctx, cancel = context.WithTimeout(ctx, opts.LockWait)
+	case opts.LockWait < 0:
+		lctx, cancel = context.WithCancel(ctx)
+		cancel()
+	}
+	defer cancel()
+	l := &runLocks{}
+	var err error
+	if l.vmi, err = store.LockVMI(lctx, vmi.Metadata.UID); err != nil {
+		return nil, &Error{Step: StepLock, Err: err}
+	}
+	if netnsPath != "" {
+		if l.ns, err = store.LockNamespace(lctx, ino); err != nil {
+			_ = l.vmi.Unlock()
+			return nil, &Error{Step: StepLock, Err: err}
+		}
+	}
+	return l, nil
+}
+
+// release unlocks, and with remove (a Cleanup that removed the VMI)
+// deletes the lock files too.
+func (l *runLocks) release(remove bool) error {
+	var errs []error
+	for _, lk := range []*cache.Lock{l.ns, l.vmi} {
+		if lk == nil {
+			continue
+		}
+		if remove {
+			errs = append(errs, lk.Remove())
+		} else {
+			errs = append(errs, lk.Unlock())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// lockRun is takeLocks for Run; the returned function releases the locks
+// and reports a failure to do so into *err when it is nil.
+func lockRun(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.Store, opts Options) (func(*error), error) {
+	l, err := takeLocks(ctx, vmi, netnsPath, store, opts)
+	if err != nil {
+		return nil, err
+	}
+	return func(err *error) {
+		if uerr := l.release(false); uerr != nil && *err == nil {
+			*err = &Error{Step: StepLock, Err: uerr}
+		}
+	}, nil
+}
