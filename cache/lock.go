@@ -16,11 +16,10 @@ import (
 // lock and wrapping the context's error).
 var ErrLocked = flock.ErrLocked
 
-// Lock is an exclusive lock taken with [Store.LockVMI] or
-// [Store.LockNamespace]. Locks are lock files 0600 in the root, so that
-// only root (or the store's owner) can take them: the launcher, which can
-// read the records, cannot hold phase1 off. The lock is released when the
-// process dies.
+// Lock is an exclusive lock taken with [Store.LockVMI]: a lock file 0600
+// in the root, so that only root (or the store's owner) can take it (the
+// launcher, which reads the records, cannot hold phase1 off). It is
+// released when the process dies.
 type Lock struct {
 	f    *os.File
 	path string
@@ -52,14 +51,6 @@ func (s *Store) LockVMI(ctx context.Context, uid string) (*Lock, error) {
 		return nil, err
 	}
 	return s.lock(ctx, ".lock-"+uid, "VMI "+uid)
-}
-
-// LockNamespace takes the store's lock of one network namespace, named by
-// its nsfs inode number (file <root>/.lock-netns-<ino>), waiting until it
-// is free or ctx is done: runs for different VMIs in one namespace (or for
-// one namespace under two paths) never interleave either.
-func (s *Store) LockNamespace(ctx context.Context, ino uint64) (*Lock, error) {
-	return s.lock(ctx, fmt.Sprintf(".lock-netns-%d", ino), fmt.Sprintf("network namespace (inode %d)", ino))
 }
 
 // lockRetries bounds how often a lock file removed under a waiting run is

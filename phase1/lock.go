@@ -3,25 +3,30 @@ package phase1
 import (
 	"context"
 	"errors"
+	"os"
 
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/cache"
+	"github.com/virtnet/virtnet/internal/flock"
 )
 
 // runLocks are the locks a Run or Cleanup holds: the VMI's, then the
 // namespace's (always in that order, so that two runs never wait on each
 // other in a cycle).
 type runLocks struct {
-	vmi, ns *cache.Lock
+	vmi *cache.Lock
+	// ns is the namespace file, flocked (nil with Options.Driver and no
+	// path).
+	ns *os.File
 }
 
 // takeLocks checks the namespace path and takes the VMI's lock and, for a
 // real namespace, the namespace's, waiting as [Options.LockWait] says.
 func takeLocks(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.Store, opts Options) (*runLocks, error) {
-	var ino uint64
+	l := &runLocks{}
 	if netnsPath != "" {
 		var err error
-		if ino, err = namespaceInode(netnsPath); err != nil {
+		if l.ns, err = openNamespace(netnsPath); err != nil {
 			return nil, &Error{Step: StepOpen, Err: err}
 		}
 	}
@@ -34,14 +39,14 @@ func takeLocks(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache
 		cancel()
 	}
 	defer cancel()
-	l := &runLocks{}
 	var err error
 	if l.vmi, err = store.LockVMI(lctx, vmi.Metadata.UID); err != nil {
+		_ = l.release(false)
 		return nil, &Error{Step: StepLock, Err: err}
 	}
-	if netnsPath != "" {
-		if l.ns, err = store.LockNamespace(lctx, ino); err != nil {
-			_ = l.vmi.Unlock()
+	if l.ns != nil {
+		if err := flock.Lock(lctx, l.ns, "network namespace "+netnsPath); err != nil {
+			_ = l.release(false)
 			return nil, &Error{Step: StepLock, Err: err}
 		}
 	}
@@ -52,15 +57,15 @@ func takeLocks(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache
 // deletes the lock files too.
 func (l *runLocks) release(remove bool) error {
 	var errs []error
-	for _, lk := range []*cache.Lock{l.ns, l.vmi} {
-		if lk == nil {
-			continue
-		}
-		if remove {
-			errs = append(errs, lk.Remove())
-		} else {
-			errs = append(errs, lk.Unlock())
-		}
+	if l.ns != nil {
+		errs = append(errs, l.ns.Close())
+	}
+	switch {
+	case l.vmi == nil:
+	case remove:
+		errs = append(errs, l.vmi.Remove())
+	default:
+		errs = append(errs, l.vmi.Unlock())
 	}
 	return errors.Join(errs...)
 }

@@ -7,35 +7,44 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// namespaceInode checks that path is a network namespace (an nsfs file of
-// type CLONE_NEWNET) and returns its inode number, which names the
-// namespace however it is reached. Anything else gets a
-// [*NotNamespaceError] saying what the path is.
-func namespaceInode(path string) (uint64, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+// openNamespace opens path after checking that it is a network namespace
+// (an nsfs file of type CLONE_NEWNET); anything else gets a
+// [*NotNamespaceError] saying what the path is. Every path of one
+// namespace (/proc/<pid>/ns/net, a bind mount under /var/run/netns) is the
+// same nsfs inode, so a flock on the file locks the namespace.
+func openNamespace(path string) (f *os.File, err error) {
+	f, err = os.OpenFile(path, os.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
 	if err != nil {
-		return 0, fmt.Errorf("open network namespace %s: %w", path, err)
+		return nil, fmt.Errorf("open network namespace %s: %w", path, err)
 	}
-	defer f.Close()
+	defer func() {
+		if err != nil {
+			f.Close()
+		}
+	}()
+	return f, checkNamespace(f, path)
+}
+
+func checkNamespace(f *os.File, path string) error {
 	var st unix.Stat_t
 	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
-		return 0, fmt.Errorf("open network namespace %s: %w", path, err)
+		return fmt.Errorf("open network namespace %s: %w", path, err)
 	}
 	var fs unix.Statfs_t
 	if err := unix.Fstatfs(int(f.Fd()), &fs); err != nil {
-		return 0, fmt.Errorf("open network namespace %s: %w", path, err)
+		return fmt.Errorf("open network namespace %s: %w", path, err)
 	}
 	if fs.Type != unix.NSFS_MAGIC {
-		return 0, &NotNamespaceError{Path: path, What: fileKind(st.Mode)}
+		return &NotNamespaceError{Path: path, What: fileKind(st.Mode)}
 	}
 	typ, err := unix.IoctlRetInt(int(f.Fd()), unix.NS_GET_NSTYPE)
 	if err != nil {
-		return 0, fmt.Errorf("open network namespace %s: namespace type: %w", path, err)
+		return fmt.Errorf("open network namespace %s: namespace type: %w", path, err)
 	}
 	if typ != unix.CLONE_NEWNET {
-		return 0, &NotNamespaceError{Path: path, What: namespaceKind(typ)}
+		return &NotNamespaceError{Path: path, What: namespaceKind(typ)}
 	}
-	return st.Ino, nil
+	return nil
 }
 
 func fileKind(mode uint32) string {

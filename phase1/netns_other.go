@@ -2,7 +2,11 @@
 
 package phase1
 
-import "github.com/virtnet/virtnet/internal/netdriver"
+import (
+	"os"
 
-// namespaceInode needs Linux; elsewhere no namespace can be opened.
-func namespaceInode(path string) (uint64, error) { return 0, netdriver.ErrNotSupported }
+	"github.com/virtnet/virtnet/internal/netdriver"
+)
+
+// openNamespace needs Linux; elsewhere no namespace can be opened.
+func openNamespace(path string) (*os.File, error) { return nil, netdriver.ErrNotSupported }

@@ -67,6 +67,9 @@ func cacheFiles(tb testing.TB, s *cache.Store) map[string]string {
 			return err
 		}
 		base := filepath.Base(p)
+		if strings.HasPrefix(base, ".lock-") && filepath.Dir(p) == s.Root() {
+			return nil // a VMI's lock file (empty), not a record
+		}
 		switch {
 		case strings.HasPrefix(base, "pod-interface-"):
 			err = cache.Decode(p, b, &cache.PodInterface{})

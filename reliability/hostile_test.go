@@ -145,7 +145,9 @@ func TestHostileCacheThroughRun(t *testing.T) {
 			require.Equal(t, tt.path(e), ue.Path)
 			var pe *phase1.Error
 			require.ErrorAs(t, err, &pe)
-			require.Equal(t, phase1.StepRead, pe.Step)
+			// An unsafe root is found when the VMI's lock is taken, the
+			// rest when the records are read: before any kernel call.
+			require.Contains(t, []string{phase1.StepLock, phase1.StepRead}, pe.Step)
 			reads, writes := d.Counts()
 			require.Zero(t, reads+writes, "kernel calls despite an unsafe cache")
 			require.Empty(t, f.Calls())
