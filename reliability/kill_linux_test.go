@@ -40,7 +40,10 @@ func cleanRun(t *testing.T, sc scenario) (state []string, files map[string]strin
 // re-executed) with SIGKILL before its first mutating kernel call and
 // after each one in turn. Whatever the kill left, every cache file parses
 // (absent, old or new, never torn), and a re-run converges to the kernel
-// state and cache bytes of a clean run.
+// state and cache bytes of a clean run; and each kill is made a second
+// time and followed by a Cleanup, which must return the namespace to how
+// the CNI left it (links phase1 created but was killed before marking
+// included).
 func TestSIGKILLAtEveryStep(t *testing.T) {
 	testutil.RequireRoot(t)
 	for _, sc := range kernelScenarios {
@@ -56,25 +59,33 @@ func TestSIGKILLAtEveryStep(t *testing.T) {
 				kills = append(kills, kill{"after", i})
 			}
 			for _, k := range kills {
-				t.Run(fmt.Sprintf("%s-call-%d", k.when, k.at), func(t *testing.T) {
-					pod := newPod(t, sc.pod)
-					s := newStore(t)
-					cmd := exec.Command(os.Args[0], "-test.run=^$")
-					cmd.Env = append(os.Environ(),
-						envHelper+"=kill", envNetNS+"="+pod.Pod.Path, envCache+"="+s.Root(),
-						envVMI+"="+sc.yaml, envKillAt+fmt.Sprint("=", k.at), envKillWhy+"="+k.when)
-					out, err := cmd.CombinedOutput()
-					var ee *exec.ExitError
-					require.ErrorAs(t, err, &ee, "helper output: %s", out)
-					ws := ee.Sys().(syscall.WaitStatus)
-					require.True(t, ws.Signaled() && ws.Signal() == syscall.SIGKILL,
-						"the helper must die by SIGKILL, got %v: %s", ee, out)
+				for _, then := range []string{"rerun", "cleanup"} {
+					t.Run(fmt.Sprintf("%s-call-%d-%s", k.when, k.at, then), func(t *testing.T) {
+						pod := newPod(t, sc.pod)
+						pristine := linkState(t, pod.Pod.Path)
+						s := newStore(t)
+						cmd := exec.Command(os.Args[0], "-test.run=^$")
+						cmd.Env = append(os.Environ(),
+							envHelper+"=kill", envNetNS+"="+pod.Pod.Path, envCache+"="+s.Root(),
+							envVMI+"="+sc.yaml, envKillAt+fmt.Sprint("=", k.at), envKillWhy+"="+k.when)
+						out, err := cmd.CombinedOutput()
+						var ee *exec.ExitError
+						require.ErrorAs(t, err, &ee, "helper output: %s", out)
+						ws := ee.Sys().(syscall.WaitStatus)
+						require.True(t, ws.Signaled() && ws.Signal() == syscall.SIGKILL,
+							"the helper must die by SIGKILL, got %v: %s", ee, out)
 
-					cacheFiles(t, s) // every file left parses
-					require.NoError(t, phase1.Run(context.Background(), loadVMI(t, sc.yaml), pod.Pod.Path, s, phase1.Options{}))
-					require.Equal(t, wantState, kernelState(t, pod.Pod.Path))
-					require.Equal(t, wantFiles, cacheFiles(t, s))
-				})
+						cacheFiles(t, s) // every file left parses
+						if then == "cleanup" {
+							require.NoError(t, phase1.Cleanup(context.Background(), loadVMI(t, sc.yaml), pod.Pod.Path, s, phase1.Options{}))
+							require.Equal(t, pristine, linkState(t, pod.Pod.Path), "Cleanup after the kill: as the CNI left it")
+							require.Empty(t, cacheFiles(t, s))
+						}
+						require.NoError(t, phase1.Run(context.Background(), loadVMI(t, sc.yaml), pod.Pod.Path, s, phase1.Options{}))
+						require.Equal(t, wantState, kernelState(t, pod.Pod.Path))
+						require.Equal(t, wantFiles, cacheFiles(t, s))
+					})
+				}
 			}
 		})
 	}

@@ -25,8 +25,8 @@ const (
 	envNetNS   = "VIRTNET_RELIABILITY_NETNS"
 	envCache   = "VIRTNET_RELIABILITY_CACHE"
 	envVMI     = "VIRTNET_RELIABILITY_VMI"
-	envKillAt  = "VIRTNET_RELIABILITY_KILL_AT"   // mutating call number
-	envKillWhy = "VIRTNET_RELIABILITY_KILL_WHEN" // "before" or "after" it
+	envKillAt  = "VIRTNET_RELIABILITY_KILL_AT"   // mutating call or cache write step number
+	envKillWhy = "VIRTNET_RELIABILITY_KILL_WHEN" // "before" or "after" the call, or "write" (at the step)
 )
 
 // exitNotKilled is the helper's exit code when phase1 ended without
@@ -41,7 +41,8 @@ func TestMain(m *testing.M) {
 }
 
 // killHelper runs phase1 and SIGKILLs itself before or after the mutating
-// kernel call number $VIRTNET_RELIABILITY_KILL_AT.
+// kernel call number $VIRTNET_RELIABILITY_KILL_AT, or at that step of the
+// cache writes (counting every [cache.WriteStep] of every record write).
 func killHelper() int {
 	at, err := strconv.Atoi(os.Getenv(envKillAt))
 	if err != nil {
@@ -72,7 +73,16 @@ func killHelper() int {
 		}
 	}
 	d := &reliability.Driver{Inner: nl}
-	if after {
+	if os.Getenv(envKillWhy) == "write" {
+		steps := 0
+		store = store.WithHook(func(cache.WriteStep, string, string) error {
+			if steps++; steps == at {
+				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+				select {}
+			}
+			return nil
+		})
+	} else if after {
 		d.After = func(c reliability.Call, _ time.Duration, _ error) { kill(c) }
 	} else {
 		d.Before = func(c reliability.Call) error { kill(c); return nil }
