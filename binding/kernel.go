@@ -179,7 +179,7 @@ func EnsureBridge(d netdriver.Driver, in Input, name string, mtu int, mac net.Ha
 		return nil, err
 	}
 	if l == nil {
-		if l, err = create(d, in, name, func() error { return d.AddBridge(name, mtu, mac) }); err != nil {
+		if l, err = create(d, in, name, netdriver.TypeBridge, func() error { return d.AddBridge(name, mtu, mac) }); err != nil {
 			return nil, err
 		}
 	} else if err := own(d, in, l, netdriver.TypeBridge); err != nil {
@@ -208,7 +208,7 @@ func EnsureTap(d netdriver.Driver, in Input, tap netdriver.Tap, bridge string) e
 		return err
 	}
 	if l == nil {
-		if l, err = create(d, in, tap.Name, func() error { return d.AddTap(tap) }); err != nil {
+		if l, err = create(d, in, tap.Name, netdriver.TypeTuntap, func() error { return d.AddTap(tap) }); err != nil {
 			return err
 		}
 	} else if err := own(d, in, l, netdriver.TypeTuntap); err != nil {

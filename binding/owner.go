@@ -12,36 +12,45 @@ import (
 )
 
 // Ownership: phase1 marks every link it creates (bridge, tap, the bridge
-// binding's dummy) with an alias naming virtnet, the VMI and the
+// binding's dummy) with an alternative name (`ip link property add dev
+// LINK altname MARK`) naming virtnet, the link's role, the VMI and the
 // interface ([Mark]), and it changes or deletes a link under one of its
 // names only when the link carries that mark. A link with the name but
 // without the mark is someone else's: refused before anything changes
 // ([Preflight]) and never deleted by a rollback or Cleanup ([DeleteOwned]).
+// An alternative name rather than the alias (IFLA_IFALIAS) so that the
+// alias stays free for others (the binding plugins' hand-off record lives
+// in the tap's alias), and because it follows the link through renames
+// and no two links can hold the same one.
 //
-// The kernel ignores IFLA_IFALIAS when it creates a link, so the mark is a
-// second call right after the creation. A SIGKILL between the two leaves
-// an unmarked link exactly as phase1 creates it; a run that resumes the
-// pair (its records existed before the run: [Input.Resumed]) takes such a
-// link for its own only when it is still as created: down, no master, no
-// address, no port, and for a tap owned as phase1 asks.
+// The kernel takes no alternative name when it creates a link, so the mark
+// is a second call right after the creation. A SIGKILL between the two
+// leaves an unmarked link exactly as phase1 creates it; a run that resumes
+// the pair (its records existed before the run: [Input.Resumed]) takes
+// such a link for its own only when it is still as created: down, no
+// master, no address, no port, and for a tap owned as phase1 asks.
 
-// MarkPrefix starts the alias of every link phase1 creates.
-const MarkPrefix = "virtnet:"
+// MarkPrefix starts the alternative name of every link phase1 creates.
+const MarkPrefix = "virtnet."
 
-// Mark is the alias phase1 gives the links it creates for one VMI
-// interface: "virtnet:<vmi-uid>/<interface>", or, when that is longer than
-// the kernel keeps, "virtnet:" and a hash of the two.
-func Mark(uid, iface string) string {
-	m := MarkPrefix + uid + "/" + iface
-	if len(m) <= netdriver.MaxAlias {
+// Mark is the alternative name phase1 gives the link of type typ
+// (netdriver.TypeBridge, TypeTuntap, TypeDummy) it creates for one VMI
+// interface: "virtnet.<type>.<vmi-uid>.<interface>", or, when that is too
+// long or holds a character a link name cannot, "virtnet.<type>." and a
+// hash of the two.
+func Mark(typ, uid, iface string) string {
+	m := MarkPrefix + typ + "." + uid + "." + iface
+	if len(m) <= netdriver.MaxAltName && !strings.ContainsAny(m, "/: \t\n\r\v\f\x00") {
 		return m
 	}
 	sum := sha256.Sum256([]byte(uid + "/" + iface))
-	return MarkPrefix + "sha256:" + hex.EncodeToString(sum[:])
+	return MarkPrefix + typ + "." + hex.EncodeToString(sum[:16])
 }
 
-// Mark is the mark of the input's VMI interface.
-func (in Input) Mark() string { return Mark(in.VMI.Metadata.UID, in.Pair.Interface.Name) }
+// Mark is the mark of the input's link of type typ.
+func (in Input) Mark(typ string) string {
+	return Mark(typ, in.VMI.Metadata.UID, in.Pair.Interface.Name)
+}
 
 // ErrPrepared is matched by the [*PodLinkError] of a pod link that phase1
 // already prepared (its cache is gone): discovering it would record
@@ -64,21 +73,21 @@ func classify(d netdriver.Driver, in Input, l *netdriver.Link, typ string) (owne
 	if l.Type != typ {
 		return foreign, fmt.Sprintf("has type %s, want %s", l.Type, typ), nil
 	}
-	mark := in.Mark()
+	mark := in.Mark(typ)
 	switch {
-	case l.Alias == mark:
+	case slices.Contains(l.AltNames, mark):
 		return ours, "", nil
-	case l.Alias != "":
-		return foreign, fmt.Sprintf("not phase1's for this interface: alias %q, want %q", l.Alias, mark), nil
+	case slices.ContainsFunc(l.AltNames, isMark):
+		return foreign, fmt.Sprintf("phase1 made it for another VMI or interface (altnames %q, want %q)", l.AltNames, mark), nil
 	case !in.Resumed:
-		return foreign, fmt.Sprintf("not created by phase1 (no alias %q)", mark), nil
+		return foreign, fmt.Sprintf("not created by phase1 (no altname %q)", mark), nil
 	}
 	why, err := notAsCreated(d, in, l)
 	if err != nil {
 		return foreign, "", err
 	}
 	if why != "" {
-		return foreign, fmt.Sprintf("not created by phase1 (no alias %q, and %s)", mark, why), nil
+		return foreign, fmt.Sprintf("not created by phase1 (no altname %q, and %s)", mark, why), nil
 	}
 	return adoptable, "", nil
 }
@@ -128,21 +137,22 @@ func own(d netdriver.Driver, in Input, l *netdriver.Link, typ string) error {
 		return &ForeignLinkError{Name: l.Name, Type: l.Type, Want: typ, Reason: why}
 	case o == adoptable:
 		in.Logger.Info("marking a link an interrupted run created", "link", l.Name)
-		if err := d.SetAlias(l.Name, in.Mark()); err != nil {
+		if err := d.AddAltName(l.Name, in.Mark(typ)); err != nil {
 			return err
 		}
-		l.Alias = in.Mark()
+		l.AltNames = append(l.AltNames, in.Mark(typ))
 	}
 	return nil
 }
 
-// create runs add, then marks the new link; if marking fails the link is
-// deleted again, so that no unmarked link of this run stays behind.
-func create(d netdriver.Driver, in Input, name string, add func() error) (*netdriver.Link, error) {
+// create runs add, then marks the new link of type typ; if marking fails
+// the link is deleted again, so that no unmarked link of this run stays
+// behind.
+func create(d netdriver.Driver, in Input, name, typ string, add func() error) (*netdriver.Link, error) {
 	if err := add(); err != nil {
 		return nil, err
 	}
-	if err := d.SetAlias(name, in.Mark()); err != nil {
+	if err := d.AddAltName(name, in.Mark(typ)); err != nil {
 		if derr := d.DeleteLink(name); derr != nil {
 			return nil, errors.Join(err, fmt.Errorf("delete unmarked %s: %w", name, derr))
 		}
@@ -188,7 +198,7 @@ func EnsureDummy(d netdriver.Driver, in Input, name string) (*netdriver.Link, er
 		return nil, err
 	}
 	if l == nil {
-		return create(d, in, name, func() error { return d.AddDummy(name) })
+		return create(d, in, name, netdriver.TypeDummy, func() error { return d.AddDummy(name) })
 	}
 	return l, own(d, in, l, netdriver.TypeDummy)
 }
@@ -211,8 +221,10 @@ func DeleteOwned(d netdriver.Driver, in Input, name, typ string) error {
 	return d.DeleteLink(name)
 }
 
+func isMark(alt string) bool { return strings.HasPrefix(alt, MarkPrefix) }
+
 // isMarked reports whether phase1 (for any VMI) marked l.
-func isMarked(l *netdriver.Link) bool { return strings.HasPrefix(l.Alias, MarkPrefix) }
+func isMarked(l *netdriver.Link) bool { return slices.ContainsFunc(l.AltNames, isMark) }
 
 // checkNotPrepared refuses a pod link that phase1 already prepared: one
 // that carries a mark, is a port of a k6t- or marked bridge, or has one of
@@ -223,7 +235,7 @@ func checkNotPrepared(d netdriver.Driver, in Input, l *netdriver.Link, others ..
 		return &PodLinkError{Name: l.Name, Reason: fmt.Sprintf(format, args...), Err: ErrPrepared}
 	}
 	if isMarked(l) {
-		return fail("carries phase1's mark %q", l.Alias)
+		return fail("carries phase1's mark (altnames %q)", l.AltNames)
 	}
 	if l.Master != "" {
 		if strings.HasPrefix(l.Master, "k6t-") {
@@ -243,7 +255,7 @@ func checkNotPrepared(d netdriver.Driver, in Input, l *netdriver.Link, others ..
 			return err
 		}
 		if o != nil && isMarked(o) {
-			return fail("phase1's %s %s (alias %q) is next to it", o.Type, n, o.Alias)
+			return fail("phase1's %s %s (altnames %q) is next to it", o.Type, n, o.AltNames)
 		}
 	}
 	for _, n := range others {

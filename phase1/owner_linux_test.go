@@ -2,6 +2,7 @@ package phase1_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/virtnet/virtnet/binding"
+	"github.com/virtnet/virtnet/internal/netdriver"
 	"github.com/virtnet/virtnet/internal/testutil"
 	"github.com/virtnet/virtnet/phase1"
 )
@@ -45,7 +47,7 @@ func linkDump(t *testing.T, ns *testutil.NS) map[string][]string {
 	out := map[string][]string{}
 	for _, l := range links {
 		a := l.Attrs()
-		d := []string{l.Type(), "master=" + byIndex[a.MasterIndex], "alias=" + a.Alias, a.HardwareAddr.String()}
+		d := []string{l.Type(), "master=" + byIndex[a.MasterIndex], "alias=" + a.Alias, fmt.Sprintf("altnames=%q", a.AltNames), a.HardwareAddr.String()}
 		addrs, err := ns.Handle.AddrList(l, netlink.FAMILY_ALL)
 		require.NoError(t, err)
 		for _, ad := range addrs {
@@ -111,8 +113,9 @@ func TestCleanupKeepsReplacedLinkKernel(t *testing.T) {
 	pod := testutil.NewPod(t)
 	vmi := loadVMI(t, masqueradeVMI)
 	s := realRun(t, vmi, pod)
-	require.Equal(t, binding.Mark(uid, "default"), mustNL(t, pod.Pod, "tap0").Attrs().Alias, "phase1 marks its tap")
-	require.Equal(t, binding.Mark(uid, "default"), mustNL(t, pod.Pod, "k6t-eth0").Attrs().Alias, "phase1 marks its bridge")
+	require.Equal(t, []string{binding.Mark(netdriver.TypeTuntap, uid, "default")}, mustNL(t, pod.Pod, "tap0").Attrs().AltNames, "phase1 marks its tap")
+	require.Equal(t, []string{binding.Mark(netdriver.TypeBridge, uid, "default")}, mustNL(t, pod.Pod, "k6t-eth0").Attrs().AltNames, "phase1 marks its bridge")
+	require.Empty(t, mustNL(t, pod.Pod, "tap0").Attrs().Alias, "the alias stays free (the binding plugins' hand-off)")
 	require.NoError(t, pod.Pod.Handle.LinkDel(mustNL(t, pod.Pod, "tap0")))
 	foreignTap(t, pod.Pod, "tap0", 107)
 	addAddr(t, pod.Pod, "tap0", "192.168.78.1/24")

@@ -65,8 +65,8 @@ func kernelState(tb testing.TB, nsPath string) []string {
 			require.NoError(tb, err)
 			learning = fmt.Sprint(on)
 		}
-		out = append(out, fmt.Sprintf("link %s type=%s master=%q up=%v noarp=%v mtu=%d mac=%s tap=%d:%d mq=%v learning=%s alias=%q",
-			l.Name, l.Type, l.Master, l.Up, l.NoARP, l.MTU, mac, l.TapOwner, l.TapGroup, l.TapMultiQueue, learning, l.Alias))
+		out = append(out, fmt.Sprintf("link %s type=%s master=%q up=%v noarp=%v mtu=%d mac=%s tap=%d:%d mq=%v learning=%s altnames=%q",
+			l.Name, l.Type, l.Master, l.Up, l.NoARP, l.MTU, mac, l.TapOwner, l.TapGroup, l.TapMultiQueue, learning, l.AltNames))
 		for _, fam := range []netdriver.Family{netdriver.IPv4, netdriver.IPv6} {
 			addrs, err := d.AddrList(l.Name, fam)
 			require.NoError(tb, err)

@@ -178,13 +178,13 @@ func (d *Driver) SetNoARP(name string, on bool) error {
 	return err
 }
 
-// SetAlias implements [netdriver.Driver] through the hooks.
-func (d *Driver) SetAlias(name, alias string) error {
-	c, err := d.before("SetAlias", true)
+// AddAltName implements [netdriver.Driver] through the hooks.
+func (d *Driver) AddAltName(name, alt string) error {
+	c, err := d.before("AddAltName", true)
 	if err != nil {
 		return err
 	}
-	err = d.Inner.SetAlias(name, alias)
+	err = d.Inner.AddAltName(name, alt)
 	d.after(c, err)
 	return err
 }

@@ -37,9 +37,9 @@ type Link struct {
 	TapMultiQueue      bool
 	// MacvtapMode is the mode of a macvtap ("bridge", "vepa", …).
 	MacvtapMode string
-	// Alias is the link's IFLA_IFALIAS (`ip link set NAME alias A`), ""
-	// when unset; phase1 marks the links it creates with it.
-	Alias string
+	// AltNames are the link's alternative names (IFLA_PROP_LIST); phase1
+	// marks the links it creates with one.
+	AltNames []string
 }
 
 // Route is one route in the main table.
@@ -111,10 +111,10 @@ type Driver interface {
 	SetLearning(name string, on bool) error
 	// SetNoARP is `ip link set NAME arp off|on`.
 	SetNoARP(name string, on bool) error
-	// SetAlias is `ip link set NAME alias ALIAS` (IFLA_IFALIAS, at most
-	// [MaxAlias] bytes; the kernel ignores it in RTM_NEWLINK, so it is a
-	// call of its own after the link's creation).
-	SetAlias(name, alias string) error
+	// AddAltName is `ip link property add dev NAME altname ALT` (at most
+	// [MaxAltName] bytes; an alternative name is unique in the namespace
+	// and follows the link through renames).
+	AddAltName(name, alt string) error
 
 	// AddrList returns the link's global addresses of a family.
 	AddrList(name string, family Family) ([]netip.Prefix, error)
@@ -201,8 +201,8 @@ type NATProxy struct {
 	NonProxiedPorts []uint16
 }
 
-// MaxAlias is the longest alias the kernel keeps (IFALIASZ - 1).
-const MaxAlias = 255
+// MaxAltName is the longest alternative name of a link (ALTIFNAMSIZ - 1).
+const MaxAltName = 127
 
 // NATTable is the name of the nftables table virtnet owns in each family.
 const NATTable = "virtnet_nat"

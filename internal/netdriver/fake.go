@@ -192,6 +192,7 @@ func (f *Fake) get(name string) (*Link, error) {
 func (f *Fake) copyLink(l *Link) *Link {
 	c := *l
 	c.MAC = slices.Clone(l.MAC)
+	c.AltNames = slices.Clone(l.AltNames)
 	return &c
 }
 
@@ -389,13 +390,20 @@ func (f *Fake) SetLearning(name string, on bool) error {
 	})
 }
 
-// SetAlias implements [Driver].
-func (f *Fake) SetAlias(name, alias string) error {
-	return f.mutate("SetAlias "+alias, name, func(l *Link) error {
-		if len(alias) > MaxAlias {
-			return fmt.Errorf("set alias of %q: %w", name, unix.EINVAL)
+// AddAltName implements [Driver]. Alternative names share the namespace
+// of link names: one taken by a link or another alternative name is
+// EEXIST.
+func (f *Fake) AddAltName(name, alt string) error {
+	return f.mutate("AddAltName "+alt, name, func(l *Link) error {
+		if len(alt) > MaxAltName || alt == "" {
+			return fmt.Errorf("add altname to %q: %w", name, unix.EINVAL)
 		}
-		l.Alias = alias
+		for _, o := range f.links {
+			if o.Name == alt || slices.Contains(o.AltNames, alt) {
+				return fmt.Errorf("add altname %q to %q: %w", alt, name, unix.EEXIST)
+			}
+		}
+		l.AltNames = append(l.AltNames, alt)
 		return nil
 	})
 }

@@ -188,7 +188,7 @@ func (n *Netlink) convert(l netlink.Link, masters map[int]string) (*Link, error)
 		NoARP:    a.RawFlags&unix.IFF_NOARP != 0,
 		TapOwner: -1,
 		TapGroup: -1,
-		Alias:    a.Alias,
+		AltNames: append([]string(nil), a.AltNames...),
 	}
 	if a.MasterIndex != 0 {
 		if name, ok := masters[a.MasterIndex]; ok {
@@ -410,12 +410,12 @@ func (n *Netlink) SetLearning(name string, on bool) error {
 	return n.set(name, fmt.Sprintf("set learning %v", on), func(l netlink.Link) error { return n.h.LinkSetLearning(l, on) })
 }
 
-// SetAlias implements [Driver].
-func (n *Netlink) SetAlias(name, alias string) error {
-	if len(alias) > MaxAlias {
-		return fmt.Errorf("set alias of %q: %d bytes, the kernel keeps at most %d", name, len(alias), MaxAlias)
+// AddAltName implements [Driver].
+func (n *Netlink) AddAltName(name, alt string) error {
+	if len(alt) > MaxAltName {
+		return fmt.Errorf("add altname to %q: %d bytes, at most %d", name, len(alt), MaxAltName)
 	}
-	return n.set(name, fmt.Sprintf("set alias %q", alias), func(l netlink.Link) error { return n.h.LinkSetAlias(l, alias) })
+	return n.set(name, fmt.Sprintf("add altname %q", alt), func(l netlink.Link) error { return n.h.LinkAddAltName(l, alt) })
 }
 
 // SetNoARP implements [Driver].
