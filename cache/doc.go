@@ -8,17 +8,34 @@
 //	<root>/<vmi-uid>/pod-interface-<iface>.json   progress and what was discovered ([PodInterface])
 //	<root>/<vmi-uid>/interface-<iface>.json       what phase2 and DHCP need ([Interface])
 //
-// where <iface> is the VMI interface name. Each file is JSON with a
-// "version" field; reading another version is a [*VersionError]. Writes are
-// atomic: a temporary file in the same directory, fsync, rename, fsync of
-// the directory, so a reader sees the old file or the new one, never a torn
-// one (KubeVirt v0.53 writes in place). Files are mode 0644 in 0755
-// directories so that the launcher (qemu, uid 107) can read them; nothing
-// is world-writable.
+// where <iface> is the VMI interface name, and, while a phase1 run of the
+// VMI holds it, the lock file <root>/.lock-<vmi-uid> ([Store.LockVMI]).
+// Each record is JSON with a "version" field; reading another version is a
+// [*VersionError]. Files are mode 0644 in 0755 directories so that the
+// launcher (qemu, uid 107) can read them; nothing is world-writable.
+//
+// # What a write guarantees
+//
+// Every record write is atomic: a temporary file (".tmp-*") in the same
+// directory, written and fsynced, then renamed over the record (KubeVirt
+// v0.53 writes in place). So a reader sees each record absent, old or new,
+// never torn: after a SIGKILL at any point of a write, and after a machine
+// crash. [Store.WritePodInterface] and [Store.WriteInterface] also fsync the
+// directory, so the record is durable when they return. [Store.PutPodInterface]
+// and [Store.PutInterface] leave that to one [Store.SyncVMI] for many records
+// (phase1 calls it once per run, before it returns): until then a machine
+// crash may bring back the previous version of a record, or none, but never
+// a torn one. A process killed inside a write may leave its temporary file
+// behind; [Store.RemoveTemps] removes them (phase1 does at the start of each
+// run, under the VMI's lock).
+//
+// # What the store refuses
 //
 // The store refuses what could let another user steer phase1: a root or
-// record directory that is a symlink, world-writable, or owned by a user
-// other than root or the caller; a file that is a symlink or owned by such
-// a user ([*UnsafeError]); and names that could escape the root
-// ([*NameError]).
+// record directory that is a symlink, not a directory, world-writable
+// (with or without the sticky bit: in a 1777 directory another user can
+// take the names of records, directories and lock files first), or owned
+// by a user other than root or the caller; a record or lock file that is
+// a symlink, not a regular file, world-writable or owned by such a user
+// ([*UnsafeError]); and names that could escape the root ([*NameError]).
 package cache

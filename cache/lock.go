@@ -28,10 +28,9 @@ type Lock struct {
 // Unlock releases the lock.
 func (l *Lock) Unlock() error { return l.f.Close() }
 
-// Remove deletes the lock file, then releases the lock (Cleanup, once the
-// VMI is gone). A run waiting on the removed file sees it gone after it
-// gets the lock and takes the lock again on a new file, so mutual
-// exclusion holds across the removal.
+// Remove deletes the lock file, then releases the lock. A run waiting on
+// the removed file sees it gone once it gets the lock and takes the lock
+// again on a new file, so mutual exclusion holds across the removal.
 func (l *Lock) Remove() error {
 	err := os.Remove(l.path)
 	if cerr := l.f.Close(); err == nil {

@@ -28,9 +28,8 @@ func Cleanup(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.S
 	if err != nil {
 		return err
 	}
-	done := false
 	defer func() {
-		if uerr := locks.release(done); uerr != nil && err == nil {
+		if uerr := locks.release(); uerr != nil && err == nil {
 			err = &Error{Step: StepLock, Err: uerr}
 		}
 	}()
@@ -48,7 +47,6 @@ func Cleanup(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.S
 	if err := store.DeleteVMI(vmi.Metadata.UID); err != nil {
 		return &Error{Step: StepCleanup, Err: err}
 	}
-	done = true
 	return nil
 }
 

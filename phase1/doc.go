@@ -1,20 +1,53 @@
 // Package phase1 gives a VM's interfaces the pod's network: run by a
 // privileged agent (CAP_NET_ADMIN and CAP_SYS_ADMIN for setns) for the pod's
 // network namespace, it walks the VMI's interface/network pairs in
-// spec.networks order and, for each, through the binding registry:
+// spec.networks order, through the binding registry:
 //
-//  1. discovers the pod link as the CNI left it (only on the first run),
-//  2. records the discovery in the pod-interface cache (state "started"),
-//  3. plans the interface record phase2 needs and writes it,
-//  4. prepares the namespace (bridge, tap, dummy, NAT, …),
-//  5. marks the pod-interface record "finished".
+//  1. checks the namespace path (an nsfs network namespace, else a
+//     [*NotNamespaceError]) and takes the VMI's and the namespace's locks,
+//  2. removes temporary files an interrupted cache write left, then reads
+//     every record of the VMI: one that is unsafe, corrupt, of another
+//     version or of another binding fails the run before any kernel call,
+//  3. for every pair, discovers the pod link as the CNI left it (only when
+//     no record says it was) and plans the interface record phase2 needs;
+//     a plan error, a pod link phase1 already prepared
+//     ([binding.ErrPrepared]) or a masquerade VM network overlapping the
+//     pod's addresses or routes fails the run before any change,
+//  4. for every pair, records the discovery (state "started") and the plan,
+//     then prepares the namespace (bridge, tap, dummy, NAT, …),
+//  5. marks every pair "finished" and syncs the cache directory once.
+//
+// All or none: a failure at step 4 or 5 (a kernel step, a full disk, the
+// caller's cancellation) undoes every interface of the VMI this run
+// touched, the failing one included, and removes their records, unless
+// [Options.KeepOnFailure] is set. Phase1 deletes or changes only links it
+// created, which it marks (see package binding): a link under one of its
+// names that it did not create is refused, never adopted and never
+// deleted.
 //
 // Idempotence and convergence: every step is create-or-replace, and a
 // re-run resumes from the recorded discovery (the kernel no longer shows
 // the pod link as the CNI left it once step 4 has started), so running
-// Run again after a failure at any step, or after it succeeded, converges
-// to the same kernel state and byte-identical cache files. [Cleanup]
-// returns the namespace to how the CNI left it.
+// Run again after a failure or a SIGKILL at any step, cache writes
+// included, or after it succeeded, converges to the same kernel state and
+// byte-identical cache files. [Cleanup] returns the namespace to how the
+// CNI left it.
+//
+// # Who may run phase1 at the same time
+//
+// Any number of processes may call Run and Cleanup concurrently, for any
+// VMIs and namespaces, with stores on one root or several. Two calls for
+// the same VMI (same UID and store root) or for the same network
+// namespace (however its path is spelled: /proc/<pid>/ns/net and a bind
+// mount under /var/run/netns are one nsfs inode) never interleave: each
+// holds an flock on the VMI's lock file (<root>/.lock-<uid>, 0600, removed
+// when the call ends) and on the namespace file for its whole duration,
+// taken in that order. A call that finds a lock held waits until it is
+// free, the context is done or [Options.LockWait] has passed; then it
+// fails with an error matching [ErrLocked] that names the lock and says
+// another run holds it. A killed holder's locks are released by the
+// kernel. Runs for one VMI with two different store roots are not
+// serialised by the VMI lock, only by the namespace's.
 //
 // Deliberate differences from KubeVirt v0.53 (pkg/network/setup):
 //   - A pair found in state "started" is resumed, not refused: KubeVirt

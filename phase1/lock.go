@@ -41,31 +41,28 @@ func takeLocks(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache
 	defer cancel()
 	var err error
 	if l.vmi, err = store.LockVMI(lctx, vmi.Metadata.UID); err != nil {
-		_ = l.release(false)
+		_ = l.release()
 		return nil, &Error{Step: StepLock, Err: err}
 	}
 	if l.ns != nil {
 		if err := flock.Lock(lctx, l.ns, "network namespace "+netnsPath); err != nil {
-			_ = l.release(false)
+			_ = l.release()
 			return nil, &Error{Step: StepLock, Err: err}
 		}
 	}
 	return l, nil
 }
 
-// release unlocks, and with remove (a Cleanup that removed the VMI)
-// deletes the lock files too.
-func (l *runLocks) release(remove bool) error {
+// release unlocks, removing the VMI's lock file (a run that waits on it
+// takes the lock again on a new file), so that no lock file outlives a
+// run that was not killed.
+func (l *runLocks) release() error {
 	var errs []error
 	if l.ns != nil {
 		errs = append(errs, l.ns.Close())
 	}
-	switch {
-	case l.vmi == nil:
-	case remove:
+	if l.vmi != nil {
 		errs = append(errs, l.vmi.Remove())
-	default:
-		errs = append(errs, l.vmi.Unlock())
 	}
 	return errors.Join(errs...)
 }
@@ -78,7 +75,7 @@ func lockRun(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.S
 		return nil, err
 	}
 	return func(err *error) {
-		if uerr := l.release(false); uerr != nil && *err == nil {
+		if uerr := l.release(); uerr != nil && *err == nil {
 			*err = &Error{Step: StepLock, Err: uerr}
 		}
 	}, nil
