@@ -13,6 +13,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/virtnet/virtnet/binding"
+	"github.com/virtnet/virtnet/binding/masquerade"
 	"github.com/virtnet/virtnet/internal/netdriver"
 	"github.com/virtnet/virtnet/internal/testutil"
 	"github.com/virtnet/virtnet/phase1"
@@ -234,4 +235,22 @@ func mustNLMaybe(ns *testutil.NS, name string) netlink.Link {
 		return nil
 	}
 	return l
+}
+
+// TestMasqueradeOverlapKernel: on a pod whose IP lies in the default VM
+// network 10.0.2.0/24 (as AWS VPC CNI pods can), masquerade is refused
+// with a masquerade.OverlapError before any change to the namespace.
+func TestMasqueradeOverlapKernel(t *testing.T) {
+	pod := testutil.NewPodWith(t, testutil.PodConfig{CIDR: "10.0.2.15/24", Gateway: "10.0.2.1"})
+	before := linkDump(t, pod.Pod)
+	s := newStore(t)
+	err := phase1.Run(context.Background(), loadVMI(t, masqueradeVMI), pod.Pod.Path, s, phase1.Options{})
+	var oe *masquerade.OverlapError
+	require.ErrorAs(t, err, &oe)
+	require.Equal(t, "vmNetworkCIDR", oe.Field)
+	require.Equal(t, "10.0.2.0/24", oe.Network.String())
+	require.Contains(t, err.Error(), "10.0.2.15/24")
+	require.Equal(t, before, linkDump(t, pod.Pod), "nothing changed")
+	_, err = s.ReadPodInterface(uid, "default")
+	require.Error(t, err, "nothing recorded")
 }

@@ -38,7 +38,7 @@ func TestHostileNamesNoKernelCall(t *testing.T) {
 		{"interface dot-dot", func(v *api.VMI) { renameDefault(v, "..") }},
 		{"interface with space", func(v *api.VMI) { renameDefault(v, "de fault") }},
 		{"interface with NUL", func(v *api.VMI) { renameDefault(v, "eth\x000") }},
-		{"interface of 64 bytes", func(v *api.VMI) { renameDefault(v, strings.Repeat("a", 64)) }},
+		{"interface over api.MaxInterfaceName bytes", func(v *api.VMI) { renameDefault(v, strings.Repeat("a", api.MaxInterfaceName+1)) }},
 		{"interface of 4096 bytes", func(v *api.VMI) { renameDefault(v, strings.Repeat("a", 4096)) }},
 		{"interface ../../etc", func(v *api.VMI) { renameDefault(v, "../../etc") }},
 		{"uid with slash", func(v *api.VMI) { v.Metadata.UID = "a/b" }},
