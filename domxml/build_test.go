@@ -214,3 +214,42 @@ spec:
 		})
 	}
 }
+
+// TestPinTagged: a tagged interface without an address gets slot 0 of the
+// lowest root-port bus no explicit address uses, and a root port for it;
+// untagged and already placed devices are left alone; not on q35, nothing.
+func TestPinTagged(t *testing.T) {
+	at := func(bus uint) *libvirtxml.DomainAddress {
+		z := uint(0)
+		return &libvirtxml.DomainAddress{PCI: &libvirtxml.DomainAddressPCI{Domain: &z, Bus: &bus, Slot: &z, Function: &z}}
+	}
+	mk := func(machine string) *libvirtxml.Domain {
+		return &libvirtxml.Domain{
+			OS: &libvirtxml.DomainOS{Type: &libvirtxml.DomainOSType{Machine: machine, Type: "hvm"}},
+			Devices: &libvirtxml.DomainDeviceList{
+				Disks: []libvirtxml.DomainDisk{{Target: &libvirtxml.DomainDiskTarget{Bus: "virtio"}, Address: at(1)}},
+				Interfaces: []libvirtxml.DomainInterface{
+					{Alias: Alias("plain")},
+					{Alias: Alias("tagged")},
+					{Alias: Alias("placed"), Address: at(7)},
+				},
+			},
+		}
+	}
+	tags := map[string]string{"tagged": "t1", "placed": "t2"}
+	dom := mk("q35")
+	require.NoError(t, PinTagged(tags, dom))
+	ifs := dom.Devices.Interfaces
+	require.Nil(t, ifs[0].Address)
+	require.EqualValues(t, 2, *ifs[1].Address.PCI.Bus, "bus 1 is the disk's")
+	require.EqualValues(t, 7, *ifs[2].Address.PCI.Bus)
+	ports := map[uint]bool{}
+	for _, c := range dom.Devices.Controllers {
+		ports[*c.Index] = true
+	}
+	require.True(t, ports[2] && ports[7] && ports[1], "%v", ports)
+
+	pc := mk("pc")
+	require.NoError(t, PinTagged(tags, pc))
+	require.Nil(t, pc.Devices.Interfaces[1].Address)
+}

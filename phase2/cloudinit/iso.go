@@ -92,6 +92,9 @@ func writeISO(ctx context.Context, isoPath, label string, files []isoFile) (err 
 	if err := fixDescriptors(out); err != nil {
 		return fmt.Errorf("cloudinit: image %s: %w", isoPath, err)
 	}
+	if err := padTo(out, ISOAlignment); err != nil {
+		return fmt.Errorf("cloudinit: image %s: pad: %w", isoPath, err)
+	}
 	// Chmod beats the umask: the image must be readable by QEMU's user.
 	if err := out.Chmod(0o644); err != nil {
 		return fmt.Errorf("cloudinit: image %s: %w", isoPath, err)
@@ -259,4 +262,23 @@ func allZero(p []byte) bool {
 		}
 	}
 	return true
+}
+
+// ISOAlignment is the size every image is padded to a multiple of, with
+// zeros after the file system, as KubeVirt's xorrisofs -partition_cyl_align
+// on does (1 MiB cylinders). QEMU opens a writable disk with cache none
+// (O_DIRECT) only when its size is a multiple of the device's request
+// alignment.
+const ISOAlignment = 1 << 20
+
+// padTo extends f with zeros (sparse) to a multiple of align.
+func padTo(f *os.File, align int64) error {
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if r := st.Size() % align; r != 0 {
+		return f.Truncate(st.Size() + align - r)
+	}
+	return nil
 }

@@ -3,6 +3,7 @@ package prestart_test
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 
@@ -35,7 +36,11 @@ func TestConfigDriveDeviceMetadata(t *testing.T) {
 	}
 	require.True(t, found, "no root port %d for the pinned interface", bus)
 
-	files := readISO(t, diskByAlias(t, e.hook.Domain, "cloudinit").Source.File.File)
+	iso := diskByAlias(t, e.hook.Domain, "cloudinit").Source.File.File
+	st, err := os.Stat(iso)
+	require.NoError(t, err)
+	require.Zero(t, st.Size()%cloudinit.ISOAlignment, "a writable image with cache none must be aligned")
+	files := readISO(t, iso)
 	var meta cloudinit.ConfigDriveMetadata
 	require.NoError(t, json.Unmarshal([]byte(files["openstack/latest/meta_data.json"]), &meta), "%v", files)
 	require.Equal(t, []cloudinit.DeviceMetadata{{
