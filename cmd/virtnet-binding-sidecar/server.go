@@ -344,15 +344,10 @@ func (s *sidecar) startDHCP(ctx context.Context, vmi *api.VMI, items []phase2.It
 		if err != nil {
 			return fmt.Errorf("interface %q: %w", name, err)
 		}
+		// Without CAP_NET_RAW (a non-root VMI's sidecar) the server logs
+		// once that router advertisements are off and serves DHCPv4 and
+		// DHCPv6 all the same.
 		run, err := s.serve(ctx, cfg)
-		var be *dhcp.BindError
-		if err != nil && cfg.IPv6 != nil && errors.As(err, &be) && be.Op == "router advertisements" {
-			// Router advertisements need CAP_NET_RAW, which a non-root
-			// VMI's sidecar does not have: serve DHCPv4 alone.
-			s.log.Warn("no router advertisements without CAP_NET_RAW: serving DHCPv4 only", "interface", name, "error", err)
-			cfg.IPv6 = nil
-			run, err = s.serve(ctx, cfg)
-		}
 		if err != nil {
 			return fmt.Errorf("interface %q: %w", name, err)
 		}
