@@ -9,8 +9,9 @@
 //  4. the preStartHook (package phase2/prestart): disk sources, the
 //     interfaces, a DHCP server per bridge/masquerade interface with its
 //     sockets inside the namespace, the cloud-init and sysprep images;
-//  5. print what it did and write the domain XML (-o FILE, default
-//     stdout);
+//  5. write the domain XML (-o FILE, default stdout: the XML alone, so
+//     that `launcher ... > domain.xml` is XML; progress and logs go to
+//     stderr);
 //  6. keep the DHCP servers running until SIGINT/SIGTERM (or exit at once
 //     with -once); with -cleanup, undo phase1 on the way out.
 //
@@ -22,7 +23,12 @@
 // The directories under -dir are those of domxml.Options (private,
 // ephemeral, container-disks, empty-disks) and cache/; the cloud-init
 // secrets and sysprep volumes are read from secret/ and sysprep/ there.
-// The domain's bridge and masquerade NICs are <interface type='ethernet'>
-// on phase1's taps by default (-interface-type), the form an unprivileged
-// libvirt can start.
+// The domain's bridge and masquerade NICs follow the preStartHook's rule
+// (prestart.ChooseInterfaceType), checked before phase1 runs: by default
+// <interface type='bridge'> when this process holds CAP_NET_ADMIN (libvirt,
+// with the same capabilities, can create its tap), else
+// <interface type='ethernet'> on phase1's taps; -interface-type bridge
+// without CAP_NET_ADMIN is refused, -interface-type ethernet always works.
+// Run as another user than root it stops at once and says why root is
+// needed.
 package main

@@ -54,11 +54,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fset.StringVar(&c.out, "o", "", "write the domain XML to this file (default: stdout)")
 	fset.StringVar(&c.resolv, "resolv", prestart.DefaultResolvConf, "the pod's resolv.conf, for the DHCP servers")
 	fset.StringVar(&c.hostname, "hostname", "", "hostname for DHCP and cloud-init (default: from the VMI)")
-	fset.StringVar(&c.ifaceType, "interface-type", string(binding.InterfaceEthernet), "ethernet or bridge: how bridge and masquerade NICs attach")
+	fset.StringVar(&c.ifaceType, "interface-type", "", "ethernet or bridge: how bridge and masquerade NICs attach (default: bridge with CAP_NET_ADMIN, else ethernet)")
 	fset.BoolVar(&c.once, "once", false, "exit after the hook instead of serving DHCP until signalled")
 	fset.BoolVar(&c.cleanup, "cleanup", false, "undo phase1 (phase1.Cleanup) before exiting")
 	fset.BoolVar(&c.verbose, "v", false, "log every step (to stderr)")
 	if err := fset.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
 		return 2
 	}
 	switch {
@@ -73,7 +76,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	switch it := binding.InterfaceType(c.ifaceType); it {
-	case binding.InterfaceEthernet, binding.InterfaceBridge:
+	case "", binding.InterfaceEthernet, binding.InterfaceBridge:
 	default:
 		fmt.Fprintf(stderr, "launcher: -interface-type %q: want ethernet or bridge\n", c.ifaceType)
 		return 2
@@ -83,7 +86,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		level = slog.LevelInfo
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	if err := launch(ctx, c, stdout, log); err != nil {
+	if err := launch(ctx, c, stdout, stderr, log); err != nil {
 		fmt.Fprintf(stderr, "launcher: %v\n", err)
 		var fe *api.FieldError
 		if errors.As(err, &fe) {
@@ -94,8 +97,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func launch(ctx context.Context, c config, stdout io.Writer, log *slog.Logger) (err error) {
-	say := func(format string, a ...any) { fmt.Fprintf(stdout, "launcher: "+format+"\n", a...) }
+// launch does the work: progress goes to stderr (as the logs do), the
+// domain XML alone to stdout, so that `launcher > domain.xml` is XML.
+func launch(ctx context.Context, c config, stdout, stderr io.Writer, log *slog.Logger) (err error) {
+	say := func(format string, a ...any) { fmt.Fprintf(stderr, "launcher: "+format+"\n", a...) }
 	data, err := os.ReadFile(c.vmiFile)
 	if err != nil {
 		return err
@@ -106,6 +111,19 @@ func launch(ctx context.Context, c config, stdout io.Writer, log *slog.Logger) (
 	}
 	say("VMI %s/%s (uid %s): %d interface(s), %d volume(s)", vmi.Metadata.Namespace, vmi.Metadata.Name,
 		vmi.Metadata.UID, len(vmi.Spec.Domain.Devices.Interfaces), len(vmi.Spec.Volumes))
+	if os.Geteuid() != 0 {
+		return errNeedsRoot
+	}
+	// The interface type, by the hook's rule, before anything changes:
+	// type='bridge' only when libvirt could create its tap.
+	netAdmin, err := prestart.HasNetAdmin()
+	if err != nil {
+		return err
+	}
+	ifaceType, err := prestart.ChooseInterfaceType(vmi, "-interface-type", binding.InterfaceType(c.ifaceType), netAdmin)
+	if err != nil {
+		return err
+	}
 	if c.dir == "" {
 		if c.dir, err = os.MkdirTemp("", "virtnet-launcher-"); err != nil {
 			return err
@@ -128,14 +146,14 @@ func launch(ctx context.Context, c config, stdout io.Writer, log *slog.Logger) (
 
 	// 1. phase1, as virt-handler runs it.
 	if err := phase1.Run(ctx, vmi, ns, store, phase1.Options{Logger: log}); err != nil {
-		return fmt.Errorf("phase1: %w", err)
+		return err // a *phase1.Error, which names phase1 and its step
 	}
 	say("phase1 done in %s; cache under %s", ns, store.Root())
 	if c.cleanup {
 		defer func() {
 			cerr := phase1.Cleanup(context.WithoutCancel(ctx), vmi, ns, store, phase1.Options{Logger: log})
 			if cerr != nil {
-				err = errors.Join(err, fmt.Errorf("phase1 cleanup: %w", cerr))
+				err = errors.Join(err, fmt.Errorf("cleanup: %w", cerr))
 				return
 			}
 			say("phase1 undone in %s", ns)
@@ -155,7 +173,7 @@ func launch(ctx context.Context, c config, stdout io.Writer, log *slog.Logger) (
 		SysprepDir:  filepath.Join(c.dir, "sysprep"),
 		ResolvConf:  c.resolv,
 		Hostname:    c.hostname,
-		Render:      binding.RenderOptions{InterfaceType: binding.InterfaceType(c.ifaceType)},
+		Render:      binding.RenderOptions{InterfaceType: ifaceType},
 		DHCPOptions: []dhcp.Option{dhcp.WithNetNS(ns)},
 		Logger:      log,
 	}
@@ -193,6 +211,10 @@ func launch(ctx context.Context, c config, stdout io.Writer, log *slog.Logger) (
 	say("stopped")
 	return err
 }
+
+// errNeedsRoot says why the launcher needs root.
+var errNeedsRoot = errors.New("needs root: phase1 enters the pod's network namespace (setns, CAP_SYS_ADMIN) " +
+	"and creates links, addresses, routes and NAT rules there (CAP_NET_ADMIN); run it with sudo")
 
 func orAny(mac string) string {
 	if mac == "" {

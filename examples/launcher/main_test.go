@@ -24,6 +24,7 @@ func TestFlags(t *testing.T) {
 		{"extra args", []string{"-vmi", "x", "-netns", "y", "z"}, 2, "unexpected arguments"},
 		{"bad interface type", []string{"-vmi", "x", "-netns", "y", "-interface-type", "tap"}, 2, `-interface-type "tap"`},
 		{"unknown flag", []string{"-nope"}, 2, "flag provided but not defined"},
+		{"help", []string{"-h"}, 0, "-interface-type"},
 		{"missing file", []string{"-vmi", "/nonexistent.yaml", "-netns", "y"}, 1, "no such file"},
 		{"invalid vmi", []string{"-vmi", vmi, "-netns", "y"}, 2, "spec.domain.devices.interfaces[0]"},
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/vishvananda/netlink"
 	"libvirt.org/go/libvirtxml"
 
 	"github.com/virtnet/virtnet/internal/testutil"
@@ -60,13 +62,14 @@ func TestLaunchInPod(t *testing.T) {
 	require.NoError(t, os.WriteFile(vmi, []byte(masqueradeVMI), 0o644))
 	xmlPath := filepath.Join(dir, "domain.xml")
 	args := []string{"-vmi", vmi, "-netns", pod.Pod.Name, "-dir", filepath.Join(dir, "work"),
-		"-o", xmlPath, "-resolv", filepath.Join(dir, "none"), "-cleanup"}
+		"-o", xmlPath, "-resolv", filepath.Join(dir, "none"), "-cleanup", "-interface-type", "ethernet"}
 
 	var out, errb syncBuffer
 	require.Equal(t, 0, run(context.Background(), append(args, "-once"), &out, &errb), "stdout:\n%s\nstderr:\n%s", out.String(), errb.String())
-	t.Logf("launcher -once:\n%s", out.String())
-	require.Contains(t, out.String(), "DHCP server for interface default on k6t-eth0: 10.0.2.2/24")
-	require.Contains(t, out.String(), "phase1 undone")
+	t.Logf("launcher -once:\n%s", errb.String())
+	require.Empty(t, out.String(), "with -o nothing goes to stdout")
+	require.Contains(t, errb.String(), "DHCP server for interface default on k6t-eth0: 10.0.2.2/24")
+	require.Contains(t, errb.String(), "phase1 undone")
 	b, err := os.ReadFile(xmlPath)
 	require.NoError(t, err)
 	var dom libvirtxml.Domain
@@ -83,7 +86,7 @@ func TestLaunchInPod(t *testing.T) {
 	var out2, errb2 syncBuffer
 	code := make(chan int, 1)
 	go func() { code <- run(ctx, args, &out2, &errb2) }()
-	require.Eventually(t, func() bool { return strings.Contains(out2.String(), "serving DHCP") }, 30*time.Second, 50*time.Millisecond,
+	require.Eventually(t, func() bool { return strings.Contains(errb2.String(), "serving DHCP") }, 30*time.Second, 50*time.Millisecond,
 		"stdout:\n%s\nstderr:\n%s", out2.String(), errb2.String())
 	cancel()
 	select {
@@ -92,5 +95,117 @@ func TestLaunchInPod(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("launcher did not stop after the context ended")
 	}
-	require.Contains(t, out2.String(), "stopped")
+	require.Contains(t, errb2.String(), "stopped")
+}
+
+// TestStdoutIsXML: without -o, stdout is the domain XML alone (progress
+// and logs go to stderr), so that `launcher > domain.xml` is XML; with the
+// default interface type and CAP_NET_ADMIN (root) the NIC is
+// type='bridge'.
+func TestStdoutIsXML(t *testing.T) {
+	pod := testutil.NewPod(t)
+	dir := t.TempDir()
+	vmi := filepath.Join(dir, "vmi.yaml")
+	require.NoError(t, os.WriteFile(vmi, []byte(masqueradeVMI), 0o644))
+	var out, errb syncBuffer
+	args := []string{"-vmi", vmi, "-netns", pod.Pod.Name, "-dir", filepath.Join(dir, "work"),
+		"-resolv", filepath.Join(dir, "none"), "-cleanup", "-once", "-v"}
+	require.Equal(t, 0, run(context.Background(), args, &out, &errb), "stderr:\n%s", errb.String())
+	var dom libvirtxml.Domain
+	require.NoError(t, dom.Unmarshal(out.String()), "stdout is XML:\n%s", out.String())
+	require.Len(t, dom.Devices.Interfaces, 1)
+	require.NotNil(t, dom.Devices.Interfaces[0].Source.Bridge, "default with CAP_NET_ADMIN: type='bridge'")
+	require.Contains(t, errb.String(), "launcher: phase1 done")
+}
+
+const masqueradeVMIv6 = `
+kind: VirtualMachineInstance
+metadata: {name: demo6, namespace: default, uid: 0c6a4b34-0000-4000-8000-0000000000v6}
+spec:
+  domain:
+    devices:
+      interfaces:
+      - {name: default, masquerade: {}}
+  networks:
+  - {name: default, pod: {}}
+`
+
+// TestIPv6OnlyServer: the DHCP server of a single-stack IPv6 pod is
+// reported with the address it serves.
+func TestIPv6OnlyServer(t *testing.T) {
+	pod := testutil.NewPodWith(t, testutil.PodConfig{NoIPAM: true, IPv6: "fd00:10:244:1::7/64", GatewayV6: "fd00:10:244:1::1"})
+	dir := t.TempDir()
+	vmi := filepath.Join(dir, "vmi.yaml")
+	require.NoError(t, os.WriteFile(vmi, []byte(masqueradeVMIv6), 0o644))
+	// The VM's side: once phase1 made the bridge, a port with carrier
+	// (a veth to a guest namespace), so that the bridge gets the
+	// link-local address router advertisements come from.
+	guest := testutil.NewNS(t, "vn-guest")
+	attached := make(chan error, 1)
+	go func() {
+		for range 600 {
+			if br, err := pod.Pod.Handle.LinkByName("k6t-eth0"); err == nil {
+				attached <- attach(pod.Pod, br, guest)
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		attached <- errors.New("no k6t-eth0 after 30 s")
+	}()
+	var out, errb syncBuffer
+	args := []string{"-vmi", vmi, "-netns", pod.Pod.Name, "-dir", filepath.Join(dir, "work"),
+		"-resolv", filepath.Join(dir, "none"), "-cleanup", "-once", "-o", filepath.Join(dir, "domain.xml")}
+	require.Equal(t, 0, run(context.Background(), args, &out, &errb), "stderr:\n%s", errb.String())
+	require.NoError(t, <-attached)
+	require.Contains(t, errb.String(), "DHCP server for interface default on k6t-eth0: fd10:0:2::2/120")
+	require.NotContains(t, errb.String(), "invalid Prefix")
+}
+
+// TestErrorsDoNotStutter: a phase1 failure names phase1 once.
+func TestErrorsDoNotStutter(t *testing.T) {
+	testutil.RequireRoot(t)
+	dir := t.TempDir()
+	vmi := filepath.Join(dir, "vmi.yaml")
+	require.NoError(t, os.WriteFile(vmi, []byte(masqueradeVMI), 0o644))
+	var out, errb syncBuffer
+	code := run(context.Background(), []string{"-vmi", vmi, "-netns", "virtnet-no-such-ns", "-dir", filepath.Join(dir, "work")}, &out, &errb)
+	require.Equal(t, 1, code)
+	require.Contains(t, errb.String(), "launcher: phase1: open namespace: ")
+	require.Equal(t, 1, strings.Count(errb.String(), "phase1:"), errb.String())
+}
+
+// attach joins guest to the bridge br of pod by a veth (vmport in pod).
+func attach(pod *testutil.NS, br netlink.Link, guest *testutil.NS) error {
+	la := netlink.NewLinkAttrs()
+	la.Name = "vmport"
+	if err := pod.Handle.LinkAdd(&netlink.Veth{LinkAttrs: la, PeerName: "vmpeer"}); err != nil {
+		return err
+	}
+	port, err := pod.Handle.LinkByName("vmport")
+	if err != nil {
+		return err
+	}
+	peer, err := pod.Handle.LinkByName("vmpeer")
+	if err != nil {
+		return err
+	}
+	fd, err := os.Open(guest.Path)
+	if err != nil {
+		return err
+	}
+	defer fd.Close()
+	if err := pod.Handle.LinkSetNsFd(peer, int(fd.Fd())); err != nil {
+		return err
+	}
+	g, err := guest.Handle.LinkByName("vmpeer")
+	if err != nil {
+		return err
+	}
+	if err := guest.Handle.LinkSetUp(g); err != nil {
+		return err
+	}
+	if err := pod.Handle.LinkSetMaster(port, br); err != nil {
+		return err
+	}
+	return pod.Handle.LinkSetUp(port)
 }

@@ -16,7 +16,8 @@
 //	-cache DIR            read (or, with -netns, write) the records in DIR
 //	-netns NAME|PATH      run phase1 for real in /var/run/netns/NAME first (root)
 //	-o FILE               write the output to FILE instead of stdout
-//	-interface-type T     bridge (default) or ethernet
+//	-interface-type T     bridge or ethernet; default: bridge with CAP_NET_ADMIN, else ethernet
+//	                      (prestart.ChooseInterfaceType; bridge without CAP_NET_ADMIN is refused)
 //	-plan                 print the per-interface diagram instead of XML
 //
 // With -vmi and neither -cache nor -netns, phase1 runs against

@@ -23,6 +23,7 @@ import (
 	"github.com/virtnet/virtnet/domxml"
 	"github.com/virtnet/virtnet/phase1"
 	"github.com/virtnet/virtnet/phase2"
+	"github.com/virtnet/virtnet/phase2/prestart"
 )
 
 //go:embed embedded/vmi.yaml
@@ -69,9 +70,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fset.StringVar(&c.cacheDir, "cache", "", "directory of phase1 records to read (with -netns: to write)")
 	fset.StringVar(&c.netns, "netns", "", "run phase1 for real in this network namespace first (name under /var/run/netns, or a path; needs root)")
 	fset.StringVar(&c.out, "o", "", "write the output to this file instead of stdout")
-	fset.StringVar(&c.ifaceType, "interface-type", string(binding.InterfaceBridge), "bridge or ethernet: how bridge and masquerade NICs attach")
+	fset.StringVar(&c.ifaceType, "interface-type", "", "bridge or ethernet: how bridge and masquerade NICs attach (default: bridge with CAP_NET_ADMIN, else ethernet)")
 	fset.BoolVar(&c.plan, "plan", false, "print a per-interface diagram of the pod network instead of XML")
 	if err := fset.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
 		return 2
 	}
 	if fset.NArg() > 0 {
@@ -79,7 +83,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	it := binding.InterfaceType(c.ifaceType)
-	if it != binding.InterfaceBridge && it != binding.InterfaceEthernet {
+	if it != "" && it != binding.InterfaceBridge && it != binding.InterfaceEthernet {
 		fmt.Fprintf(stderr, "virtnet-xml: -interface-type %q: want bridge or ethernet\n", c.ifaceType)
 		return 2
 	}
@@ -89,6 +93,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		printLoadError(stderr, c.vmiFile, err)
 		return 2
+	}
+	// The rule of prestart.Hook: type='bridge' only when libvirt, running
+	// with this process's capabilities, could create its tap.
+	netAdmin, err := prestart.HasNetAdmin()
+	if err != nil {
+		fmt.Fprintf(stderr, "virtnet-xml: %v\n", err)
+		return 1
+	}
+	if it, err = prestart.ChooseInterfaceType(vmi, "-interface-type", it, netAdmin); err != nil {
+		fmt.Fprintf(stderr, "virtnet-xml: %v\n", err)
+		return 2
+	}
+	if c.netns != "" && os.Geteuid() != 0 {
+		fmt.Fprintln(stderr, "virtnet-xml: -netns needs root: phase1 enters the namespace (setns, CAP_SYS_ADMIN) "+
+			"and creates links, addresses, routes and NAT rules there (CAP_NET_ADMIN); run it with sudo, or drop -netns to simulate the pod")
+		return 1
 	}
 	store, cleanup, err := prepareCache(ctx, c, vmi, logger)
 	if cleanup != nil {
@@ -236,8 +256,12 @@ func prepareCache(ctx context.Context, c config, vmi *api.VMI, logger *slog.Logg
 	default:
 		err = copyEmbedded(dir)
 	}
+	var pe *phase1.Error
+	if err != nil && !errors.As(err, &pe) {
+		err = fmt.Errorf("phase1: %w", err) // a *phase1.Error says so itself
+	}
 	if err != nil {
-		return nil, cleanup, fmt.Errorf("phase1: %w", err)
+		return nil, cleanup, err
 	}
 	return store, cleanup, nil
 }

@@ -55,7 +55,9 @@ type Hook struct {
 	// (option 12) and in the NoCloud/ConfigDrive metadata.
 	Hostname string
 	// Registry and Render are phase2.EnrichDomain's (nil registry means
-	// registry.Default()).
+	// registry.Default()). Render.InterfaceType "" is chosen by
+	// [ChooseInterfaceType] from this process's capabilities
+	// ([HasNetAdmin]): type='bridge' only when libvirt can create its tap.
 	Registry binding.Registry
 	Render   binding.RenderOptions
 	// DHCPOptions are passed to every dhcp.NewServer, e.g.
@@ -188,8 +190,10 @@ func (h *Hook) check() error {
 
 // Run runs the steps in order (see the package documentation). On success
 // the DHCP servers run until ctx ends or Running.Stop; on failure it
-// returns a [*StepError] (or a [*HookError] before any step) after undoing
-// the run: created files removed, servers stopped, domain restored.
+// returns a [*StepError] (or, before any step, a [*HookError], or an
+// [*InterfaceTypeError] when Render.InterfaceType is bridge and this
+// process lacks CAP_NET_ADMIN) after undoing the run: created files
+// removed, servers stopped, domain restored.
 func (h *Hook) Run(ctx context.Context) (*Running, error) {
 	if err := h.check(); err != nil {
 		return nil, err
@@ -200,6 +204,13 @@ func (h *Hook) Run(ctx context.Context) (*Running, error) {
 	}
 	if hk.QemuImg == "" {
 		hk.QemuImg = DefaultQemuImg
+	}
+	netAdmin, err := HasNetAdmin()
+	if err != nil {
+		return nil, &HookError{Field: "Render.InterfaceType", Reason: "cannot read this process's capabilities: " + err.Error()}
+	}
+	if hk.Render.InterfaceType, err = ChooseInterfaceType(hk.VMI, "Render.InterfaceType", hk.Render.InterfaceType, netAdmin); err != nil {
+		return nil, err
 	}
 	if hk.Render.ResolvConf == nil && hasSlirp(hk.VMI) {
 		// slirp offers the pod's search domains (dnssearch=).
