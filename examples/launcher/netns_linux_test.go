@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,7 +11,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/vishvananda/netlink"
 	"libvirt.org/go/libvirtxml"
 
 	"github.com/virtnet/virtnet/internal/testutil"
@@ -118,49 +116,6 @@ func TestStdoutIsXML(t *testing.T) {
 	require.Contains(t, errb.String(), "launcher: phase1 done")
 }
 
-const masqueradeVMIv6 = `
-kind: VirtualMachineInstance
-metadata: {name: demo6, namespace: default, uid: 0c6a4b34-0000-4000-8000-0000000000v6}
-spec:
-  domain:
-    devices:
-      interfaces:
-      - {name: default, masquerade: {}}
-  networks:
-  - {name: default, pod: {}}
-`
-
-// TestIPv6OnlyServer: the DHCP server of a single-stack IPv6 pod is
-// reported with the address it serves.
-func TestIPv6OnlyServer(t *testing.T) {
-	pod := testutil.NewPodWith(t, testutil.PodConfig{NoIPAM: true, IPv6: "fd00:10:244:1::7/64", GatewayV6: "fd00:10:244:1::1"})
-	dir := t.TempDir()
-	vmi := filepath.Join(dir, "vmi.yaml")
-	require.NoError(t, os.WriteFile(vmi, []byte(masqueradeVMIv6), 0o644))
-	// The VM's side: once phase1 made the bridge, a port with carrier
-	// (a veth to a guest namespace), so that the bridge gets the
-	// link-local address router advertisements come from.
-	guest := testutil.NewNS(t, "vn-guest")
-	attached := make(chan error, 1)
-	go func() {
-		for range 600 {
-			if br, err := pod.Pod.Handle.LinkByName("k6t-eth0"); err == nil {
-				attached <- attach(pod.Pod, br, guest)
-				return
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		attached <- errors.New("no k6t-eth0 after 30 s")
-	}()
-	var out, errb syncBuffer
-	args := []string{"-vmi", vmi, "-netns", pod.Pod.Name, "-dir", filepath.Join(dir, "work"),
-		"-resolv", filepath.Join(dir, "none"), "-cleanup", "-once", "-o", filepath.Join(dir, "domain.xml")}
-	require.Equal(t, 0, run(context.Background(), args, &out, &errb), "stderr:\n%s", errb.String())
-	require.NoError(t, <-attached)
-	require.Contains(t, errb.String(), "DHCP server for interface default on k6t-eth0: fd10:0:2::2/120")
-	require.NotContains(t, errb.String(), "invalid Prefix")
-}
-
 // TestErrorsDoNotStutter: a phase1 failure names phase1 once.
 func TestErrorsDoNotStutter(t *testing.T) {
 	testutil.RequireRoot(t)
@@ -172,40 +127,4 @@ func TestErrorsDoNotStutter(t *testing.T) {
 	require.Equal(t, 1, code)
 	require.Contains(t, errb.String(), "launcher: phase1: open namespace: ")
 	require.Equal(t, 1, strings.Count(errb.String(), "phase1:"), errb.String())
-}
-
-// attach joins guest to the bridge br of pod by a veth (vmport in pod).
-func attach(pod *testutil.NS, br netlink.Link, guest *testutil.NS) error {
-	la := netlink.NewLinkAttrs()
-	la.Name = "vmport"
-	if err := pod.Handle.LinkAdd(&netlink.Veth{LinkAttrs: la, PeerName: "vmpeer"}); err != nil {
-		return err
-	}
-	port, err := pod.Handle.LinkByName("vmport")
-	if err != nil {
-		return err
-	}
-	peer, err := pod.Handle.LinkByName("vmpeer")
-	if err != nil {
-		return err
-	}
-	fd, err := os.Open(guest.Path)
-	if err != nil {
-		return err
-	}
-	defer fd.Close()
-	if err := pod.Handle.LinkSetNsFd(peer, int(fd.Fd())); err != nil {
-		return err
-	}
-	g, err := guest.Handle.LinkByName("vmpeer")
-	if err != nil {
-		return err
-	}
-	if err := guest.Handle.LinkSetUp(g); err != nil {
-		return err
-	}
-	if err := pod.Handle.LinkSetMaster(port, br); err != nil {
-		return err
-	}
-	return pod.Handle.LinkSetUp(port)
 }
