@@ -2,6 +2,9 @@
 # bench.sh — runs virtnet's benchmarks (root: they create network
 # namespaces) and prints ONE markdown table with the machine. Not part of
 # CI. RUNS (default 3) sets the phase1/script runs per case.
+# KUBEVIRT_SRC=/path/to/kubevirt-v0.53.2 adds the KubeVirt rows: its own
+# phase1, built from that tree by bench/kubevirt-peer.sh, timed against
+# ours on identical fresh pods (a dev-time row; CI never needs it).
 set -euo pipefail
 cd "$(dirname "$0")"
 runs=${RUNS:-3}
@@ -16,13 +19,20 @@ echo
 go build -o "$tmp/phase1bench" ./bench/cmd/phase1bench
 # The pod's caches: /var/run is tmpfs in a pod; on disk each record's
 # fsync dominates.
-"$tmp/phase1bench" -n 1,8,64 -runs "$runs" -scripts bench -cache-dir /dev/shm >"$tmp/p1-tmpfs"
+"$tmp/phase1bench" -n 1,8,64,256 -runs "$runs" -scripts bench -cache-dir /dev/shm >"$tmp/p1-tmpfs"
 "$tmp/phase1bench" -n 64 -runs "$runs" -scripts bench -masquerade=false -header=false -cache-dir /var/tmp >"$tmp/p1-disk"
 
 gobench() { # pkg regexp benchtime
 	go test "$1" -run '^$' -bench "$2" -benchtime "$3" -count 1 | grep '^Benchmark'
 }
+: >"$tmp/peer"
+if [ -n "${KUBEVIRT_SRC:-}" ]; then
+	bench/kubevirt-peer.sh "$KUBEVIRT_SRC" "$tmp/kubevirt" >&2
+	"$tmp/phase1bench" -peer "$tmp/kubevirt" -runs "$((runs > 5 ? runs : 5))" -header=false -cache-dir /dev/shm >"$tmp/peer"
+fi
 gobench ./phase2 'Render1$|Render64$|Load64$' 2s >"$tmp/go"
+gobench ./examples/virtnet-xml 'DecodeRender$' 2s >>"$tmp/go"
+gobench ./internal/netdriver 'ApplyNAT$' 40x >>"$tmp/go"
 gobench ./phase2/dhcp 'DiscoverAck$|ServerHeap$' 2000x >>"$tmp/go"
 
 echo "| benchmark | result | per interface | notes |"
@@ -32,12 +42,18 @@ tail -n +3 "$tmp/p1-tmpfs" | awk -F' \\| ' '{gsub(/^\| /,"",$1); gsub(/ \|$/,"",
 	printf "| phase1 %s, cache on tmpfs | %s (script %s, ratio %s) | %s (script %s) | %s kernel requests/iface |\n", $1, $2, $3, $4, $5, $6, $7}'
 awk -F' \\| ' '{gsub(/^\| /,"",$1); gsub(/ \|$/,"",$7);
 	printf "| phase1 %s, cache on disk (fsync) | %s (script %s, ratio %s) | %s (script %s) | %s kernel requests/iface |\n", $1, $2, $3, $4, $5, $6, $7}' "$tmp/p1-disk"
+# peer rows: | case | ours | KubeVirt | ratio | ApplyNAT | kernel share | requests |
+awk -F' \\| ' '{gsub(/^\| /,"",$1); gsub(/ \|$/,"",$7);
+	printf "| phase1 %s vs KubeVirt v0.53.2, cache on tmpfs | %s (KubeVirt %s, ratio %s) | | ApplyNAT %s, of which kernel (sendmsg) %s; %s kernel requests |\n", $1, $2, $3, $4, $5, $6, $7}' "$tmp/peer"
 while read -r name iters rest; do
 	ns=$(awk '{for (i=1;i<NF;i++) if ($(i+1)=="ns/op") print $i}' <<<"$rest")
 	allocs=$(awk '{for (i=1;i<NF;i++) if ($(i+1)=="allocs/op") print $i}' <<<"$rest")
 	bytes=$(awk '{for (i=1;i<NF;i++) if ($(i+1)=="B/op") print $i}' <<<"$rest")
 	heap=$(awk '{for (i=1;i<NF;i++) if ($(i+1)=="heap-inuse-B") print $i}' <<<"$rest")
 	growth=$(awk '{for (i=1;i<NF;i++) if ($(i+1)=="heap-growth-B") print $i}' <<<"$rest")
+	cpu=$(awk '{for (i=1;i<NF;i++) if ($(i+1)=="cpu-ns/op") print $i}' <<<"$rest")
+	kernel=$(awk '{for (i=1;i<NF;i++) if ($(i+1)=="kernel-ns/op") print $i}' <<<"$rest")
+	overhead=$(awk '{for (i=1;i<NF;i++) if ($(i+1)=="overhead-x") print $i}' <<<"$rest")
 	name=${name%-*}
 	per="" notes=""
 	case $name in
@@ -45,6 +61,8 @@ while read -r name iters rest; do
 	*Render1) per=$(awk -v n="$ns" 'BEGIN{printf "%.1f µs", n/1000}') ;;
 	esac
 	[ -n "$allocs" ] && notes="$allocs allocs/op, $bytes B/op"
+	[ -n "$cpu" ] && notes="$notes, CPU $(awk -v n="$cpu" 'BEGIN{printf "%.1f", n/1000}') µs/op"
+	[ -n "$kernel" ] && notes="kernel (the batch's sendmsg) $(awk -v n="$kernel" 'BEGIN{printf "%.1f", n/1000}') µs/op; ApplyNAT/kernel $overhead"
 	[ -n "$heap" ] && notes="heap in use after $iters exchanges: $((heap / 1024)) KiB (growth $growth B)"
 	printf '| %s | %s µs/op | %s | %s |\n' "$name" "$(awk -v n="$ns" 'BEGIN{printf "%.1f", n/1000}')" "$per" "$notes"
 done <"$tmp/go"

@@ -12,6 +12,7 @@ import (
 	"github.com/virtnet/virtnet/binding"
 	"github.com/virtnet/virtnet/cache"
 	"github.com/virtnet/virtnet/domxml"
+	"github.com/virtnet/virtnet/internal/testutil"
 	"github.com/virtnet/virtnet/phase2"
 )
 
@@ -61,6 +62,7 @@ func BenchmarkRender64(b *testing.B) {
 	items, err := phase2.Load(context.Background(), vmi, store, nil)
 	require.NoError(b, err)
 	b.ReportAllocs()
+	defer testutil.ReportCPU(b)()
 	for b.Loop() {
 		dom, err := domxml.Build(vmi, domxml.Options{})
 		if err != nil {

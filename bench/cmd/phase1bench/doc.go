@@ -15,4 +15,17 @@
 // time of phase1 (netdriver.Open, phase1.Run, Close) and of the script
 // (`ip netns exec POD bash SCRIPT`), their ratio, the cost per interface,
 // and the kernel round trips per interface that netdriver counted.
+//
+// With -peer DIR (built by bench/kubevirt-peer.sh from a KubeVirt v0.53.2
+// tree) it times KubeVirt's own phase1 instead: the masquerade binding with
+// two ports, IPv4 and dual-stack, on identical fresh pods (sides alternated,
+// -settle after creating each pod), KubeVirt's NetConf.Setup call against
+// our phase1 call, with ApplyNAT's share of ours and the kernel's share of
+// that (the batches' sendmsg, netdriver.Netlink.NATKernelTime). KubeVirt's
+// side runs in a private mount namespace: a fresh tmpfs /run for its
+// caches, its nftables files on /etc/nftables, and passwd/group files with
+// the qemu user its cache writes chown to.
+//
+//	bench/kubevirt-peer.sh /work/kv/v0.53.2 /tmp/kv
+//	go run ./bench/cmd/phase1bench -peer /tmp/kv -runs 9 -cache-dir /dev/shm
 package main

@@ -40,7 +40,16 @@ func main() {
 	header := flag.Bool("header", true, "print the table header")
 	flag.StringVar(&cacheParent, "cache-dir", os.TempDir(), "where phase1's cache directories go (tmpfs or disk: the atomic writes fsync)")
 	flag.BoolVar(&profile, "profile", false, "print, per driver method, the calls and time of phase1's last run of each case (stderr)")
+	peer := flag.String("peer", "", "directory built by bench/kubevirt-peer.sh: time KubeVirt v0.53.2's phase1 against ours instead")
+	settle := flag.Duration("settle", time.Second, "with -peer: wait after creating each pod's namespaces")
 	flag.Parse()
+	if *peer != "" {
+		if err := runPeer(*peer, *runs, *settle, *header); err != nil {
+			fmt.Fprintln(os.Stderr, "phase1bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(*ns, *runs, *scripts, *masq, *header); err != nil {
 		fmt.Fprintln(os.Stderr, "phase1bench:", err)
 		os.Exit(1)
