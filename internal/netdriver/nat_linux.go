@@ -103,18 +103,16 @@ func natBatch(nat NAT) ([]mdnetlink.Message, error) {
 	return batch, nil
 }
 
-// batchReplyTimeout bounds the wait for the kernel's answer to a batch;
-// the kernel processes a batch within the sendmsg call, so the answer is
-// queued by the time it returns.
-const batchReplyTimeout = 10 * time.Second
-
 // sendBatch sends batch on nl as nft does: without an ACK per message.
-// The kernel reports every message that fails whether or not it asked for
-// an ACK, and a success of any message only if asked. A generation request
-// (NFT_MSG_GETGEN) follows the batch: its reply comes after any error of
-// the batch, so the batch succeeded exactly when the reply arrives with no
-// error before it. This saves the 20–200 ACKs (two recvmsg each) that
-// google/nftables' Flush requests and reads.
+// The kernel processes a netfilter batch within the sendmsg call (the
+// socket's netlink_rcv runs in the sender's context), reports every message
+// that fails whether or not it asked for an ACK, and a success only if
+// asked. So once sendmsg has returned, the batch succeeded exactly when
+// nothing is queued on the socket: one non-blocking peek tells, where
+// google/nftables' Flush asks for and reads an ACK per message (20–200 of
+// them, two recvmsg each) and an echo of each rule. The socket holds nothing else: every other
+// request on it was answered in full before, and after an error the driver
+// drops it.
 //
 // It returns how long the sendmsg of the batch took: the kernel's own time
 // for the transaction, commit included.
@@ -122,7 +120,9 @@ func sendBatch(nl *mdnetlink.Conn, batch []mdnetlink.Message) (time.Duration, er
 	msgs := make([]mdnetlink.Message, len(batch))
 	for i, m := range batch {
 		m.Header.Length, m.Header.Sequence, m.Header.PID = 0, 0, 0
-		m.Header.Flags &^= mdnetlink.Acknowledge
+		// No ACKs, and no echo of each rule (google/nftables asks for
+		// one to learn the rule's handle, which nothing here needs).
+		m.Header.Flags &^= mdnetlink.Acknowledge | mdnetlink.Echo
 		msgs[i] = m
 	}
 	start := time.Now()
@@ -131,31 +131,38 @@ func sendBatch(nl *mdnetlink.Conn, batch []mdnetlink.Message) (time.Duration, er
 	if err != nil {
 		return took, err
 	}
-	gen, err := nl.Send(mdnetlink.Message{
-		Header: mdnetlink.Header{Type: mdnetlink.HeaderType(unix.NFNL_SUBSYS_NFTABLES<<8 | unix.NFT_MSG_GETGEN), Flags: mdnetlink.Request},
-		Data:   []byte{unix.AF_UNSPEC, unix.NFNETLINK_V0, 0, 0},
-	})
+	raw, err := nl.SyscallConn()
 	if err != nil {
 		return took, err
 	}
+	var peekErr error
+	if err := raw.Control(func(fd uintptr) {
+		var b [16]byte
+		_, _, peekErr = unix.Recvfrom(int(fd), b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+	}); err != nil {
+		return took, err
+	}
+	if errors.Is(peekErr, unix.EAGAIN) {
+		return took, nil
+	}
+	if peekErr != nil {
+		return took, fmt.Errorf("check for errors of the batch: %w", peekErr)
+	}
+	// Something is queued: an error of the batch (Receive returns it).
 	if err := nl.SetReadDeadline(time.Now().Add(batchReplyTimeout)); err != nil {
 		return took, err
 	}
 	defer func() { _ = nl.SetReadDeadline(time.Time{}) }()
-	// Every message of the batch yields at most one error; then the reply.
-	for range len(msgs) + 1 {
-		replies, err := nl.Receive()
-		if err != nil {
-			return took, err
-		}
-		for _, m := range replies {
-			if m.Header.Sequence == gen.Header.Sequence {
-				return took, nil
-			}
-		}
+	replies, err := nl.Receive()
+	if err != nil {
+		return took, err
 	}
-	return took, errors.New("no reply to the generation request after the batch")
+	return took, fmt.Errorf("unexpected reply to a batch without ACKs: %d messages, the first of type %d", len(replies), replies[0].Header.Type)
 }
+
+// batchReplyTimeout bounds the read of a batch's error, which is queued
+// by the time the batch's sendmsg returns.
+const batchReplyTimeout = 10 * time.Second
 
 // addNATChains queues the four base chains and the two regular ones.
 func addNATChains(conn *nftables.Conn, table *nftables.Table) map[string]*nftables.Chain {

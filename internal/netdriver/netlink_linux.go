@@ -676,14 +676,14 @@ func (n *Netlink) nftConn() (*nftables.Conn, error) {
 	return c, nil
 }
 
-// nftSockOptions sizes the buffers (see nftSndBuf) and asks for capped
-// ACKs (an error does not echo a 64 KiB request) with the kernel's error
-// text.
+// nftSockOptions sizes the buffers (see nftSndBuf) and asks for the
+// kernel's error text with errors. Not for capped ACKs, which would keep an
+// error from echoing a request of up to 64 KiB: mdlayher/netlink v1.11.2
+// then misreads the error as too short (it looks for the text past the
+// whole request), and the receive buffer holds the echo anyway.
 func nftSockOptions(c *mdnetlink.Conn) error {
-	for _, o := range []mdnetlink.ConnOption{mdnetlink.CapAcknowledge, mdnetlink.ExtendedAcknowledge} {
-		if err := c.SetOption(o, true); err != nil {
-			return fmt.Errorf("netlink option %d: %w", o, err)
-		}
+	if err := c.SetOption(mdnetlink.ExtendedAcknowledge, true); err != nil {
+		return fmt.Errorf("netlink extended ACKs: %w", err)
 	}
 	raw, err := c.SyscallConn()
 	if err != nil {

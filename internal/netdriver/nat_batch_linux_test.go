@@ -1,0 +1,59 @@
+package netdriver
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/google/nftables"
+	"github.com/google/nftables/expr"
+	mdnetlink "github.com/mdlayher/netlink"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+
+	"github.com/virtnet/virtnet/internal/testutil"
+)
+
+// TestSendBatchReportsKernelErrors: a batch sent without ACKs still fails
+// when the kernel refuses one of its messages (here a rule for a chain
+// that does not exist), nothing of it is applied, and the driver's socket
+// works for the next call.
+func TestSendBatchReportsKernelErrors(t *testing.T) {
+	ns := testutil.NewNS(t, "vn-batch")
+	d, err := Open(ns.Path)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = d.Close() })
+	_, err = d.NATRules(IPv4) // dials the socket
+	require.NoError(t, err)
+
+	var batch []mdnetlink.Message
+	ack := []mdnetlink.Message{{Header: mdnetlink.Header{Type: mdnetlink.Error}, Data: make([]byte, 4)}}
+	c, err := nftables.New(nftables.WithTestDial(func(req []mdnetlink.Message) ([]mdnetlink.Message, error) {
+		if req == nil {
+			return ack, nil
+		}
+		batch = req
+		return nil, nil
+	}))
+	require.NoError(t, err)
+	table := c.AddTable(natTable(IPv4))
+	c.AddRule(&nftables.Rule{Table: table, Chain: &nftables.Chain{Name: "nope", Table: table},
+		Exprs: []expr.Any{&expr.Verdict{Kind: expr.VerdictAccept}}})
+	require.NoError(t, c.Flush())
+
+	err = d.nftDo(func(*nftables.Conn) error {
+		_, err := sendBatch(d.nftnl, batch)
+		return err
+	})
+	require.Error(t, err)
+	require.True(t, errors.Is(err, unix.ENOENT), "got %v", err)
+
+	rules, err := d.NATRules(IPv4)
+	require.NoError(t, err)
+	require.Nil(t, rules, "the failed batch created no table")
+	require.NoError(t, d.ApplyNAT(SampleNAT4()))
+	rules, err = d.NATRules(IPv4)
+	require.NoError(t, err)
+	want, err := NATListing(SampleNAT4())
+	require.NoError(t, err)
+	require.Equal(t, want, rules)
+}
