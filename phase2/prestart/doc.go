@@ -19,8 +19,10 @@
 //     unless the domain already has them (a device with alias
 //     "ua-<interface>"), then one DHCP server ([dhcp.Server]) per bridge or
 //     masquerade interface with IPAM, each in its own goroutine. The step
-//     ends once every server has bound its sockets; a server that cannot
-//     bind fails the step.
+//     ends once every server has bound its DHCPv4/DHCPv6 sockets; a server
+//     that cannot bind fails the step. Router advertisements are not
+//     waited for: they start when the bridge gets its link-local address,
+//     once QEMU opened the tap, and without CAP_NET_RAW they are off.
 //  3. [CloudInit] ("cloud-init"): the NoCloud ("cidata") or ConfigDrive
 //     ("config-2") image of each cloud-init volume, at the path the domain's
 //     disk names (domxml.DiskPath), through package phase2/cloudinit. For a
