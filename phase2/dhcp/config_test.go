@@ -3,6 +3,7 @@ package dhcp
 import (
 	"errors"
 	"net/netip"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -225,6 +226,7 @@ func TestNewConfigErrors(t *testing.T) {
 		{name: "route gw", rec: func(r *cache.Interface) { r.Routes = []cache.Route{{Dst: "1.2.3.0/24", Gateway: "fe80::1"}} }, field: "Routes[0].gateway"},
 		{name: "ipv6", rec: func(r *cache.Interface) { *r = *masqRecord(); r.IPv6 = "10.0.0.1/24" }, field: "IPv6"},
 		{name: "ntp ipv6", iface: &api.Interface{DHCPOptions: &api.DHCPOptions{NTPServers: []string{"10.0.0.1", "fd00::1"}}}, field: "dhcpOptions.ntpServers[1]"},
+		{name: "64 ntp servers", iface: &api.Interface{DHCPOptions: &api.DHCPOptions{NTPServers: slices.Repeat([]string{"10.0.0.1"}, api.MaxNTPServers+1)}}, field: "dhcpOptions.ntpServers"},
 		{name: "private option range", iface: &api.Interface{DHCPOptions: &api.DHCPOptions{PrivateOptions: []api.DHCPPrivateOption{{Option: 223}}}}, field: "dhcpOptions.privateOptions[0].option"},
 		{name: "private option twice", iface: &api.Interface{DHCPOptions: &api.DHCPOptions{PrivateOptions: []api.DHCPPrivateOption{{Option: 224}, {Option: 224}}}}, field: "dhcpOptions.privateOptions[1].option"},
 	} {

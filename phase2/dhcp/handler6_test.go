@@ -69,6 +69,10 @@ func TestHandler6(t *testing.T) {
 			require.NotNil(t, addr)
 			require.Equal(t, "fd10:0:2::2", addr.IPv6Addr.String())
 			require.Equal(t, InfiniteLease, addr.ValidLifetime)
+			// No IPv6 nameserver in the (empty) resolv.conf: no option
+			// 23 is invented; the default search domain is sent.
+			require.Nil(t, m.Options.GetOne(dhcpv6.OptionDNSRecursiveNameServer))
+			require.Equal(t, []string{"cluster.local"}, m.Options.DomainSearchList().Labels)
 			_, err := dhcpv6.FromBytes(m.ToBytes())
 			require.NoError(t, err)
 		})
