@@ -36,6 +36,8 @@ import (
 
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/version"
+
+	"github.com/virtnet/virtnet/internal/kvplugin/cniplugin"
 )
 
 func init() {
@@ -44,6 +46,6 @@ func init() {
 }
 
 func main() {
-	skel.PluginMainFuncs(skel.CNIFuncs{Add: cmdAdd, Del: cmdDel, Check: cmdCheck},
+	skel.PluginMainFuncs(skel.CNIFuncs{Add: cniplugin.Add, Del: cniplugin.Del, Check: cniplugin.Check},
 		version.PluginSupports("0.4.0", "1.0.0", "1.1.0"), "virtnet-binding-cni")
 }

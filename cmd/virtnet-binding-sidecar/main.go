@@ -44,11 +44,13 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/virtnet/virtnet/internal/kvplugin/sidecar"
 )
 
 func main() {
-	cfg := Config{}
-	flag.StringVar(&cfg.SocketDir, "socket-dir", DefaultSocketDir, "directory virt-launcher collects hook sockets from")
+	cfg := sidecar.Config{}
+	flag.StringVar(&cfg.SocketDir, "socket-dir", sidecar.DefaultSocketDir, "directory virt-launcher collects hook sockets from")
 	flag.StringVar(&cfg.NetNS, "netns", "", "network namespace path (default: the sidecar's own)")
 	flag.StringVar(&cfg.ResolvConf, "resolv-conf", "/etc/resolv.conf", "resolv.conf whose DNS servers and search domains DHCP serves")
 	level := flag.String("log-level", "info", "debug, info, warn or error")
@@ -59,12 +61,12 @@ func main() {
 		os.Exit(2)
 	}
 	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: lv}))
-	cfg.Plugin = firstNonEmpty(os.Getenv(EnvPluginName), os.Getenv(EnvVirtnetPluginName))
-	cfg.ContainerName = os.Getenv(EnvContainerName)
+	cfg.Plugin = firstNonEmpty(os.Getenv(sidecar.EnvPluginName), os.Getenv(sidecar.EnvVirtnetPluginName))
+	cfg.ContainerName = os.Getenv(sidecar.EnvContainerName)
 	cfg.Logger = log
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	if err := Run(ctx, cfg); err != nil {
+	if err := sidecar.Run(ctx, cfg); err != nil {
 		log.Error("sidecar failed", "error", err)
 		os.Exit(1)
 	}

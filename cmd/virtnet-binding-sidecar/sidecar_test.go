@@ -5,6 +5,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,7 +15,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/vishvananda/netlink"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"libvirt.org/go/libvirtxml"
@@ -133,17 +133,10 @@ func vmPort(t *testing.T, pod *testutil.Pod, bridge, mac string) *testutil.NS {
 	require.NoError(t, pod.Pod.Handle.LinkSetMaster(port, br))
 	l, err := vm.Handle.LinkByName("eth0")
 	require.NoError(t, err)
-	hw, err := netlinkMAC(mac)
+	hw, err := net.ParseMAC(mac)
 	require.NoError(t, err)
 	require.NoError(t, vm.Handle.LinkSetHardwareAddr(l, hw))
 	return vm
-}
-
-func netlinkMAC(s string) ([]byte, error) {
-	l := &netlink.Dummy{}
-	_ = l
-	hw, err := parseMAC(s)
-	return hw, err
 }
 
 // syncBuffer collects a subprocess's output for reading while it runs.

@@ -1,6 +1,11 @@
 //go:build linux
 
-package main
+// Package cniplugin is the CNI plugin of virtnet's KubeVirt 1.x network
+// binding plugins (cmd/virtnet-binding-cni is its main): [Add] runs
+// phase1 for one VM interface in CNI_NETNS and leaves the hand-off record
+// on the interface's tap, [Del] undoes it, [Check] verifies it. See the
+// command's documentation for the network configuration.
+package cniplugin
 
 import (
 	"context"
@@ -224,7 +229,10 @@ func phase1Error(err error) error {
 	return types.NewError(codePhase1, "virtnet-binding-cni: "+err.Error(), details)
 }
 
-func cmdAdd(args *skel.CmdArgs) error {
+// Add is the CNI ADD: phase1 for the interface, the hand-off record, the
+// unprivileged port start; it prints prevResult (chained) or an empty
+// result.
+func Add(args *skel.CmdArgs) error {
 	c, err := loadConf(args.StdinData)
 	if err != nil {
 		return err
@@ -316,7 +324,9 @@ func recordedTarget(c *netConf, args *skel.CmdArgs, store *cache.Store) (*target
 	return resolve(c, args, pod.PodInterface, false)
 }
 
-func cmdDel(args *skel.CmdArgs) error {
+// Del is the CNI DEL: phase1's cleanup, or only forgetting the records when
+// the namespace is gone; without an ADD it succeeds.
+func Del(args *skel.CmdArgs) error {
 	c, err := loadConf(args.StdinData)
 	if err != nil {
 		return err
@@ -350,7 +360,9 @@ func exists(p string) bool {
 	return err == nil
 }
 
-func cmdCheck(args *skel.CmdArgs) error {
+// Check is the CNI CHECK: it verifies phase1's records, the kernel state
+// and the hand-off record without changing anything.
+func Check(args *skel.CmdArgs) error {
 	c, err := loadConf(args.StdinData)
 	if err != nil {
 		return err

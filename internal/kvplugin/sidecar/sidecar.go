@@ -1,6 +1,10 @@
 //go:build linux
 
-package main
+// Package sidecar is the hook sidecar of virtnet's KubeVirt 1.x network
+// binding plugins (cmd/virtnet-binding-sidecar is its main): [Run] serves
+// KubeVirt's hook protocol on a unix socket and the DHCP servers of the
+// VM's interfaces. See the command's documentation.
+package sidecar
 
 import (
 	"context"
@@ -61,8 +65,9 @@ type Config struct {
 	ResolvConf string
 	// Logger is never nil after fill.
 	Logger *slog.Logger
-	// dhcpOptions are for tests.
-	dhcpOptions []dhcp.Option
+	// DHCPOptions are passed to every DHCP server after
+	// dhcp.WithNetNS(NetNS).
+	DHCPOptions []dhcp.Option
 }
 
 // SocketName is the socket's file name: <plugin>.sock, or, serving all
@@ -357,7 +362,7 @@ func (s *sidecar) startDHCP(ctx context.Context, vmi *api.VMI, items []phase2.It
 }
 
 func (s *sidecar) serve(ctx context.Context, cfg *dhcp.Config) (*runningDHCP, error) {
-	opts := append([]dhcp.Option{dhcp.WithNetNS(s.cfg.NetNS)}, s.cfg.dhcpOptions...)
+	opts := append([]dhcp.Option{dhcp.WithNetNS(s.cfg.NetNS)}, s.cfg.DHCPOptions...)
 	srv, err := dhcp.NewServer(cfg, s.log, opts...)
 	if err != nil {
 		return nil, err
@@ -394,5 +399,3 @@ func (s *sidecar) stopDHCP() {
 	s.mu.Unlock()
 	s.wg.Wait()
 }
-
-func parseMAC(s string) (net.HardwareAddr, error) { return net.ParseMAC(s) }
