@@ -83,7 +83,7 @@ func linkLocals(t *testing.T, ns *testutil.NS, name string) []netlink.Addr {
 // kernel adds the address, the server learns it from its netlink
 // subscription and advertises: rdisc6 in the VM namespace receives the
 // advertisement, managed flag, MTU, prefix, and the pod's IPv6 nameserver
-// (RDNSS) and search list (DNSSL).
+// (RDNSS) and search list (DNSSL); udhcpc and dhclient -6 then lease.
 func TestRouterAdvertisementsAfterCarrier(t *testing.T) {
 	rdisc6 := needBinary(t, "rdisc6", "ndisc6")
 	l, plugIn := noCarrierLab(t)
@@ -129,6 +129,18 @@ func TestRouterAdvertisementsAfterCarrier(t *testing.T) {
 		require.Contains(t, out, want)
 	}
 	require.Contains(t, logs.String(), "router advertisements started")
+
+	// DHCPv4 and DHCPv6, bound while the bridge had no carrier, lease
+	// once it has.
+	busybox := needBinary(t, "busybox", "busybox-static")
+	dir := t.TempDir()
+	udhcpc := exec.Command(busybox, "udhcpc", "-i", "eth0", "-s", writeScript(t, udhcpcScript), "-f", "-q", "-n", "-t", "5", "-T", "1")
+	udhcpc.Env = append(os.Environ(), "OUT="+dir+"/env")
+	b := &strings.Builder{}
+	udhcpc.Stdout, udhcpc.Stderr = b, b
+	require.NoError(t, run(vm, udhcpc), "udhcpc: %s", b)
+	require.Equal(t, "10.0.2.2", readEnv(t, dir+"/env.bound")["ip"])
+	require.Equal(t, "fd10:0:2::2", dhclient6(t, vm)["new_ip6_address"])
 }
 
 func mustMAC(t *testing.T, s string) []byte {
