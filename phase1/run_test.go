@@ -320,6 +320,9 @@ func TestCleanup(t *testing.T) {
 	}
 }
 
+// isError makes a TestRunHostile row check errors.Is(err, target).
+type isError struct{ target error }
+
 func TestRunHostile(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -357,6 +360,25 @@ func TestRunHostile(t *testing.T) {
 			step: phase1.StepPrepare, as: new(*binding.AddressInUseError), contains: "10.244.1.7"},
 		{name: "pod link is a dummy", yaml: bridgeVMI, links: []netdriver.SimLink{{Name: "eth0", Type: netdriver.TypeDummy}},
 			step: phase1.StepDiscover, as: new(*binding.PodLinkError), contains: "dummy"},
+		{name: "pod link carries phase1's mark", yaml: bridgeVMI, links: []netdriver.SimLink{{Name: "eth0"}},
+			extra: func(f *netdriver.Fake) {
+				require.NoError(t, f.AddAltName("eth0", binding.Mark(netdriver.TypeDummy, "another-vmi", "default")))
+			},
+			step: phase1.StepDiscover, as: &isError{binding.ErrPrepared}, contains: "mark"},
+		{name: "pod link is a port of a k6t- bridge", yaml: masqueradeVMI, links: []netdriver.SimLink{{Name: "eth0"}},
+			extra: func(f *netdriver.Fake) {
+				require.NoError(t, f.AddBridge("k6t-old", 1500, nil))
+				require.NoError(t, f.SetMaster("eth0", "k6t-old"))
+			},
+			step: phase1.StepDiscover, as: &isError{binding.ErrPrepared}, contains: "port of bridge k6t-old"},
+		{name: "phase1's tap next to the pod link", yaml: masqueradeVMI, links: []netdriver.SimLink{{Name: "eth0"}},
+			extra: func(f *netdriver.Fake) {
+				require.NoError(t, f.AddTap(netdriver.Tap{Name: "tap0", Owner: 107, Group: 107}))
+				require.NoError(t, f.AddAltName("tap0", binding.Mark(netdriver.TypeTuntap, uid, "default")))
+			},
+			step: phase1.StepDiscover, as: &isError{binding.ErrPrepared}, contains: "tap0"},
+		{name: "renamed NIC next to the pod link", yaml: bridgeVMI, links: []netdriver.SimLink{{Name: "eth0"}, {Name: "eth0-nic"}},
+			step: phase1.StepDiscover, as: &isError{binding.ErrPrepared}, contains: "eth0-nic"},
 		{name: "masquerade without address", yaml: masqueradeVMI, links: []netdriver.SimLink{{Name: "eth0", NoIPAM: true}},
 			step: phase1.StepPlan, contains: "no global address"},
 		{name: "cache dir not writable", yaml: bridgeVMI, links: []netdriver.SimLink{{Name: "eth0"}},
@@ -393,8 +415,13 @@ func TestRunHostile(t *testing.T) {
 				require.Contains(t, err.Error(), `interface "default"`)
 			}
 			require.Contains(t, err.Error(), tt.contains)
-			if tt.as != nil {
-				require.ErrorAs(t, err, tt.as)
+			switch as := tt.as.(type) {
+			case nil:
+			case *isError:
+				require.ErrorIs(t, err, as.target)
+				require.ErrorAs(t, err, new(*binding.PodLinkError))
+			default:
+				require.ErrorAs(t, err, as)
 			}
 			after := f.Snapshot()
 			require.Equal(t, before.Links, after.Links, "nothing half-applied")
