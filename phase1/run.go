@@ -27,11 +27,12 @@ type Options struct {
 	// Driver, when set, is used instead of opening netnsPath (tests and
 	// the example's simulated pod use netdriver.Fake).
 	Driver netdriver.Driver
-	// KeepOnFailure leaves a failed interface as the failure left it
-	// (for debugging, and to test resuming). By default a failed Prepare
-	// is undone with the binding's Cleanup and the interface's records
-	// are removed, so that nothing half-applied stays behind; either way
-	// a re-run converges.
+	// KeepOnFailure leaves the namespace and the records as a failure
+	// left them (for debugging, and to test resuming). By default a
+	// failure after the first change undoes every interface of the VMI
+	// the run touched with its binding's Cleanup and removes their
+	// records, so that nothing half-applied stays behind; either way a
+	// re-run converges.
 	KeepOnFailure bool
 	// TapOwner overrides the owner (uid and gid) of the taps; 0 means
 	// the VMI's ([TapOwnerFor]). Use a negative value for root (0).
