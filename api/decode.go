@@ -3,9 +3,11 @@ package api
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"sort"
+	"reflect"
 
+	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
 
@@ -15,93 +17,133 @@ const MaxManifestSize = 4 << 20
 // Decode reads a KubeVirt manifest, YAML or JSON, of kind
 // VirtualMachineInstance or VirtualMachine (whose spec.template is used,
 // with the VirtualMachine's name, namespace and uid where the template has
-// none, and the firmware UUID [VMFirmwareUUID] where it sets none). Unknown fields are ignored; the KubeVirt features virtnet does not
-// render are listed in [VMI.Unsupported]. Decode applies no defaults and
-// does not validate: see [SetDefaults] and [Validate], or [Load] for all
-// three.
+// none, and the firmware UUID [VMFirmwareUUID] where it sets none). It
+// decodes as the Kubernetes API server does with strict field
+// validation (kubectl's default):
+//
+//   - field names are case-sensitive ("Masquerade" is not "masquerade");
+//   - a field given twice in one object is an error;
+//   - a field that is neither in KubeVirt's VirtualMachineInstance (or
+//     VirtualMachine) schema, v0.53.2's or v1.9.0's, nor in what virtnet
+//     reads is an error; status, which KubeVirt writes, is not checked.
+//
+// These come back together as a [*DecodeError] wrapping one [*FieldError]
+// per field (see [FieldErrors]), which matches [ErrInvalid]. Fields that
+// KubeVirt knows and virtnet does not read are accepted: those that change
+// the guest and that virtnet does not render are listed in
+// [VMI.Unsupported], the others (scheduling, probes, status, …) have no
+// effect on what virtnet does. YAML aliases may not expand the manifest
+// beyond [MaxAliasExpansion] times its size (a [*DecodeError] wrapping
+// [ErrAliasExpansion]). Decode applies no defaults and does not validate:
+// see [SetDefaults] and [Validate], or [Load] for all three.
 func Decode(data []byte) (*VMI, error) {
 	if len(data) > MaxManifestSize {
 		return nil, &DecodeError{Reason: fmt.Sprintf("manifest is %d bytes, more than %d", len(data), MaxManifestSize)}
 	}
-	js, err := yaml.YAMLToJSON(data)
+	js, strictErrs, err := toJSON(data)
 	if err != nil {
-		return nil, &DecodeError{Reason: "not YAML or JSON", Err: err}
+		return nil, err
 	}
 	var head struct {
-		Kind     string          `json:"kind"`
-		Metadata ObjectMeta      `json:"metadata"`
-		Spec     json.RawMessage `json:"spec"`
+		Kind string `json:"kind"`
 	}
-	if err := json.Unmarshal(js, &head); err != nil {
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(js, &head); err != nil {
 		return nil, &DecodeError{Reason: "not a Kubernetes object", Err: err}
 	}
-	prefix := "spec"
-	body := js
+	root, prefix := schemaNode{kv: kubevirtSchema().Roots[KindVMI], gt: reflect.TypeOf(VMI{})}, "spec"
 	switch head.Kind {
 	case KindVMI, "":
 	case KindVM:
-		var vm struct {
-			Spec struct {
-				Template *struct {
-					Metadata ObjectMeta      `json:"metadata"`
-					Spec     json.RawMessage `json:"spec"`
-				} `json:"template"`
-			} `json:"spec"`
-		}
-		if err := json.Unmarshal(js, &vm); err != nil {
-			return nil, &DecodeError{Reason: "VirtualMachine", Err: err}
-		}
-		if vm.Spec.Template == nil || len(vm.Spec.Template.Spec) == 0 || string(vm.Spec.Template.Spec) == "null" {
-			return nil, &DecodeError{Reason: "VirtualMachine has no spec.template.spec"}
-		}
-		meta := vm.Spec.Template.Metadata
-		if meta.Name == "" {
-			meta.Name = head.Metadata.Name
-		}
-		if meta.Namespace == "" {
-			meta.Namespace = head.Metadata.Namespace
-		}
-		if meta.UID == "" {
-			meta.UID = head.Metadata.UID
-		}
-		wrapped, err := json.Marshal(struct {
-			Kind     string          `json:"kind"`
-			Metadata ObjectMeta      `json:"metadata"`
-			Spec     json.RawMessage `json:"spec"`
-		}{KindVMI, meta, vm.Spec.Template.Spec})
-		if err != nil {
-			return nil, &DecodeError{Reason: "VirtualMachine template", Err: err}
-		}
-		body = wrapped
-		prefix = "spec.template.spec"
+		root, prefix = schemaNode{kv: kubevirtSchema().Roots[KindVM], gt: reflect.TypeOf(vmManifest{})}, "spec.template.spec"
 	default:
 		return nil, &DecodeError{Reason: fmt.Sprintf("kind %q is neither %s nor %s", head.Kind, KindVMI, KindVM)}
 	}
 	var vmi VMI
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(&vmi); err != nil {
-		return nil, &DecodeError{Reason: "VirtualMachineInstance", Err: err}
-	}
-	vmi.Kind = KindVMI
 	if head.Kind == KindVM {
-		// KubeVirt's VM controller: a stable firmware UUID from the
-		// VM's name, unless the template sets one.
+		var vm vmManifest
+		if err := kjson.UnmarshalCaseSensitivePreserveInts(js, &vm); err != nil {
+			return nil, &DecodeError{Reason: "VirtualMachine", Err: err}
+		}
+		t := vm.Spec.Template
+		if t == nil || t.Spec == nil {
+			return nil, &DecodeError{Reason: "VirtualMachine has no spec.template.spec"}
+		}
+		vmi.Metadata, vmi.Spec = t.Metadata, *t.Spec
+		if vmi.Metadata.Name == "" {
+			vmi.Metadata.Name = vm.Metadata.Name
+		}
+		if vmi.Metadata.Namespace == "" {
+			vmi.Metadata.Namespace = vm.Metadata.Namespace
+		}
+		if vmi.Metadata.UID == "" {
+			vmi.Metadata.UID = vm.Metadata.UID
+		}
+		// KubeVirt's VM controller: a stable firmware UUID from the VM's
+		// name, unless the template sets one.
 		if vmi.Spec.Domain.Firmware == nil {
 			vmi.Spec.Domain.Firmware = &Firmware{}
 		}
 		if vmi.Spec.Domain.Firmware.UUID == "" {
-			name := head.Metadata.Name // the VMI KubeVirt starts is named after the VM
+			name := vm.Metadata.Name // the VMI KubeVirt starts is named after the VM
 			if name == "" {
 				name = vmi.Metadata.Name
 			}
 			vmi.Spec.Domain.Firmware.UUID = VMFirmwareUUID(name)
 		}
+	} else if err := kjson.UnmarshalCaseSensitivePreserveInts(js, &vmi); err != nil {
+		return nil, &DecodeError{Reason: "VirtualMachineInstance", Err: err}
 	}
-	var raw map[string]any
-	if err := json.Unmarshal(body, &raw); err == nil {
-		vmi.Unsupported = unsupportedFields(raw, prefix)
+	errs, unsupported, err := strictCheck(js, root, prefix)
+	if err != nil {
+		return nil, &DecodeError{Reason: "not a Kubernetes object", Err: err}
 	}
+	if errs = append(strictErrs, errs...); len(errs) > 0 {
+		return nil, &DecodeError{Reason: "strict decoding", Err: errors.Join(errs...)}
+	}
+	vmi.Kind = KindVMI
+	vmi.Unsupported = unsupported
 	return &vmi, nil
+}
+
+// vmManifest is the part of a VirtualMachine that Decode reads.
+type vmManifest struct {
+	Kind     string     `json:"kind,omitempty"`
+	Metadata ObjectMeta `json:"metadata"`
+	Spec     struct {
+		Template *struct {
+			Metadata ObjectMeta `json:"metadata"`
+			Spec     *VMISpec   `json:"spec"`
+		} `json:"template"`
+	} `json:"spec"`
+}
+
+// toJSON returns data as JSON: as it is when it is JSON, else converted
+// from YAML as the API server converts it (sigs.k8s.io/yaml), with the
+// duplicate keys, which the conversion drops, reported by path. A manifest
+// with a '*' (an alias needs one) is first checked without expanding
+// anything ([checkYAML]: aliases bounded, duplicate keys found). Without a
+// '*', the conversion's own strict mode looks for duplicates and checkYAML
+// runs only when it found some (to name their paths, and to tell them from
+// keys a merge key "<<" overrides, which YAML allows): a manifest without
+// aliases pays for one YAML parse.
+func toJSON(data []byte) ([]byte, []error, error) {
+	if json.Valid(data) {
+		return data, nil, nil
+	}
+	if bytes.IndexByte(data, '*') < 0 {
+		if js, err := yaml.YAMLToJSONStrict(data); err == nil {
+			return js, nil, nil
+		}
+	}
+	dups, err := checkYAML(data)
+	if err != nil {
+		return nil, nil, err
+	}
+	js, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		return nil, nil, &DecodeError{Reason: "not YAML or JSON", Err: err}
+	}
+	return js, dups, nil
 }
 
 // Load decodes a manifest, applies KubeVirt's defaults and validates it.
@@ -117,63 +159,24 @@ func Load(data []byte) (*VMI, error) {
 	return vmi, nil
 }
 
-// unsupportedDomainKeys are KubeVirt fields under spec.domain and
-// spec.domain.devices that change the guest but that virtnet does not
-// render. Fields with no effect on the domain (scheduling, probes, …) are
-// not listed: ignoring them is correct.
-var (
-	unsupportedDomainKeys = []string{"ioThreadsPolicy", "launchSecurity"}
-	unsupportedDeviceKeys = []string{
+// unsupportedDomainKeys are KubeVirt fields under spec.domain that change
+// the guest but that virtnet does not render, unsupportedDeviceKeys the
+// same under spec.domain.devices (recorded when not empty), and
+// supportedVolumeKeys the keys of a volume virtnet reads (any other key is
+// a volume source it does not render). Fields with no effect on the domain
+// (scheduling, probes, …) are not listed: ignoring them is correct.
+func unsupportedDomainKeys() []string {
+	return []string{"ioThreadsPolicy", "launchSecurity"}
+}
+
+func unsupportedDeviceKeys() []string {
+	return []string{
 		"gpus", "hostDevices", "filesystems", "sound", "watchdog", "clientPassthrough",
 		"inputs",
 	}
-	supportedVolumeKeys = map[string]bool{
-		"name": true, "containerDisk": true, "persistentVolumeClaim": true, "dataVolume": true,
-		"emptyDisk": true, "hostDisk": true, "cloudInitNoCloud": true, "cloudInitConfigDrive": true,
-		"sysprep": true,
-	}
-)
-
-func unsupportedFields(raw map[string]any, prefix string) []string {
-	var out []string
-	spec, _ := raw["spec"].(map[string]any)
-	domain, _ := spec["domain"].(map[string]any)
-	for _, k := range unsupportedDomainKeys {
-		if _, ok := domain[k]; ok {
-			out = append(out, prefix+".domain."+k)
-		}
-	}
-	devices, _ := domain["devices"].(map[string]any)
-	for _, k := range unsupportedDeviceKeys {
-		if v, ok := devices[k]; ok && !isEmpty(v) {
-			out = append(out, prefix+".domain.devices."+k)
-		}
-	}
-	vols, _ := spec["volumes"].([]any)
-	for i, v := range vols {
-		m, _ := v.(map[string]any)
-		keys := make([]string, 0, len(m))
-		for k := range m {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			if !supportedVolumeKeys[k] {
-				out = append(out, fmt.Sprintf("%s.volumes[%d].%s", prefix, i, k))
-			}
-		}
-	}
-	return out
 }
 
-func isEmpty(v any) bool {
-	switch t := v.(type) {
-	case nil:
-		return true
-	case []any:
-		return len(t) == 0
-	case bool:
-		return !t
-	}
-	return false
+func supportedVolumeKeys() []string {
+	return []string{"name", "containerDisk", "persistentVolumeClaim", "dataVolume",
+		"emptyDisk", "hostDisk", "cloudInitNoCloud", "cloudInitConfigDrive", "sysprep"}
 }

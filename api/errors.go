@@ -52,8 +52,9 @@ func (e *UnsupportedError) Error() string {
 	return fmt.Sprintf("%s: KubeVirt feature not supported by virtnet", e.Path)
 }
 
-// FieldErrors unpacks an error returned by [Validate] (or any error joined
-// from FieldErrors) into its FieldErrors.
+// FieldErrors unpacks an error returned by [Validate], or by [Decode] for
+// unknown and duplicate fields (or any error joined from FieldErrors), into
+// its FieldErrors.
 func FieldErrors(err error) []*FieldError {
 	var out []*FieldError
 	var walk func(error)
@@ -70,6 +71,10 @@ func FieldErrors(err error) []*FieldError {
 			for _, e := range j.Unwrap() {
 				walk(e)
 			}
+			return
+		}
+		if de, ok := err.(*DecodeError); ok {
+			walk(de.Err)
 			return
 		}
 		if errors.As(err, &fe) {

@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -277,32 +278,163 @@ spec:
 	}, vmi.Unsupported)
 }
 
-func TestDecodeIgnoresUnknownFields(t *testing.T) {
+// TestDecodeKnownFieldsVirtnetIgnores: fields of KubeVirt v0.53's schema
+// that virtnet does not read load as before (ignored, or listed in
+// Unsupported when they change the guest): a real manifest is never
+// refused for what KubeVirt accepts.
+func TestDecodeKnownFieldsVirtnetIgnores(t *testing.T) {
 	vmi, err := api.Load([]byte(`
 apiVersion: kubevirt.io/v1
 kind: VirtualMachineInstance
-metadata: {name: x, creationTimestamp: null, finalizers: [a]}
-status: {phase: Running, interfaces: [{name: a}]}
+metadata:
+  name: x
+  creationTimestamp: null
+  finalizers: [a]
+  generation: 3
+  ownerReferences: [{apiVersion: kubevirt.io/v1, kind: VirtualMachine, name: vm, uid: u, controller: true}]
+  managedFields: [{manager: kubectl, operation: Update, fieldsType: FieldsV1, fieldsV1: {"f:spec": {"f:domain": {}}}}]
+status: {phase: Running, interfaces: [{name: a, ipAddress: 10.0.0.1, podInterfaceName: eth0, fieldOfKubeVirt2: x}], conditions: [{type: Ready, status: "True"}]}
 spec:
   nodeSelector: {a: b}
   evictionStrategy: LiveMigrate
-  readinessProbe: {tcpSocket: {port: 22}}
+  terminationGracePeriodSeconds: 30
+  readinessProbe: {tcpSocket: {port: 22}, initialDelaySeconds: 5}
+  affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [{key: k, operator: In, values: [v]}]}]}}}
+  tolerations: [{key: k, operator: Exists, effect: NoSchedule}]
+  dnsPolicy: ClusterFirst
+  dnsConfig: {nameservers: [1.1.1.1], options: [{name: ndots, value: "2"}]}
+  domain:
+    cpu: {cores: 2, model: host-passthrough, dedicatedCpuPlacement: true, features: [{name: x2apic, policy: require}]}
+    memory: {guest: 1Gi, hugepages: {pageSize: 2Mi}}
+    firmware: {serial: s1, uuid: 5d307ca9-b3ef-428c-8861-06e72d69f223}
+    features: {acpi: {}, hyperv: {relaxed: {}, spinlocks: {spinlocks: 8191}}}
+    resources: {requests: {memory: 1Gi, cpu: "1"}, overcommitGuestOverhead: true}
+    devices:
+      autoattachGraphicsDevice: false
+      interfaces:
+      - name: a
+        bridge: {}
+        tag: web
+        acpiIndex: 3
+  networks:
+  - name: a
+    pod: {}
+`))
+	require.NoError(t, err)
+	require.Empty(t, vmi.Unsupported)
+	require.Equal(t, api.BindingBridge, vmi.Spec.Domain.Devices.Interfaces[0].Binding())
+}
+
+// TestDecodeStrict: decoding is as strict as the API server with strict
+// field validation. Unknown fields (not in KubeVirt's schema, nor in
+// virtnet's types), keys in the wrong case and keys given twice are each a
+// FieldError naming the path, all at once, and the manifest does not load.
+func TestDecodeStrict(t *testing.T) {
+	const iface = "spec.domain.devices.interfaces[0]"
+	vmi := func(ifaces string) string {
+		return "kind: VirtualMachineInstance\nmetadata: {name: s}\nspec:\n  domain: {devices: {interfaces: " + ifaces + "}}\n  networks: [{name: a, pod: {}}]\n"
+	}
+	tests := []struct {
+		name     string
+		manifest string
+		want     []problem
+	}{
+		{"binding key in the wrong case", vmi(`[{name: a, Masquerade: {}}]`),
+			[]problem{{iface + ".Masquerade", `did you mean "masquerade"?`}}},
+		{"MACADDRESS", vmi(`[{name: a, bridge: {}, MACADDRESS: "02:00:00:00:00:01"}]`),
+			[]problem{{iface + ".MACADDRESS", `did you mean "macAddress"?`}}},
+		{"JSON key in the wrong case", `{"kind":"VirtualMachineInstance","metadata":{"name":"j"},"Spec":{}}`,
+			[]problem{{"Spec", `did you mean "spec"?`}}},
+		{"unknown fields at every level", `
+kind: VirtualMachineInstance
+metadata: {name: x, labelz: {a: b}}
+spec:
   someFutureField: {deep: [1, 2, 3]}
   domain:
     futureDomainKnob: true
     devices:
       futureDevice: {}
+      interfaces: [{name: a, bridge: {futureBridgeKnob: 1}, futureInterfaceKnob: x}]
+  networks: [{name: a, pod: {futureKnob: 1}}]
+`, []problem{
+			{"metadata.labelz", "unknown field"},
+			{"spec.someFutureField", "unknown field"},
+			{"spec.domain.futureDomainKnob", "unknown field"},
+			{"spec.domain.devices.futureDevice", "unknown field"},
+			{iface + ".bridge.futureBridgeKnob", "unknown field"},
+			{iface + ".futureInterfaceKnob", "unknown field"},
+			{"spec.networks[0].pod.futureKnob", "unknown field"},
+		}},
+		{"typo inside a KubeVirt field virtnet ignores", `
+kind: VirtualMachineInstance
+metadata: {name: x}
+spec:
+  affinity: {nodeAfinity: {}}
+  readinessProbe: {tcpSocket: {port: 22}, initialDelay: 5}
+  domain: {devices: {}}
+`, []problem{{"spec.affinity.nodeAfinity", "unknown field"}, {"spec.readinessProbe.initialDelay", "unknown field"}}},
+		{"typo in a VirtualMachine", `
+kind: VirtualMachine
+metadata: {name: vm}
+spec:
+  runStartegy: Always
+  template:
+    spec:
+      domain: {devices: {interfaces: [{name: a, masquerade: {}, Ports: []}]}}
+      networks: [{name: a, pod: {}}]
+`, []problem{{"spec.runStartegy", "unknown field"}, {"spec.template.spec.domain.devices.interfaces[0].Ports", `did you mean "ports"?`}}},
+		{"duplicate YAML keys", `
+kind: VirtualMachineInstance
+metadata: {name: x, labels: {a: "1", a: "2"}}
+spec:
+  domain:
+    devices:
       interfaces:
       - name: a
-        bridge: {futureBridgeKnob: 1}
-        futureInterfaceKnob: "x"
-  networks:
-  - name: a
-    pod: {futureKnob: 1}
-`))
-	require.NoError(t, err)
-	require.Empty(t, vmi.Unsupported)
-	require.Equal(t, api.BindingBridge, vmi.Spec.Domain.Devices.Interfaces[0].Binding())
+        bridge: {}
+        macAddress: "02:00:00:00:00:01"
+        macAddress: "02:00:00:00:00:02"
+  networks: [{name: a, pod: {}}]
+  networks: []
+`, []problem{{"metadata.labels.a", "duplicate field"}, {iface + ".macAddress", "duplicate field"}, {"spec.networks", "duplicate field"}}},
+		{"duplicate JSON keys", `{"kind":"VirtualMachineInstance","metadata":{"name":"j","name":"k"},"spec":{"domain":{"devices":{}},"hostname":"a","hostname":"b"}}`,
+			[]problem{{"metadata.name", "duplicate field"}, {"spec.hostname", "duplicate field"}}},
+		{"duplicate inside an unknown field", vmi(`[{name: a, bridge: {}, x: {y: 1, y: 2}}]`),
+			[]problem{{iface + ".x", "unknown field"}, {iface + ".x.y", "duplicate field"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := api.Decode([]byte(tt.manifest))
+			var de *api.DecodeError
+			require.ErrorAs(t, err, &de)
+			require.ErrorIs(t, err, api.ErrInvalid)
+			var want []string
+			for _, p := range tt.want {
+				want = append(want, p.path)
+			}
+			require.ElementsMatch(t, want, fieldPaths(err), "%v", err)
+			for _, p := range tt.want {
+				found := false
+				for _, fe := range api.FieldErrors(err) {
+					found = found || fe.Path == p.path && strings.Contains(fe.Error(), p.text)
+				}
+				require.True(t, found, "no error at %s containing %q in:\n%v", p.path, p.text, err)
+			}
+			_, err = api.Load([]byte(tt.manifest))
+			require.ErrorAs(t, err, &de, "Load refuses it too")
+		})
+	}
+	t.Run("at most 50 listed", func(t *testing.T) {
+		var b strings.Builder
+		b.WriteString("kind: VirtualMachineInstance\nmetadata: {name: x}\nspec:\n  domain: {devices: {}}\n")
+		for i := range 200 {
+			fmt.Fprintf(&b, "  unknown%d: 1\n", i)
+		}
+		_, err := api.Decode([]byte(b.String()))
+		fes := api.FieldErrors(err)
+		require.Len(t, fes, 51)
+		require.Equal(t, "150 more unknown or duplicate fields not listed", fes[50].Reason)
+	})
 }
 
 func TestDecodeJSON(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -72,5 +73,47 @@ func FuzzLoad(f *testing.F) {
 			require.NotEmpty(t, p.Binding())
 		}
 		require.LessOrEqual(t, vmi.Queues(), api.MaxQueues)
+	})
+}
+
+// FuzzLoadAliases feeds alias-heavy YAML to Load: anchors, aliases of
+// scalars, sequences and mappings, merge keys, nesting and cycles. Load
+// must not panic, must return a DecodeError or FieldErrors on failure, and
+// must never allocate more than 10× the manifest plus 8 MiB (aliases
+// expand a document; the bound is what MaxAliasExpansion promises).
+//
+//	go test ./api -run '^$' -fuzz '^FuzzLoadAliases$' -fuzztime 30s
+func FuzzLoadAliases(f *testing.F) {
+	for _, m := range []string{
+		aliasBomb(100, 100),
+		aliasBomb(3, 10),
+		laughs(4),
+		"kind: VirtualMachineInstance\nmetadata: {name: t, labels: &l {a: b}, annotations: *l}\nspec: {domain: {devices: {}}, nodeSelector: *l}\n",
+		"kind: VirtualMachineInstance\nmetadata: {name: t}\nspec:\n  domain: {devices: {interfaces: [&i {name: a, bridge: {}}, {<<: *i, name: b}]}}\n  networks: [{name: a, pod: {}}, {name: b, multus: {networkName: x}}]\n",
+		"a: &a [*a]\n",
+		"&x {a: *x}",
+		"- &a [&b [&c [x]]]\n- [*a, *b, *c, *a, *b, *c]\n",
+		"kind: VirtualMachine\nmetadata: {name: vm}\nspec:\n  template: &t\n    spec: {domain: {devices: {}}}\n  x: *t\n",
+	} {
+		f.Add([]byte(m))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) > api.MaxManifestSize {
+			return
+		}
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		_, err := api.Load(data)
+		runtime.ReadMemStats(&after)
+		if n := after.TotalAlloc - before.TotalAlloc; n > uint64(10*len(data)+8<<20) {
+			t.Fatalf("Load allocated %d bytes for a %d-byte manifest", n, len(data))
+		}
+		if err != nil {
+			var de *api.DecodeError
+			if !errors.As(err, &de) {
+				require.ErrorIs(t, err, api.ErrInvalid)
+				require.NotEmpty(t, api.FieldErrors(err))
+			}
+		}
 	})
 }
