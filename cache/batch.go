@@ -55,7 +55,10 @@ func (s *Store) SyncVMI(uid string) error {
 	if err := syncDir(dir); err != nil {
 		return err
 	}
-	return syncDir(s.root)
+	if err := syncDir(s.root); err != nil {
+		return err
+	}
+	return s.step(WriteDirSynced, "", dir)
 }
 
 // RemoveTemps deletes the temporary files that writes of a VMI's records

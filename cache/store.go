@@ -49,6 +49,9 @@ const (
 	WriteTempSynced WriteStep = "temporary file synced"
 	// WriteRenamed: the record is in place; its directory is not synced.
 	WriteRenamed WriteStep = "renamed into place"
+	// WriteDirSynced: [Store.SyncVMI] fsynced the VMI's directory and the
+	// root (the temporary file is ""; the path is the directory).
+	WriteDirSynced WriteStep = "directory synced"
 )
 
 // Hook runs at each [WriteStep] of every record write, with the temporary

@@ -280,3 +280,36 @@ func TestMasqueradeNetworkOverlapsPod(t *testing.T) {
 		})
 	}
 }
+
+// TestRunSyncsBeforeReturn: every record a run writes is fsynced before it
+// is renamed into place, and the VMI's directory is synced once, after the
+// last rename and before Run returns; a re-run that changes nothing
+// writes nothing (no fsync at all).
+func TestRunSyncsBeforeReturn(t *testing.T) {
+	vmi := loadVMI(t, threeVMI)
+	f := netdriver.SimulatedPod(threeLinks()...)
+	var steps []cache.WriteStep
+	s := newStore(t).WithHook(func(st cache.WriteStep, tmp, path string) error {
+		steps = append(steps, st)
+		return nil
+	})
+	require.NoError(t, run(t, vmi, f, s, phase1.Options{}))
+	require.NotEmpty(t, steps)
+	require.Equal(t, cache.WriteDirSynced, steps[len(steps)-1], "the directory is synced last")
+	renames, syncs := 0, 0
+	for i, st := range steps {
+		switch st {
+		case cache.WriteRenamed:
+			renames++
+			require.Equal(t, cache.WriteTempSynced, steps[i-1], "fsync before rename")
+		case cache.WriteDirSynced:
+			syncs++
+		}
+	}
+	require.Equal(t, 9, renames, "three records per interface")
+	require.Equal(t, 1, syncs, "one directory sync per run")
+
+	steps = nil
+	require.NoError(t, run(t, vmi, f, s, phase1.Options{}))
+	require.Empty(t, steps, "an unchanged run writes and syncs nothing")
+}
