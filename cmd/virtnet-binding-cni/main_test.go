@@ -336,10 +336,10 @@ func TestBridgeThroughLibcniInVM(t *testing.T) {
 	files := cniPlugins(t)
 	if kernelvm.DelegateWith(t, kernelvm.Options{Needs: []string{"dummy", "bridge", "veth", "tun"},
 		Files: files, Env: []string{testutil.CNIPluginDirEnv},
-		// RDRAND (TCG emulates it with -cpu max) seeds the guest kernel's
+		// RDRAND (emulated by TCG) seeds the guest kernel's
 		// random pool at boot: the reference plugins read crypto/rand,
 		// which otherwise blocks on a loaded host.
-		QEMUArgs: []string{"-cpu", "max"}}) {
+		QEMUArgs: []string{"-cpu", "qemu64,+rdrand"}}) {
 		return
 	}
 	testutil.RequireRoot(t)
@@ -375,6 +375,16 @@ func secondaryNetworkPodHash(t *testing.T) {
 	require.Equal(t, att.MAC.String(), src.Record.MAC)
 	_, err = kvplugin.ReadRecord(p.Pod.Path, "bridge", "eth0")
 	require.ErrorIs(t, err, kvplugin.ErrNoLink, "the pod network's eth0 is left alone")
+
+	// A second virtnet-bridge interface in the same pod is refused (each
+	// bridge would take 169.254.75.10), and leaves eth0 as it was.
+	before := linkNames(t, p.Pod)
+	second := h.list(t, nil, map[string]any{"binding": "bridge", "args": map[string]any{"cni": map[string]any{"logicNetworkName": "default"}}})
+	_, err = h.add(second, &libcni.RuntimeConf{ContainerID: p.ContainerID, NetNS: p.Pod.Path, IfName: "net3"})
+	var te *types.Error
+	require.ErrorAs(t, err, &te)
+	require.Contains(t, te.Msg, "169.254.75.10")
+	require.ElementsMatch(t, before, linkNames(t, p.Pod))
 	require.NoError(t, h.check(list, rt))
 	require.NoError(t, h.del(list, rt))
 }
