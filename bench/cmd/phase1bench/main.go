@@ -32,6 +32,9 @@ var profile bool
 // cacheParent is set from -cache-dir.
 var cacheParent string
 
+// settleTime is set from -settle.
+var settleTime time.Duration
+
 func main() {
 	ns := flag.String("n", "1,8,64", "comma-separated numbers of bridge interfaces")
 	runs := flag.Int("runs", 5, "runs per case (the median is reported)")
@@ -41,8 +44,9 @@ func main() {
 	flag.StringVar(&cacheParent, "cache-dir", os.TempDir(), "where phase1's cache directories go (tmpfs or disk: the atomic writes fsync)")
 	flag.BoolVar(&profile, "profile", false, "print, per driver method, the calls and time of phase1's last run of each case (stderr)")
 	peer := flag.String("peer", "", "directory built by bench/kubevirt-peer.sh: time KubeVirt v0.53.2's phase1 against ours instead")
-	settle := flag.Duration("settle", time.Second, "with -peer: wait after creating each pod's namespaces")
+	settle := flag.Duration("settle", 0, "wait after creating each pod's namespaces (and 5 ms more per interface), so that the previous run's namespaces are gone")
 	flag.Parse()
+	settleTime = *settle
 	if *peer != "" {
 		if err := runPeer(*peer, *runs, *settle, *header); err != nil {
 			fmt.Fprintln(os.Stderr, "phase1bench:", err)
@@ -125,6 +129,10 @@ func measure(name string, n, runs int, masq bool, script string) (result, error)
 			if err != nil {
 				return res, err
 			}
+			// The kernel tears the previous run's namespaces down
+			// asynchronously, under the locks the next run needs:
+			// wait for it, longer for more links.
+			time.Sleep(settleTime + time.Duration(n)*5*time.Millisecond)
 			var d time.Duration
 			var reqs int64
 			if phase1Side {
