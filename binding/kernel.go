@@ -1,11 +1,13 @@
 package binding
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"slices"
+	"time"
 
 	"github.com/virtnet/virtnet/cache"
 	"github.com/virtnet/virtnet/internal/netdriver"
@@ -93,13 +95,30 @@ func discover(d netdriver.Driver, l *netdriver.Link, wantTypes ...string) (*cach
 		return nil, &PodLinkError{Name: name, Reason: fmt.Sprintf("is a %s, not a pod link as the CNI leaves it (was phase1 run before, and its cache removed?)", l.Type), Err: ErrPrepared}
 	}
 	out := &cache.Link{Name: l.Name, Type: l.Type, MAC: l.MAC.String(), MTU: l.MTU}
+	ex, exact := d.(exactRestorer)
 	for _, fam := range []netdriver.Family{netdriver.IPv4, netdriver.IPv6} {
-		addrs, err := d.AddrList(name, fam)
+		var addrs []netdriver.FlaggedAddr
+		var err error
+		if exact {
+			addrs, err = ex.AddrListFlags(name, fam)
+		} else {
+			var ps []netip.Prefix
+			ps, err = d.AddrList(name, fam)
+			for _, p := range ps {
+				addrs = append(addrs, netdriver.FlaggedAddr{Prefix: p})
+			}
+		}
 		if err != nil {
 			return nil, &PodLinkError{Name: name, Reason: "list addresses", Err: err}
 		}
 		for _, a := range addrs {
-			out.Addresses = append(out.Addresses, a.String())
+			out.Addresses = append(out.Addresses, a.Prefix.String())
+			if f := a.Flags & netdriver.SettableAddrFlags; f != 0 {
+				if out.AddressFlags == nil {
+					out.AddressFlags = map[string]uint32{}
+				}
+				out.AddressFlags[a.Prefix.String()] = f
+			}
 		}
 		routes, err := d.RouteList(name, fam)
 		if err != nil {
@@ -263,9 +282,29 @@ func contains(list []string, s string) bool {
 	return false
 }
 
+// exactRestorer is what a driver needs for an exact restore of a pod
+// link (the real driver has it; the fake does not, and gets the plain
+// restore): addresses with their flags, and route deletion.
+type exactRestorer interface {
+	AddrListFlags(name string, family netdriver.Family) ([]netdriver.FlaggedAddr, error)
+	AddrReplaceFlags(name string, a netdriver.FlaggedAddr) error
+	RouteDel(r netdriver.Route) error
+}
+
+// dadWait bounds the wait for the restored addresses' duplicate address
+// detection (one probe, 1 s by default, once the link has carrier).
+const dadWait = 10 * time.Second
+
 // RestoreLink gives a pod link back what was discovered: MAC, MTU, no
 // master, addresses, up, and the routes the kernel does not derive itself.
-func RestoreLink(d netdriver.Driver, link *cache.Link) error {
+//
+// With a driver that reports address flags (the real one), the restore is
+// exact: each address gets back its own flags (an IPv6 address the CNI
+// added without nodad goes through duplicate address detection again,
+// which is waited for, bounded by ctx and 10 s, before routes whose source
+// it is are added), and a prefix route the kernel adds with an address
+// but the discovery did not have (ptp deletes them) is deleted again.
+func RestoreLink(ctx context.Context, d netdriver.Driver, link *cache.Link) error {
 	l, err := d.LinkByName(link.Name)
 	if err != nil {
 		return &PodLinkError{Name: link.Name, Reason: "cannot restore", Err: err}
@@ -289,13 +328,28 @@ func RestoreLink(d netdriver.Driver, link *cache.Link) error {
 	if err != nil {
 		return err
 	}
+	ex, exact := d.(exactRestorer)
 	for _, a := range append(v4, v6...) {
-		if err := d.AddrReplace(link.Name, a); err != nil {
+		var err error
+		if exact {
+			err = ex.AddrReplaceFlags(link.Name, netdriver.FlaggedAddr{Prefix: a, Flags: link.AddressFlags[a.String()]})
+		} else {
+			err = d.AddrReplace(link.Name, a)
+		}
+		if err != nil {
 			return err
 		}
 	}
 	if !l.Up {
 		if err := d.SetUp(link.Name); err != nil {
+			return err
+		}
+	}
+	if exact {
+		if err := waitDAD(ctx, ex, link.Name); err != nil {
+			return err
+		}
+		if err := dropPrefixRoutes(d, ex, link, append(v4, v6...)); err != nil {
 			return err
 		}
 	}
@@ -310,6 +364,67 @@ func RestoreLink(d netdriver.Driver, link *cache.Link) error {
 				return err
 			}
 			if err := d.RouteReplace(r); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// waitDAD waits until no global IPv6 address of the link is tentative;
+// one whose duplicate address detection failed is an error.
+func waitDAD(ctx context.Context, ex exactRestorer, name string) error {
+	ctx, cancel := context.WithTimeout(ctx, dadWait)
+	defer cancel()
+	for {
+		addrs, err := ex.AddrListFlags(name, netdriver.IPv6)
+		if err != nil {
+			return err
+		}
+		pending := ""
+		for _, a := range addrs {
+			if a.Flags&netdriver.AddrFlagDADFailed != 0 {
+				return &PodLinkError{Name: name, Reason: fmt.Sprintf("restored address %s failed duplicate address detection", a.Prefix)}
+			}
+			if a.Flags&netdriver.AddrFlagTentative != 0 {
+				pending = a.Prefix.String()
+			}
+		}
+		if pending == "" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return &PodLinkError{Name: name, Reason: "restored address " + pending + " still tentative (duplicate address detection)", Err: ctx.Err()}
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// dropPrefixRoutes deletes the routes the kernel added for the restored
+// addresses (proto kernel, to an address's prefix) that the discovery
+// did not have.
+func dropPrefixRoutes(d netdriver.Driver, ex exactRestorer, link *cache.Link, addrs []netip.Prefix) error {
+	had := map[string]bool{}
+	for _, r := range link.Routes {
+		if r.Kernel {
+			had[fmt.Sprintf("%s/%d", r.Dst, r.Metric)] = true
+		}
+	}
+	prefixes := map[netip.Prefix]bool{}
+	for _, a := range addrs {
+		prefixes[a.Masked()] = true
+	}
+	for _, fam := range []netdriver.Family{netdriver.IPv4, netdriver.IPv6} {
+		routes, err := d.RouteList(link.Name, fam)
+		if err != nil {
+			return err
+		}
+		for _, r := range routes {
+			if !r.Kernel || r.Gateway.IsValid() || !prefixes[r.Dst] || had[fmt.Sprintf("%s/%d", r.Dst, r.Priority)] {
+				continue
+			}
+			if err := ex.RouteDel(r); err != nil {
 				return err
 			}
 		}

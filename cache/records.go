@@ -74,6 +74,12 @@ type Link struct {
 	Ifindex int `json:"ifindex,omitempty"`
 	// Addresses are the link's global addresses as CIDRs, IPv4 first.
 	Addresses []string `json:"addresses,omitempty"`
+	// AddressFlags are the settable IFA_F_* flags of the addresses that
+	// have any (0x02 nodad, 0x200 noprefixroute, …), by CIDR, so that a
+	// restore gives them back as they were; an address not listed has
+	// none (the kernel's own state flags, such as permanent, are not
+	// recorded).
+	AddressFlags map[string]uint32 `json:"addressFlags,omitempty"`
 	// Routes are the link's IPv4 and IPv6 routes in the main table.
 	Routes []Route `json:"routes,omitempty"`
 }

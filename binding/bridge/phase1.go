@@ -352,5 +352,5 @@ func (Binding) Cleanup(ctx context.Context, d netdriver.Driver, in binding.Input
 			return err
 		}
 	}
-	return binding.RestoreLink(d, link)
+	return binding.RestoreLink(ctx, d, link)
 }

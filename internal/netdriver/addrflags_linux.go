@@ -1,0 +1,66 @@
+package netdriver
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// AddrListFlags is [Netlink.AddrList] with each address's flags (`ip addr
+// show dev NAME`), in the kernel's order; one dump, as AddrList.
+func (n *Netlink) AddrListFlags(name string, family Family) ([]FlaggedAddr, error) {
+	l, _, err := n.ref(name)
+	if err != nil {
+		return nil, err
+	}
+	n.count(1)
+	addrs, err := retryDump(func() ([]netlink.Addr, error) { return n.h.AddrList(l, nlFamily(family)) })
+	if err != nil {
+		return nil, fmt.Errorf("list addresses of %q: %w", name, err)
+	}
+	var out []FlaggedAddr
+	for _, a := range addrs {
+		if a.Scope != unix.RT_SCOPE_UNIVERSE {
+			continue
+		}
+		if p, ok := prefixOf(a.IPNet); ok {
+			out = append(out, FlaggedAddr{Prefix: p, Flags: uint32(a.Flags)})
+		}
+	}
+	return out, nil
+}
+
+// AddrReplaceFlags is `ip addr replace PREFIX dev NAME` with exactly the
+// settable flags of a.Flags ([SettableAddrFlags]; an IPv6 address without
+// nodad goes through duplicate address detection again).
+func (n *Netlink) AddrReplaceFlags(name string, a FlaggedAddr) error {
+	return n.set(name, "replace address "+a.Prefix.String(), func(l netlink.Link) error {
+		return n.h.AddrReplace(l, &netlink.Addr{IPNet: ipNet(a.Prefix), Flags: int(a.Flags & SettableAddrFlags)})
+	})
+}
+
+// RouteDel is `ip route del DST dev LINK metric M [proto kernel]` in the
+// main table; a missing route is not an error.
+func (n *Netlink) RouteDel(r Route) error {
+	err := n.set(r.Link, "delete route "+r.Dst.String(), func(l netlink.Link) error {
+		nr := &netlink.Route{LinkIndex: l.Attrs().Index, Dst: ipNet(r.Dst), Priority: r.Priority, Table: unix.RT_TABLE_MAIN}
+		if r.Gateway.IsValid() {
+			nr.Gw = r.Gateway.AsSlice()
+		}
+		if r.Kernel {
+			nr.Protocol = unix.RTPROT_KERNEL
+		}
+		if r.Dst.Addr().Is6() {
+			nr.Family = unix.AF_INET6
+		} else {
+			nr.Family = unix.AF_INET
+		}
+		return n.h.RouteDel(nr)
+	})
+	if errors.Is(err, unix.ESRCH) || errors.Is(err, unix.ENOENT) {
+		return nil
+	}
+	return err
+}
