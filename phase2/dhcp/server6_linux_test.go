@@ -197,11 +197,17 @@ func TestDHCPv6ForeignClient(t *testing.T) {
 			&dhcpv6.DUIDLLT{HWType: iana.HWTypeEthernet, Time: 7, LinkLayerAddr: mac},
 			&dhcpv6.DUIDUUID{UUID: [16]byte{byte(i), 1, 2, 3}},
 		} {
-			got, err := solicit(client, src, duid)
-			require.NoError(t, err)
-			if i == 0 {
-				require.Equal(t, dhcpv6.MessageTypeAdvertise, got, "the VM (%s) must be answered", duid)
+			if i == 0 { // a few tries: one Solicit may be lost on a loaded machine
+				require.NoError(t, poll(5, func() error {
+					got, err := solicit(client, src, duid)
+					if err == nil && got != dhcpv6.MessageTypeAdvertise {
+						err = fmt.Errorf("the VM (%s) must be answered, got %v: %w", duid, got, errNotYet)
+					}
+					return err
+				}))
 			} else {
+				got, err := solicit(client, src, duid)
+				require.NoError(t, err)
 				require.Zero(t, got, "a foreign client (%s) must get no reply", duid)
 			}
 		}

@@ -204,7 +204,7 @@ func TestUdhcpcMaxMessageSize(t *testing.T) {
 
 	out := t.TempDir() + "/env"
 	cmd := exec.Command(busybox, "udhcpc", "-i", "eth0", "-s", writeScript(t, udhcpcScript), "-f", "-q", "-n",
-		"-t", "3", "-T", "1", "-A", "1", "-O", "staticroutes", "-O", "search", "-O", "ntpsrv", "-O", "tftp", "-O", "bootfile", "-O", "240")
+		"-t", "5", "-T", "1", "-A", "1", "-O", "staticroutes", "-O", "search", "-O", "ntpsrv", "-O", "tftp", "-O", "bootfile", "-O", "240")
 	cmd.Env = append(os.Environ(), "OUT="+out)
 	outb := &strings.Builder{}
 	cmd.Stdout, cmd.Stderr = outb, outb
