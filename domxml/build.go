@@ -233,11 +233,11 @@ func osSection(vmi *api.VMI, o Options) *libvirtxml.DomainOS {
 	if secure {
 		code, vars, yes = OVMFCodeSecureBoot, OVMFVarsSecureBoot, "yes"
 	}
-	os.Firmware = "efi"
-	os.FirmwareInfo = &libvirtxml.DomainOSFirmwareInfo{Features: []libvirtxml.DomainOSFirmwareFeature{
-		{Enabled: yes, Name: "enrolled-keys"},
-		{Enabled: yes, Name: "secure-boot"},
-	}}
+	// The loader and variables are named, as KubeVirt v0.53 does, not
+	// left to libvirt's firmware autoselection (<os firmware='efi'>):
+	// libvirt refuses a loader's type, readonly or secure attributes and a
+	// variables template next to autoselection (TestDomain defines the
+	// domain in libvirt's test driver).
 	os.Loader = &libvirtxml.DomainLoader{
 		Path: filepath.Join(o.OVMFDir, code), Readonly: "yes", Secure: yes, Type: "pflash",
 	}

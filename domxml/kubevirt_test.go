@@ -53,9 +53,7 @@ var allowList = []allowed{
 	allow(`domain/metadata(/.*)?`, "kubevirt", "KubeVirt's <metadata><kubevirt> (uid, grace period) is virt-launcher's bookkeeping, nothing the guest or libvirt uses"),
 	// Paths virtnet chooses (Options) where KubeVirt's are fixed.
 	allow(`domain/devices/disk\[ua-[a-z-]+\]/source`, "both", "cloud-init and sysprep images live under Options.CloudInitDir/cloud-init-data (one directory virtnet owns), not /var/run/libvirt/cloud-init-dir"),
-	// EFI: Debian's OVMF, chosen through libvirt's firmware descriptors.
-	allow(`domain/os`, "both", "firmware='efi': libvirt picks the OVMF build matching the requested features (Debian 12's ovmf package has no OVMF_CODE.secboot.fd)"),
-	allow(`domain/os/firmware(/.*)?`, "ours", "the enrolled-keys/secure-boot features libvirt's firmware autoselection needs"),
+	// EFI: Debian's OVMF files, named as KubeVirt names its own.
 	allow(`domain/os/loader`, "both", "Debian's 4 MiB OVMF code file (Options.OVMFDir) instead of KubeVirt image's OVMF_CODE(.secboot).fd"),
 	allow(`domain/os/nvram`, "both", "the variable store from Debian's templates, kept in <PrivateDir>/libvirt/qemu/nvram (persistent) instead of /tmp"),
 }
