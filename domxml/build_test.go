@@ -3,7 +3,6 @@ package domxml
 import (
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -203,14 +202,10 @@ spec:
 			xml2, err := again.Marshal()
 			require.NoError(t, err)
 			require.Equal(t, xml, xml2, "not deterministic")
-			bin, err := exec.LookPath("virt-xml-validate")
-			if err != nil {
-				testutil.Skip(t, "virt-xml-validate (Debian packages libvirt-clients and libxml2-utils)")
-			}
 			f := filepath.Join(t.TempDir(), "d.xml")
 			require.NoError(t, os.WriteFile(f, []byte(xml), 0o644))
-			out, err := exec.Command(bin, f, "domain").CombinedOutput()
-			require.NoError(t, err, "%s\n%s", out, xml)
+			testutil.ValidateDomain(t, f)
+			require.NoError(t, testutil.DefineDomain(t, f))
 		})
 	}
 }

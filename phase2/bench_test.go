@@ -52,7 +52,7 @@ func TestWideDomain(t *testing.T) {
 	xml := mustMarshal(t, dom)
 	path := t.TempDir() + "/wide.xml"
 	require.NoError(t, writeFile(path, xml))
-	validate(t, path)
+	testutil.ValidateDomain(t, path)
 }
 
 // BenchmarkRender64 renders the 64 interfaces of a domain from records

@@ -3,9 +3,7 @@ package phase2_test
 import (
 	"context"
 	"errors"
-	"flag"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,8 +17,6 @@ import (
 	"github.com/virtnet/virtnet/internal/testutil"
 	"github.com/virtnet/virtnet/phase2"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
 func loadVMI(t testing.TB, name string) *api.VMI {
 	t.Helper()
@@ -110,7 +106,7 @@ func TestDomain(t *testing.T) {
 			store := writeRecords(t, vmi.Metadata.UID, tc.records...)
 			dom, err := phase2.Domain(context.Background(), vmi, store, tc.opts)
 			require.NoError(t, err)
-			checkGolden(t, dom, filepath.Join("testdata", "TestDomain", tc.name+".xml"))
+			testutil.CheckDomain(t, dom, testutil.GoldenPath(t, tc.name, ".xml"))
 
 			// Build then EnrichDomain gives the same domain.
 			again, err := phase2.Domain(context.Background(), vmi, store, tc.opts)
@@ -122,39 +118,7 @@ func TestDomain(t *testing.T) {
 
 func mustMarshal(t testing.TB, dom *libvirtxml.Domain) string {
 	t.Helper()
-	s, err := dom.Marshal()
-	require.NoError(t, err)
-	return s + "\n"
-}
-
-// checkGolden compares dom with the golden file (rewritten with -update),
-// round-trips the file through libvirtxml and validates it against
-// libvirt's schema.
-func checkGolden(t *testing.T, dom *libvirtxml.Domain, path string) {
-	t.Helper()
-	got := mustMarshal(t, dom)
-	if *update {
-		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
-		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
-	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err, "golden file missing: run go test -update")
-	require.Equal(t, string(want), got, "%s differs: run go test -update and review the diff", path)
-
-	var back libvirtxml.Domain
-	require.NoError(t, back.Unmarshal(string(want)))
-	require.Equal(t, string(want), mustMarshal(t, &back), "libvirtxml round trip of %s", path)
-	validate(t, path)
-}
-
-func validate(t *testing.T, path string) {
-	t.Helper()
-	bin, err := exec.LookPath("virt-xml-validate")
-	if err != nil {
-		testutil.Skip(t, "virt-xml-validate (Debian packages libvirt-clients and libxml2-utils)")
-	}
-	out, err := exec.Command(bin, path, "domain").CombinedOutput()
-	require.NoError(t, err, "virt-xml-validate %s domain:\n%s", path, out)
+	return testutil.MarshalDomain(t, dom)
 }
 
 func TestMTUChangesOnlyTheMTULine(t *testing.T) {

@@ -3,7 +3,6 @@ package macvtap
 import (
 	"context"
 	"errors"
-	"flag"
 	"io"
 	"log/slog"
 	"net"
@@ -13,12 +12,10 @@ import (
 
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/binding"
-	"github.com/virtnet/virtnet/binding/internal/goldentest"
 	"github.com/virtnet/virtnet/cache"
 	"github.com/virtnet/virtnet/internal/netdriver"
+	"github.com/virtnet/virtnet/internal/testutil"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
 // fakeDriver is the smallest netdriver.Driver the binding needs: links by
 // name and SetMAC. Any other call panics through the nil embedded
@@ -250,9 +247,9 @@ func TestRender(t *testing.T) {
 			if tc.vmi != nil {
 				tc.vmi(v)
 			}
-			dom := goldentest.Domain()
+			dom := testutil.GoldenDomain()
 			require.NoError(t, Binding{}.Render(binding.RenderInput{VMI: v, Pair: p, Record: rec}, dom))
-			goldentest.Check(t, dom, goldentest.Path(t, tc.name), *update)
+			testutil.CheckDomain(t, dom, testutil.GoldenPath(t, tc.name, ".xml"))
 		})
 	}
 }
@@ -260,5 +257,5 @@ func TestRender(t *testing.T) {
 func TestRenderErrors(t *testing.T) {
 	v, p := vmi(t, nil)
 	var mr *MissingRecordError
-	require.ErrorAs(t, Binding{}.Render(binding.RenderInput{VMI: v, Pair: p}, goldentest.Domain()), &mr)
+	require.ErrorAs(t, Binding{}.Render(binding.RenderInput{VMI: v, Pair: p}, testutil.GoldenDomain()), &mr)
 }

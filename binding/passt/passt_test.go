@@ -3,7 +3,6 @@ package passt
 import (
 	"context"
 	"errors"
-	"flag"
 	"io"
 	"log/slog"
 	"testing"
@@ -13,12 +12,10 @@ import (
 
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/binding"
-	"github.com/virtnet/virtnet/binding/internal/goldentest"
 	"github.com/virtnet/virtnet/cache"
 	"github.com/virtnet/virtnet/internal/netdriver"
+	"github.com/virtnet/virtnet/internal/testutil"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
 // sysctlDriver is the smallest netdriver.Driver Prepare needs: sysctls in
 // a map. Any other call panics through the nil embedded interface.
@@ -226,11 +223,11 @@ func TestRender(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			v, p := vmi(t, tc.mutate)
-			dom := goldentest.Domain()
+			dom := testutil.GoldenDomain()
 			require.NoError(t, Binding{}.Render(binding.RenderInput{VMI: v, Pair: p}, dom))
-			path := goldentest.Path(t, tc.name)
-			goldentest.CheckSchema(t, dom, path, *update)
-			if err := goldentest.Define(t, path); err != nil {
+			path := testutil.GoldenPath(t, tc.name, ".xml")
+			testutil.CheckDomainSchema(t, dom, path)
+			if err := testutil.DefineDomain(t, path); err != nil {
 				// Debian 12's libvirt 9.0.0 parser refuses every <backend
 				// type> although its schema accepts it (see the package
 				// doc); newer libvirt must define the golden file.

@@ -2,7 +2,6 @@ package slirp
 
 import (
 	"context"
-	"flag"
 	"io"
 	"log/slog"
 	"testing"
@@ -11,11 +10,9 @@ import (
 
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/binding"
-	"github.com/virtnet/virtnet/binding/internal/goldentest"
 	"github.com/virtnet/virtnet/cache"
+	"github.com/virtnet/virtnet/internal/testutil"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
 func vmi(t *testing.T, mutate func(*api.VMI)) (*api.VMI, api.Pair) {
 	t.Helper()
@@ -154,13 +151,13 @@ func TestRender(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			v, p := vmi(t, tc.mutate)
-			dom := goldentest.Domain()
+			dom := testutil.GoldenDomain()
 			in := binding.RenderInput{VMI: v, Pair: p}
 			if tc.resolv != "" {
 				in.Options.ResolvConf = []byte(tc.resolv)
 			}
 			require.NoError(t, Binding{}.Render(in, dom))
-			goldentest.Check(t, dom, goldentest.Path(t, tc.name), *update)
+			testutil.CheckDomain(t, dom, testutil.GoldenPath(t, tc.name, ".xml"))
 		})
 	}
 }

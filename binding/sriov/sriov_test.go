@@ -2,7 +2,6 @@ package sriov
 
 import (
 	"context"
-	"flag"
 	"io"
 	"log/slog"
 	"testing"
@@ -11,11 +10,9 @@ import (
 
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/binding"
-	"github.com/virtnet/virtnet/binding/internal/goldentest"
 	"github.com/virtnet/virtnet/cache"
+	"github.com/virtnet/virtnet/internal/testutil"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
 // vmiWith returns a validated VMI with the pod network on masquerade and
 // one SR-IOV interface per name, on Multus networks in the given order
@@ -201,24 +198,24 @@ func TestRender(t *testing.T) {
 			}
 			ps := pairsOf(t, v)
 			env := SimulatedEnv(v)
-			dom := goldentest.Domain()
+			dom := testutil.GoldenDomain()
 			// Render in reverse order: the allocation must not depend on it.
 			for i := len(tc.ifaces) - 1; i >= 0; i-- {
 				p := ps[tc.ifaces[i]]
 				require.NoError(t, Binding{}.Render(binding.RenderInput{VMI: v, Pair: p, Options: binding.RenderOptions{Env: env}}, dom))
 			}
-			goldentest.Check(t, dom, goldentest.Path(t, tc.name), *update)
+			testutil.CheckDomain(t, dom, testutil.GoldenPath(t, tc.name, ".xml"))
 		})
 	}
 }
 
 func TestRenderErrors(t *testing.T) {
 	v, ps := vmiWith(t, "s1")
-	err := Binding{}.Render(binding.RenderInput{VMI: v, Pair: ps["s1"]}, goldentest.Domain())
+	err := Binding{}.Render(binding.RenderInput{VMI: v, Pair: ps["s1"]}, testutil.GoldenDomain())
 	require.ErrorIs(t, err, ErrNotSet)
 	require.ErrorContains(t, err, `sriov: interface "s1": KUBEVIRT_RESOURCE_NAME_s1=""`)
 
 	v.Spec.Domain.Devices.Interfaces[1].PciAddress = "0000:00:20.0"
-	err = Binding{}.Render(binding.RenderInput{VMI: v, Pair: ps["s1"], Options: binding.RenderOptions{Env: SimulatedEnv(v)}}, goldentest.Domain())
+	err = Binding{}.Render(binding.RenderInput{VMI: v, Pair: ps["s1"], Options: binding.RenderOptions{Env: SimulatedEnv(v)}}, testutil.GoldenDomain())
 	require.ErrorContains(t, err, `sriov: interface "s1": pciAddress`)
 }

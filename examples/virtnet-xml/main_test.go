@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,10 +17,9 @@ import (
 	"github.com/virtnet/virtnet/internal/testutil"
 )
 
-var update = flag.Bool("update", false, "rewrite embedded/cache from phase1 on the simulated pod")
-
 // TestEmbeddedCache checks that the embedded records are what phase1
-// writes for the embedded VMI on the simulated pod (-update rewrites them).
+// writes for the embedded VMI on the simulated pod (-update, testutil's
+// flag, rewrites them).
 func TestEmbeddedCache(t *testing.T) {
 	vmi, err := api.Load(defaultVMI)
 	require.NoError(t, err)
@@ -30,7 +28,7 @@ func TestEmbeddedCache(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, simulatePhase1(context.Background(), vmi, store, nil))
 
-	if *update {
+	if testutil.Update() {
 		require.NoError(t, os.RemoveAll("embedded/cache"))
 		require.NoError(t, os.CopyFS("embedded/cache", os.DirFS(dir)))
 	}
@@ -64,14 +62,7 @@ func validateXML(t *testing.T, xml string) {
 	t.Helper()
 	var dom libvirtxml.Domain
 	require.NoError(t, dom.Unmarshal(xml))
-	bin, err := exec.LookPath("virt-xml-validate")
-	if err != nil {
-		testutil.Skip(t, "virt-xml-validate (Debian packages libvirt-clients and libxml2-utils)")
-	}
-	f := filepath.Join(t.TempDir(), "domain.xml")
-	require.NoError(t, os.WriteFile(f, []byte(xml), 0o644))
-	out, err := exec.Command(bin, f, "domain").CombinedOutput()
-	require.NoError(t, err, "virt-xml-validate:\n%s", out)
+	testutil.ValidateDomainXML(t, xml)
 }
 
 func writeVMI(t *testing.T, body string) string {

@@ -1,6 +1,18 @@
 // Package testutil holds test helpers: precise skips that turn into
 // failures under VIRTNET_REQUIRE_KERNEL=1, throwaway network namespaces,
-// and pod namespaces as a CNI leaves them.
+// pod namespaces as a CNI leaves them, and golden files.
+//
+// # Golden files
+//
+// Every golden file of the module lives at testdata/<Test>/<case><ext>
+// ([GoldenPath]) and is compared by [Golden]; the -update flag this
+// package registers rewrites them instead. Domain XML goes through
+// [CheckDomain]: compared, round-tripped through libvirtxml, validated
+// with virt-xml-validate and defined in libvirt's test driver (virsh -c
+// test:///default), whose parser refuses what the schema lets through.
+// virsh and virt-xml-validate come with the Debian packages
+// libvirt-clients and libxml2-utils; without them those steps skip
+// through [Skip].
 //
 // # Pods made by the real CNI plugins
 //
