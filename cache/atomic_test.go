@@ -194,7 +194,7 @@ func TestConcurrentWriters(t *testing.T) {
 				if i%20 != 0 && i != perWriter-1 {
 					continue
 				}
-				if err := s.WritePodInterface(testUID, &PodInterface{Interface: fmt.Sprintf("w%d", w), State: State(i % 3)}); err != nil {
+				if err := s.WriteProgress(testUID, &Progress{Interface: fmt.Sprintf("w%d", w), State: State(i % 3)}); err != nil {
 					errs <- err
 					return
 				}
@@ -214,7 +214,7 @@ func TestConcurrentWriters(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, wholeRecord(rec))
 	for w := 0; w < writers; w++ {
-		pi, err := s.ReadPodInterface(testUID, fmt.Sprintf("w%d", w))
+		pi, err := s.ReadProgress(testUID, fmt.Sprintf("w%d", w))
 		require.NoError(t, err)
 		require.Equal(t, State((perWriter-1)%3), pi.State)
 	}

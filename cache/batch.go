@@ -19,11 +19,11 @@ import (
 //     reports as done is on disk; a crash before that also takes the
 //     network namespace the records describe.
 
-// PutPodInterface is [Store.WritePodInterface] without the directory
+// PutProgress is [Store.WriteProgress] without the directory
 // fsync (see [Store.SyncVMI]); wrote is false when the file already held
 // these bytes.
-func (s *Store) PutPodInterface(uid string, rec *PodInterface) (wrote bool, err error) {
-	p, err := s.PodInterfacePath(uid, rec.Interface)
+func (s *Store) PutProgress(uid string, rec *Progress) (wrote bool, err error) {
+	p, err := s.ProgressPath(uid, rec.Interface)
 	if err != nil {
 		return false, err
 	}

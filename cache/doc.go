@@ -5,7 +5,7 @@
 // Layout, under a root directory chosen by the caller (KubeVirt uses
 // /var/run/kubevirt-private):
 //
-//	<root>/<vmi-uid>/pod-interface-<iface>.json   progress and what was discovered ([PodInterface])
+//	<root>/<vmi-uid>/pod-interface-<iface>.json   progress and what was discovered ([Progress])
 //	<root>/<vmi-uid>/interface-<iface>.json       what phase2 and DHCP need ([Interface])
 //
 // where <iface> is the VMI interface name, and, while a phase1 run of the
@@ -20,8 +20,8 @@
 // directory, written and fsynced, then renamed over the record (KubeVirt
 // v0.53 writes in place). So a reader sees each record absent, old or new,
 // never torn: after a SIGKILL at any point of a write, and after a machine
-// crash. [Store.WritePodInterface] and [Store.WriteInterface] also fsync the
-// directory, so the record is durable when they return. [Store.PutPodInterface]
+// crash. [Store.WriteProgress] and [Store.WriteInterface] also fsync the
+// directory, so the record is durable when they return. [Store.PutProgress]
 // and [Store.PutInterface] leave that to one [Store.SyncVMI] for many records
 // (phase1 calls it once per run, before it returns): until then a machine
 // crash may bring back the previous version of a record, or none, but never

@@ -17,7 +17,7 @@ import (
 //
 //	go test ./cache -run XXX -fuzz FuzzDecode -fuzztime 30s
 func FuzzDecode(f *testing.F) {
-	pi := samplePodInterface()
+	pi := sampleProgress()
 	pi.Version = cache.Version
 	ii := sampleInterface()
 	ii.Version = cache.Version
@@ -39,13 +39,13 @@ func FuzzDecode(f *testing.F) {
 	const path = "/fuzz/interface-x.json"
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, mk := range []func() any{
-			func() any { return &cache.PodInterface{} },
+			func() any { return &cache.Progress{} },
 			func() any { return &cache.Interface{} },
 		} {
 			rec := mk()
 			var err error
 			switch r := rec.(type) {
-			case *cache.PodInterface:
+			case *cache.Progress:
 				err = cache.Decode(path, data, r)
 			case *cache.Interface:
 				err = cache.Decode(path, data, r)
@@ -65,7 +65,7 @@ func FuzzDecode(f *testing.F) {
 			require.NoError(t, err, "an accepted record encodes")
 			again := mk()
 			switch r := again.(type) {
-			case *cache.PodInterface:
+			case *cache.Progress:
 				err = cache.Decode(path, out, r)
 			case *cache.Interface:
 				err = cache.Decode(path, out, r)

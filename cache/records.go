@@ -84,10 +84,10 @@ type Link struct {
 	Routes []Route `json:"routes,omitempty"`
 }
 
-// PodInterface is phase1's progress on one VMI interface and what it
+// Progress is phase1's progress on one VMI interface and what it
 // discovered. KubeVirt keeps the same state in
 // network-info-cache/<uid>/<iface>.
-type PodInterface struct {
+type Progress struct {
 	Version int `json:"version"`
 	// Interface is the VMI interface name, Network its network.
 	Interface string `json:"interface"`
@@ -153,5 +153,5 @@ type Interface struct {
 
 type versioned interface{ version() int }
 
-func (r *PodInterface) version() int { return r.Version }
-func (r *Interface) version() int    { return r.Version }
+func (r *Progress) version() int  { return r.Version }
+func (r *Interface) version() int { return r.Version }

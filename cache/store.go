@@ -109,8 +109,9 @@ func (s *Store) path(uid, iface, kind string) (string, error) {
 	return filepath.Join(s.root, uid, kind+"-"+iface+".json"), nil
 }
 
-// PodInterfacePath is where the pod-interface record of an interface lives.
-func (s *Store) PodInterfacePath(uid, iface string) (string, error) {
+// ProgressPath is where the progress record of an interface lives
+// (the file pod-interface-<iface>.json).
+func (s *Store) ProgressPath(uid, iface string) (string, error) {
 	return s.path(uid, iface, "pod-interface")
 }
 
@@ -119,9 +120,9 @@ func (s *Store) InterfacePath(uid, iface string) (string, error) {
 	return s.path(uid, iface, "interface")
 }
 
-// WritePodInterface atomically writes rec (its Version is set).
-func (s *Store) WritePodInterface(uid string, rec *PodInterface) error {
-	p, err := s.PodInterfacePath(uid, rec.Interface)
+// WriteProgress atomically writes rec (its Version is set).
+func (s *Store) WriteProgress(uid string, rec *Progress) error {
+	p, err := s.ProgressPath(uid, rec.Interface)
 	if err != nil {
 		return err
 	}
@@ -129,14 +130,14 @@ func (s *Store) WritePodInterface(uid string, rec *PodInterface) error {
 	return s.write(p, rec)
 }
 
-// ReadPodInterface reads the pod-interface record of an interface. A
+// ReadProgress reads the progress record of an interface. A
 // record never written is an error matching [ErrNotExist].
-func (s *Store) ReadPodInterface(uid, iface string) (*PodInterface, error) {
-	p, err := s.PodInterfacePath(uid, iface)
+func (s *Store) ReadProgress(uid, iface string) (*Progress, error) {
+	p, err := s.ProgressPath(uid, iface)
 	if err != nil {
 		return nil, err
 	}
-	rec := &PodInterface{}
+	rec := &Progress{}
 	if err := s.read(p, rec); err != nil {
 		return nil, err
 	}

@@ -28,8 +28,8 @@ func newStore(t *testing.T) (*cache.Store, string) {
 	return s, root
 }
 
-func samplePodInterface() *cache.PodInterface {
-	return &cache.PodInterface{
+func sampleProgress() *cache.Progress {
+	return &cache.Progress{
 		Interface:    "default",
 		Network:      "default",
 		PodInterface: "eth0",
@@ -70,11 +70,11 @@ func TestRoundTrip(t *testing.T) {
 	}{
 		{
 			name:  "pod interface",
-			write: func(s *cache.Store) error { return s.WritePodInterface(uid, samplePodInterface()) },
+			write: func(s *cache.Store) error { return s.WriteProgress(uid, sampleProgress()) },
 			read: func(s *cache.Store) (any, error) {
-				return s.ReadPodInterface(uid, "default")
+				return s.ReadProgress(uid, "default")
 			},
-			want: func() any { r := samplePodInterface(); r.Version = cache.Version; return r }(),
+			want: func() any { r := sampleProgress(); r.Version = cache.Version; return r }(),
 			file: "pod-interface-default.json",
 		},
 		{
@@ -112,8 +112,8 @@ func TestRoundTrip(t *testing.T) {
 
 			// Rewriting what was read gives the same bytes.
 			switch r := got.(type) {
-			case *cache.PodInterface:
-				require.NoError(t, s.WritePodInterface(uid, r))
+			case *cache.Progress:
+				require.NoError(t, s.WriteProgress(uid, r))
 			case *cache.Interface:
 				require.NoError(t, s.WriteInterface(uid, r))
 			}
@@ -124,8 +124,8 @@ func TestRoundTrip(t *testing.T) {
 			// And Decode of the bytes agrees with the store.
 			var rec any
 			switch got.(type) {
-			case *cache.PodInterface:
-				r := &cache.PodInterface{}
+			case *cache.Progress:
+				r := &cache.Progress{}
 				require.NoError(t, cache.Decode(path, first, r))
 				rec = r
 			case *cache.Interface:
@@ -141,10 +141,10 @@ func TestRoundTrip(t *testing.T) {
 func TestStates(t *testing.T) {
 	s, _ := newStore(t)
 	for _, st := range []cache.State{cache.Pending, cache.Started, cache.Finished} {
-		rec := samplePodInterface()
+		rec := sampleProgress()
 		rec.State = st
-		require.NoError(t, s.WritePodInterface(uid, rec))
-		got, err := s.ReadPodInterface(uid, "default")
+		require.NoError(t, s.WriteProgress(uid, rec))
+		got, err := s.ReadProgress(uid, "default")
 		require.NoError(t, err)
 		require.Equal(t, st, got.State)
 	}
@@ -152,10 +152,10 @@ func TestStates(t *testing.T) {
 	require.Equal(t, "finished", cache.Finished.String())
 	require.Equal(t, "State(7)", cache.State(7).String())
 
-	rec := samplePodInterface()
+	rec := sampleProgress()
 	rec.State = cache.State(7)
-	require.Error(t, s.WritePodInterface(uid, rec), "an invalid state is not written")
-	got, err := s.ReadPodInterface(uid, "default")
+	require.Error(t, s.WriteProgress(uid, rec), "an invalid state is not written")
+	got, err := s.ReadProgress(uid, "default")
 	require.NoError(t, err)
 	require.Equal(t, cache.Finished, got.State, "the last good record is kept")
 }
@@ -184,7 +184,7 @@ func TestVersionMismatch(t *testing.T) {
 		require.Contains(t, err.Error(), p)
 
 		p = writeRaw(t, root, "pod-interface-default.json", []byte(`{"version": `+itoa(v)+`}`))
-		_, err = s.ReadPodInterface(uid, "default")
+		_, err = s.ReadProgress(uid, "default")
 		require.ErrorAs(t, err, &ve)
 		require.Equal(t, p, ve.Path)
 	}
@@ -242,7 +242,7 @@ func TestUnknownState(t *testing.T) {
 		t.Run(state, func(t *testing.T) {
 			s, root := newStore(t)
 			p := writeRaw(t, root, "pod-interface-default.json", []byte(`{"version": 1, "interface": "default", "state": `+state+`}`))
-			_, err := s.ReadPodInterface(uid, "default")
+			_, err := s.ReadProgress(uid, "default")
 			var ce *cache.CorruptError
 			require.ErrorAs(t, err, &ce)
 			require.Equal(t, p, ce.Path)
@@ -260,7 +260,7 @@ func TestNotExist(t *testing.T) {
 		var ne *cache.NotExistError
 		require.ErrorAs(t, err, &ne)
 		require.Equal(t, filepath.Join(root, uid, "interface-default.json"), ne.Path)
-		_, err = s.ReadPodInterface(uid, "default")
+		_, err = s.ReadProgress(uid, "default")
 		require.ErrorIs(t, err, cache.ErrNotExist)
 	}
 	t.Run("no root", check)
@@ -276,17 +276,17 @@ func TestBadNames(t *testing.T) {
 		t.Run(strings.ToValidUTF8(name, "?"), func(t *testing.T) {
 			s, root := newStore(t)
 			ops := map[string]func() error{
-				"WritePodInterface iface": func() error { return s.WritePodInterface(uid, &cache.PodInterface{Interface: name}) },
-				"WritePodInterface uid":   func() error { return s.WritePodInterface(name, &cache.PodInterface{Interface: "a"}) },
-				"WriteInterface iface":    func() error { return s.WriteInterface(uid, &cache.Interface{Interface: name}) },
-				"WriteInterface uid":      func() error { return s.WriteInterface(name, &cache.Interface{Interface: "a"}) },
-				"ReadPodInterface":        func() error { _, err := s.ReadPodInterface(uid, name); return err },
-				"ReadInterface uid":       func() error { _, err := s.ReadInterface(name, "a"); return err },
-				"Delete iface":            func() error { return s.Delete(uid, name) },
-				"Delete uid":              func() error { return s.Delete(name, "a") },
-				"DeleteVMI":               func() error { return s.DeleteVMI(name) },
-				"InterfacePath":           func() error { _, err := s.InterfacePath(uid, name); return err },
-				"PodInterfacePath":        func() error { _, err := s.PodInterfacePath(name, "a"); return err },
+				"WriteProgress iface":  func() error { return s.WriteProgress(uid, &cache.Progress{Interface: name}) },
+				"WriteProgress uid":    func() error { return s.WriteProgress(name, &cache.Progress{Interface: "a"}) },
+				"WriteInterface iface": func() error { return s.WriteInterface(uid, &cache.Interface{Interface: name}) },
+				"WriteInterface uid":   func() error { return s.WriteInterface(name, &cache.Interface{Interface: "a"}) },
+				"ReadProgress":         func() error { _, err := s.ReadProgress(uid, name); return err },
+				"ReadInterface uid":    func() error { _, err := s.ReadInterface(name, "a"); return err },
+				"Delete iface":         func() error { return s.Delete(uid, name) },
+				"Delete uid":           func() error { return s.Delete(name, "a") },
+				"DeleteVMI":            func() error { return s.DeleteVMI(name) },
+				"InterfacePath":        func() error { _, err := s.InterfacePath(uid, name); return err },
+				"PodInterfacePath":     func() error { _, err := s.ProgressPath(name, "a"); return err },
 			}
 			for op, f := range ops {
 				err := f()
@@ -315,7 +315,7 @@ func TestModes(t *testing.T) {
 			t.Cleanup(func() { syscall.Umask(old) })
 			s, root := newStore(t)
 			require.NoError(t, s.WriteInterface(uid, sampleInterface()))
-			require.NoError(t, s.WritePodInterface(uid, samplePodInterface()))
+			require.NoError(t, s.WriteProgress(uid, sampleProgress()))
 			for _, d := range []string{root, filepath.Join(root, uid)} {
 				fi, err := os.Stat(d)
 				require.NoError(t, err)
@@ -338,7 +338,7 @@ func TestDeleteIdempotent(t *testing.T) {
 	require.NoError(t, s.DeleteVMI(uid), "nothing written yet")
 
 	require.NoError(t, s.WriteInterface(uid, sampleInterface()))
-	require.NoError(t, s.WritePodInterface(uid, samplePodInterface()))
+	require.NoError(t, s.WriteProgress(uid, sampleProgress()))
 	other := &cache.Interface{Interface: "net1"}
 	require.NoError(t, s.WriteInterface(uid, other))
 	require.NoError(t, s.WriteInterface("other-vmi", sampleInterface()))
@@ -347,7 +347,7 @@ func TestDeleteIdempotent(t *testing.T) {
 		require.NoError(t, s.Delete(uid, "default"))
 		_, err := s.ReadInterface(uid, "default")
 		require.ErrorIs(t, err, cache.ErrNotExist)
-		_, err = s.ReadPodInterface(uid, "default")
+		_, err = s.ReadProgress(uid, "default")
 		require.ErrorIs(t, err, cache.ErrNotExist)
 		_, err = s.ReadInterface(uid, "net1")
 		require.NoError(t, err, "other interfaces are kept")

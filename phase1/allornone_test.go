@@ -55,7 +55,7 @@ func TestLaterRecordCheckedBeforeKernel(t *testing.T) {
 				f := netdriver.SimulatedPod(threeLinks()...)
 				pristine := f.Snapshot()
 				s := newStore(t)
-				p, err := s.PodInterfacePath(uid, "red")
+				p, err := s.ProgressPath(uid, "red")
 				require.NoError(t, err)
 				if kind == "interface" {
 					p, err = s.InterfacePath(uid, "red")
@@ -72,7 +72,7 @@ func TestLaterRecordCheckedBeforeKernel(t *testing.T) {
 				require.ErrorAs(t, err, tc.as)
 				require.Empty(t, f.Calls(), "no kernel change before every record was checked")
 				require.Equal(t, pristine, f.Snapshot())
-				_, err = s.ReadPodInterface(uid, "default")
+				_, err = s.ReadProgress(uid, "default")
 				require.ErrorIs(t, err, cache.ErrNotExist, "no record of an earlier interface was written")
 			})
 		}
@@ -107,7 +107,7 @@ func TestFinishedWriteFailureRollsBack(t *testing.T) {
 			f := netdriver.SimulatedPod(threeLinks()...)
 			pristine := f.Snapshot()
 			s := newStore(t)
-			// The second write of the pod-interface record is "finished".
+			// The second write of the progress record is "finished".
 			hooked := failNth(s, "pod-interface-"+iface+".json", 2, cache.WriteTempWritten, syscall.ENOSPC)
 			err := run(t, vmi, f, hooked, phase1.Options{})
 			require.ErrorIs(t, err, syscall.ENOSPC)
@@ -121,7 +121,7 @@ func TestFinishedWriteFailureRollsBack(t *testing.T) {
 			require.Equal(t, pristine.Routes, got.Routes)
 			require.Empty(t, got.NAT)
 			for _, name := range []string{"default", "blue", "red"} {
-				_, err := s.ReadPodInterface(uid, name)
+				_, err := s.ReadProgress(uid, name)
 				require.ErrorIs(t, err, cache.ErrNotExist, name)
 			}
 			require.NoError(t, run(t, vmi, f, s, phase1.Options{}), "a re-run with space converges")
@@ -135,7 +135,7 @@ func TestStaleTempFilesRemoved(t *testing.T) {
 	vmi := loadVMI(t, bridgeVMI)
 	f := netdriver.SimulatedPod(netdriver.SimLink{Name: "eth0"})
 	s := newStore(t)
-	p, err := s.PodInterfacePath(uid, "default")
+	p, err := s.ProgressPath(uid, "default")
 	require.NoError(t, err)
 	dir := filepath.Dir(p)
 	require.NoError(t, os.MkdirAll(dir, 0o755))
@@ -221,7 +221,7 @@ func TestRunRacesCleanup(t *testing.T) {
 		for range 4 {
 			require.NoError(t, <-errs)
 		}
-		pod, err := s.ReadPodInterface(uid, "red")
+		pod, err := s.ReadProgress(uid, "red")
 		if errors.Is(err, cache.ErrNotExist) {
 			got := f.Snapshot()
 			require.Equal(t, pristine.Links, got.Links, "try %d: no records, so pristine", try)
@@ -275,7 +275,7 @@ func TestMasqueradeNetworkOverlapsPod(t *testing.T) {
 			require.Equal(t, phase1.StepPlan, pe.Step)
 			require.Empty(t, f.Calls())
 			require.Equal(t, before, f.Snapshot())
-			_, err = s.ReadPodInterface(uid, "default")
+			_, err = s.ReadProgress(uid, "default")
 			require.ErrorIs(t, err, cache.ErrNotExist)
 		})
 	}

@@ -58,7 +58,7 @@ func cleanupPairs(ctx context.Context, d netdriver.Driver, vmi *api.VMI, pairs [
 	var errs []error
 	for i, p := range slices.Backward(pairs) {
 		name := p.Interface.Name
-		pod, err := store.ReadPodInterface(uid, name)
+		pod, err := store.ReadProgress(uid, name)
 		if errors.Is(err, cache.ErrNotExist) {
 			continue
 		}

@@ -155,7 +155,7 @@ func TestLostCacheKernel(t *testing.T) {
 			require.ErrorAs(t, err, &pe)
 			require.Equal(t, phase1.StepDiscover, pe.Step)
 			require.Equal(t, before, linkDump(t, pod.Pod))
-			_, err = s.ReadPodInterface(uid, "default")
+			_, err = s.ReadProgress(uid, "default")
 			require.Error(t, err, "nothing recorded")
 		})
 	}
@@ -251,6 +251,6 @@ func TestMasqueradeOverlapKernel(t *testing.T) {
 	require.Equal(t, "10.0.2.0/24", oe.Network.String())
 	require.Contains(t, err.Error(), "10.0.2.15/24")
 	require.Equal(t, before, linkDump(t, pod.Pod), "nothing changed")
-	_, err = s.ReadPodInterface(uid, "default")
+	_, err = s.ReadProgress(uid, "default")
 	require.Error(t, err, "nothing recorded")
 }

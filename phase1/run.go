@@ -163,7 +163,7 @@ func Run(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.Store
 	for i := range steps {
 		done := *steps[i].pod
 		done.State = cache.Finished
-		w, err := store.PutPodInterface(uid, &done)
+		w, err := store.PutProgress(uid, &done)
 		wrote = wrote || w
 		if err != nil {
 			return rollback(len(steps), &Error{Interface: steps[i].in.Pair.Interface.Name, Step: StepRecord, Err: err})
@@ -184,12 +184,12 @@ func Run(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.Store
 // call, so that an unsafe, corrupt or foreign record of any interface
 // fails the run before it changed anything. It returns the pod-interface
 // record of each pair (nil when never written).
-func readRecords(store *cache.Store, uid string, pairs []api.Pair) ([]*cache.PodInterface, error) {
-	out := make([]*cache.PodInterface, len(pairs))
+func readRecords(store *cache.Store, uid string, pairs []api.Pair) ([]*cache.Progress, error) {
+	out := make([]*cache.Progress, len(pairs))
 	for i, p := range pairs {
 		name := p.Interface.Name
 		fail := func(err error) error { return &Error{Interface: name, Step: StepRead, Err: err} }
-		pod, err := store.ReadPodInterface(uid, name)
+		pod, err := store.ReadProgress(uid, name)
 		switch {
 		case errors.Is(err, cache.ErrNotExist):
 			pod = nil
@@ -268,12 +268,12 @@ type pairRun struct {
 	link *cache.Link
 	rec  *cache.Interface
 	// pod is the pair's record as it will be written before Prepare.
-	pod *cache.PodInterface
+	pod *cache.Progress
 }
 
 // planPair discovers the pair (unless a record says it was) and plans its
 // interface record; it changes nothing.
-func planPair(ctx context.Context, d netdriver.Driver, vmi *api.VMI, p api.Pair, pod *cache.PodInterface, opts Options) (pairRun, error) {
+func planPair(ctx context.Context, d netdriver.Driver, vmi *api.VMI, p api.Pair, pod *cache.Progress, opts Options) (pairRun, error) {
 	name := p.Interface.Name
 	fail := func(step string, err error) error { return &Error{Interface: name, Step: step, Err: err} }
 	b, err := opts.Registry.Lookup(p.Binding())
@@ -300,7 +300,7 @@ func planPair(ctx context.Context, d netdriver.Driver, vmi *api.VMI, p api.Pair,
 	if rec != nil {
 		rec.Interface, rec.PodInterface, rec.Binding = name, p.PodInterface, p.Binding()
 	}
-	return pairRun{b: b, in: in, link: link, rec: rec, pod: &cache.PodInterface{
+	return pairRun{b: b, in: in, link: link, rec: rec, pod: &cache.Progress{
 		Interface:    name,
 		Network:      p.Network.Name,
 		PodInterface: p.PodInterface,
@@ -317,7 +317,7 @@ func (r *pairRun) prepare(ctx context.Context, d netdriver.Driver, store *cache.
 	fail := func(step string, err error) error {
 		return &Error{Interface: r.in.Pair.Interface.Name, Step: step, Err: err}
 	}
-	w, err := store.PutPodInterface(uid, r.pod)
+	w, err := store.PutProgress(uid, r.pod)
 	if err != nil {
 		return w, fail(StepRecord, err)
 	}

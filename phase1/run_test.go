@@ -162,7 +162,7 @@ func TestRunBridgeState(t *testing.T) {
 		IPv4: "10.244.1.7/24", Gateway: "10.244.1.1", ServerIPv4: "169.254.75.10",
 		Routes: []cache.Route{{Dst: "0.0.0.0/0", Gateway: "10.244.1.1"}},
 	}, rec)
-	pod, err := s.ReadPodInterface(uid, "default")
+	pod, err := s.ReadProgress(uid, "default")
 	require.NoError(t, err)
 	require.Equal(t, cache.Finished, pod.State)
 	require.Equal(t, []string{"10.244.1.7"}, pod.PodIPs)
@@ -537,7 +537,7 @@ func TestRunPodIPsOrder(t *testing.T) {
 			require.NoError(t, f.AddrReplace("eth0", netip.MustParsePrefix("fd00:10:244:1::7/64")))
 			s := newStore(t)
 			require.NoError(t, run(t, vmi, f, s, phase1.Options{PrimaryPodIP: tc.option}))
-			pod, err := s.ReadPodInterface(string(vmi.Metadata.UID), "default")
+			pod, err := s.ReadProgress(string(vmi.Metadata.UID), "default")
 			require.NoError(t, err)
 			require.Equal(t, tc.want, pod.PodIPs)
 		})

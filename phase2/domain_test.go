@@ -34,14 +34,14 @@ func writeRecords(t testing.TB, uid string, recs ...cache.Interface) *cache.Stor
 	require.NoError(t, err)
 	for i := range recs {
 		require.NoError(t, store.WriteInterface(uid, &recs[i]))
-		require.NoError(t, store.WritePodInterface(uid, finished(recs[i])))
+		require.NoError(t, store.WriteProgress(uid, finished(recs[i])))
 	}
 	return store
 }
 
 // finished is the progress record phase1 leaves once rec is prepared.
-func finished(rec cache.Interface) *cache.PodInterface {
-	return &cache.PodInterface{Interface: rec.Interface, PodInterface: rec.PodInterface, Binding: rec.Binding, State: cache.Finished}
+func finished(rec cache.Interface) *cache.Progress {
+	return &cache.Progress{Interface: rec.Interface, PodInterface: rec.PodInterface, Binding: rec.Binding, State: cache.Finished}
 }
 
 // The source document's values (seeds/000): VM MAC, MTU 1440, k6t-eth0.

@@ -89,8 +89,8 @@ func readRecord(vmi *api.VMI, store *cache.Store, p api.Pair) (*cache.Interface,
 	}
 	// Phase1 writes the interface record before it prepares the kernel;
 	// only its progress record says the bridge and tap are there.
-	podPath, _ := store.PodInterfacePath(vmi.Metadata.UID, name)
-	pod, err := store.ReadPodInterface(vmi.Metadata.UID, name)
+	podPath, _ := store.ProgressPath(vmi.Metadata.UID, name)
+	pod, err := store.ReadProgress(vmi.Metadata.UID, name)
 	if err != nil {
 		return nil, &NotReadyError{Interface: name, Path: podPath, Err: err}
 	}

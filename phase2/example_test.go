@@ -46,7 +46,7 @@ spec:
 	if err != nil {
 		panic(err)
 	}
-	err = store.WritePodInterface(vmi.Metadata.UID, &cache.PodInterface{
+	err = store.WriteProgress(vmi.Metadata.UID, &cache.Progress{
 		Interface: "default", PodInterface: "eth0", Binding: "bridge", State: cache.Finished,
 	})
 	if err != nil {

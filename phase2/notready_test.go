@@ -33,7 +33,7 @@ func TestNotReady(t *testing.T) {
 			if tc.state != nil {
 				pod := finished(rec)
 				pod.State = *tc.state
-				require.NoError(t, store.WritePodInterface(uid, pod))
+				require.NoError(t, store.WriteProgress(uid, pod))
 			}
 			_, err = phase2.Domain(context.Background(), vmi, store, phase2.Options{})
 			var nr *phase2.NotReadyError

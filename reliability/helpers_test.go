@@ -72,7 +72,7 @@ func cacheFiles(tb testing.TB, s *cache.Store) map[string]string {
 		}
 		switch {
 		case strings.HasPrefix(base, "pod-interface-"):
-			err = cache.Decode(p, b, &cache.PodInterface{})
+			err = cache.Decode(p, b, &cache.Progress{})
 		case strings.HasPrefix(base, "interface-"):
 			err = cache.Decode(p, b, &cache.Interface{})
 		default:

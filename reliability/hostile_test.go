@@ -133,7 +133,7 @@ func TestHostileCacheThroughRun(t *testing.T) {
 			base := t.TempDir()
 			s, err := cache.New(filepath.Join(base, "cache"))
 			require.NoError(t, err)
-			file, err := s.PodInterfacePath(uid, "default")
+			file, err := s.ProgressPath(uid, "default")
 			require.NoError(t, err)
 			e := env{root: s.Root(), dir: filepath.Dir(file), file: file, elsewhere: filepath.Join(base, "elsewhere")}
 			require.NoError(t, os.Mkdir(e.elsewhere, 0o755))

@@ -63,7 +63,7 @@ func recordsParse(t *testing.T, s *cache.Store) (temps []string) {
 			temps = append(temps, base)
 		case strings.HasPrefix(base, ".lock-"):
 		case strings.HasPrefix(base, "pod-interface-"):
-			require.NoError(t, cache.Decode(p, b, &cache.PodInterface{}), "torn record %s", p)
+			require.NoError(t, cache.Decode(p, b, &cache.Progress{}), "torn record %s", p)
 		case strings.HasPrefix(base, "interface-"):
 			require.NoError(t, cache.Decode(p, b, &cache.Interface{}), "torn record %s", p)
 		default:
@@ -178,7 +178,7 @@ func TestRunRacesCleanupKernel(t *testing.T) {
 				go func() { errs <- phase1.Cleanup(context.Background(), vmi, pod.Pod.Path, s, phase1.Options{}) }()
 				require.NoError(t, <-errs, "try %d", try)
 				require.NoError(t, <-errs, "try %d", try)
-				if _, err := s.ReadPodInterface(uid, "default"); errors.Is(err, cache.ErrNotExist) {
+				if _, err := s.ReadProgress(uid, "default"); errors.Is(err, cache.ErrNotExist) {
 					cleaned++
 					require.Equal(t, pristine, linkState(t, pod.Pod.Path), "try %d: no records, so as the CNI left it", try)
 					require.Empty(t, cacheFiles(t, s), "try %d", try)

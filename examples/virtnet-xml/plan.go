@@ -24,7 +24,7 @@ func renderPlan(vmi *api.VMI, store *cache.Store, items []phase2.Item, source st
 			kind = "multus " + p.Network.Multus.NetworkName
 		}
 		fmt.Fprintf(&b, "[%d] interface %q: %s binding, network %q (%s)\n", p.Index, p.Interface.Name, p.Binding(), p.Network.Name, kind)
-		pod, _ := store.ReadPodInterface(vmi.Metadata.UID, p.Interface.Name)
+		pod, _ := store.ReadProgress(vmi.Metadata.UID, p.Interface.Name)
 		if pod != nil {
 			fmt.Fprintf(&b, "    phase1 state: %s\n", pod.State)
 		}
@@ -64,7 +64,7 @@ func kv(k string, v any) string {
 	return k + " " + s
 }
 
-func podLinkRow(b *strings.Builder, podIface string, pod *cache.PodInterface) {
+func podLinkRow(b *strings.Builder, podIface string, pod *cache.Progress) {
 	l := (*cache.Link)(nil)
 	if pod != nil {
 		l = pod.Discovered
@@ -88,7 +88,7 @@ func vmRow(b *strings.Builder, rec *cache.Interface) {
 	row(b, "VM NIC", "", kv("mac", rec.MAC), kv("mtu", rec.MTU), strings.Join(addrs, " "), kv("gw", rec.Gateway), kv("gw6", rec.GatewayIPv6))
 }
 
-func planInterface(b *strings.Builder, p api.Pair, pod *cache.PodInterface, rec *cache.Interface) {
+func planInterface(b *strings.Builder, p api.Pair, pod *cache.Progress, rec *cache.Interface) {
 	podLinkRow(b, p.PodInterface, pod)
 	if rec == nil {
 		arrow(b, "")

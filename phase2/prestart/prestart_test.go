@@ -76,7 +76,7 @@ func newEnv(t *testing.T, yaml string) *env {
 		Bridge: "k6t-eth0", Tap: "tap0", NIC: "eth0-nic", MAC: "02:00:00:00:00:01", MTU: 1440,
 		IPAMDisabled: true,
 	}))
-	require.NoError(t, store.WritePodInterface(uid, &cache.PodInterface{
+	require.NoError(t, store.WriteProgress(uid, &cache.Progress{
 		Interface: "default", PodInterface: "eth0", Binding: "bridge", State: cache.Finished,
 	}))
 	pvc := filepath.Join(dirs.PrivateDir, "vmi-disks", "data", "disk.img")

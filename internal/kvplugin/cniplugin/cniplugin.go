@@ -314,7 +314,7 @@ func recordedTarget(c *netConf, args *skel.CmdArgs, store *cache.Store) (*target
 	if err != nil {
 		return nil, err
 	}
-	pod, err := store.ReadPodInterface(probe.vmi.Metadata.UID, probe.iface)
+	pod, err := store.ReadProgress(probe.vmi.Metadata.UID, probe.iface)
 	if errors.Is(err, cache.ErrNotExist) {
 		return nil, nil
 	}
@@ -389,7 +389,7 @@ func Check(args *skel.CmdArgs) error {
 // the hand-off record of the recorded interface.
 func check(t *target, netns string, store *cache.Store) error {
 	uid := t.vmi.Metadata.UID
-	pod, err := store.ReadPodInterface(uid, t.iface)
+	pod, err := store.ReadProgress(uid, t.iface)
 	if err != nil {
 		return err
 	}
