@@ -25,11 +25,11 @@ type Item struct {
 	Record *cache.Interface
 }
 
-// Load resolves the binding of every pair of a validated VMI and reads the
-// records the bindings need, checking that each belongs to the pair. The
-// items are in spec.domain.devices.interfaces order. reg nil means
-// registry.Default().
-func Load(ctx context.Context, vmi *api.VMI, store *cache.Store, reg binding.Registry) ([]Item, error) {
+// ReadRecords resolves the binding of every pair of a validated VMI and
+// reads the records the bindings need, checking that each belongs to the
+// pair. The items are in spec.domain.devices.interfaces order. reg nil
+// means registry.Default().
+func ReadRecords(ctx context.Context, vmi *api.VMI, store *cache.Store, reg binding.Registry) ([]Item, error) {
 	if reg == nil {
 		reg = registry.Default()
 	}
@@ -120,10 +120,10 @@ func renderItems(vmi *api.VMI, items []Item, dom *libvirtxml.Domain, opts bindin
 	return nil
 }
 
-// EnrichDomain adds the network devices of a validated VMI to dom: [Load]
-// then [Render]. reg nil means registry.Default().
+// EnrichDomain adds the network devices of a validated VMI to dom:
+// [ReadRecords] then [Render]. reg nil means registry.Default().
 func EnrichDomain(ctx context.Context, vmi *api.VMI, store *cache.Store, reg binding.Registry, dom *libvirtxml.Domain, opts binding.RenderOptions) error {
-	items, err := Load(ctx, vmi, store, reg)
+	items, err := ReadRecords(ctx, vmi, store, reg)
 	if err != nil {
 		return err
 	}
@@ -145,7 +145,7 @@ type Options struct {
 // interfaces of [EnrichDomain]. The records are read before anything is
 // built, so a missing or stale cache fails fast.
 func Domain(ctx context.Context, vmi *api.VMI, store *cache.Store, opts Options) (*libvirtxml.Domain, error) {
-	items, err := Load(ctx, vmi, store, opts.Registry)
+	items, err := ReadRecords(ctx, vmi, store, opts.Registry)
 	if err != nil {
 		return nil, err
 	}

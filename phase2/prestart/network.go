@@ -27,7 +27,7 @@ func (Network) Name() string { return "network" }
 // every server is bound, or with the first that could not bind.
 func (Network) Run(ctx context.Context, st *State) error {
 	h := st.Hook
-	items, err := phase2.Load(ctx, h.VMI, h.Store, h.Registry)
+	items, err := phase2.ReadRecords(ctx, h.VMI, h.Store, h.Registry)
 	if err != nil {
 		return err
 	}
