@@ -23,19 +23,21 @@ type ifreqData struct {
 	_    [16]byte
 }
 
-// ethtool runs one ETHTOOL_[GS]TXCSUM ioctl on a socket of the current
-// thread's namespace (call it through Do).
-func ethtool(name string, cmd, value uint32) (uint32, error) {
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return 0, fmt.Errorf("ethtool socket: %w", err)
+// ethtool runs one ETHTOOL_[GS]TXCSUM ioctl on the driver's datagram
+// socket of the namespace, made on first use (call it on n.thr).
+func (n *Netlink) ethtool(name string, cmd, value uint32) (uint32, error) {
+	if n.ethfd < 0 {
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return 0, fmt.Errorf("ethtool socket: %w", err)
+		}
+		n.ethfd = fd
 	}
-	defer unix.Close(fd)
 	ev := ethtoolValue{cmd: cmd, data: value}
 	var req ifreqData
 	copy(req.name[:unix.IFNAMSIZ-1], name)
 	req.data = unsafe.Pointer(&ev)
-	if _, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.SIOCETHTOOL, uintptr(unsafe.Pointer(&req))); errno != 0 {
+	if _, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(n.ethfd), unix.SIOCETHTOOL, uintptr(unsafe.Pointer(&req))); errno != 0 {
 		what := "get"
 		if cmd == ethtoolSTXCSUM {
 			what = "set"

@@ -25,6 +25,12 @@ type Netlink struct {
 	nsPath string
 	ns     netns.NsHandle
 	h      *netlink.Handle
+	// thr is a thread inside the namespace for what works from inside
+	// only: /dev/net/tun, /proc/sys/net, the ethtool ioctl.
+	thr *nsexec.Thread
+	// ethfd is a datagram socket of the namespace for ethtool ioctls,
+	// made on the first one; used on thr only.
+	ethfd int
 	// requests counts the kernel round trips (netlink requests, ioctls,
 	// sysctl files, nftables batches) made through this driver.
 	requests atomic.Int64
@@ -57,12 +63,23 @@ func Open(nsPath string) (*Netlink, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open network namespace %s: %w", nsPath, err)
 	}
-	h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
+	thr, err := nsexec.StartFd(int(ns), nsPath)
 	if err != nil {
+		ns.Close()
+		return nil, err
+	}
+	// The handle's socket is made on the thread, which is in the
+	// namespace already (NewHandleAt would switch a thread in and out).
+	var h *netlink.Handle
+	if err := thr.Do(func() (err error) {
+		h, err = netlink.NewHandle(unix.NETLINK_ROUTE)
+		return err
+	}); err != nil {
+		thr.Close()
 		ns.Close()
 		return nil, fmt.Errorf("netlink handle in %s: %w", nsPath, err)
 	}
-	return &Netlink{nsPath: nsPath, ns: ns, h: h, index: map[string]int{}}, nil
+	return &Netlink{nsPath: nsPath, ns: ns, h: h, thr: thr, ethfd: -1, index: map[string]int{}}, nil
 }
 
 // OpenDriver is [Open] behind the [Driver] interface, with its Close; it
@@ -79,6 +96,14 @@ func OpenDriver(nsPath string) (Driver, func() error, error) {
 func (n *Netlink) Close() error {
 	n.closeNFT()
 	n.h.Close()
+	_ = n.thr.Do(func() error {
+		if n.ethfd >= 0 {
+			_ = unix.Close(n.ethfd)
+			n.ethfd = -1
+		}
+		return nil
+	})
+	n.thr.Close()
 	return n.ns.Close()
 }
 
@@ -284,34 +309,55 @@ func (n *Netlink) AddDummy(name string) error {
 // AddTap implements [Driver]. The tap is persistent and owned by
 // tap.Owner/tap.Group so that the unprivileged QEMU can open it.
 func (n *Netlink) AddTap(tap Tap) error {
-	attrs := netlink.NewLinkAttrs()
-	attrs.Name = tap.Name
-	t := &netlink.Tuntap{
-		LinkAttrs: attrs,
-		Mode:      netlink.TUNTAP_MODE_TAP,
-		Owner:     uint32(tap.Owner),
-		Group:     uint32(tap.Group),
-		Flags:     netlink.TUNTAP_DEFAULTS | netlink.TUNTAP_NO_PI | netlink.TUNTAP_VNET_HDR,
-	}
-	if tap.MultiQueue {
-		// One queue is opened to create the device; QEMU attaches the
-		// others. The flag must match what QEMU asks for.
-		t.Queues = 1
-		t.Flags = netlink.TUNTAP_MULTI_QUEUE_DEFAULTS | netlink.TUNTAP_VNET_HDR
-	}
-	n.count(3)
-	err := nsexec.Do(n.nsPath, func() error {
-		err := netlink.LinkAdd(t)
-		for _, f := range t.Fds {
-			f.Close()
-		}
-		return err
-	})
-	if err != nil {
+	n.count(4) // the four ioctls
+	if err := n.thr.Do(func() error { return addTap(tap) }); err != nil {
 		return fmt.Errorf("add tap %q: %w", tap.Name, err)
 	}
 	if tap.MTU > 0 {
 		return n.SetMTU(tap.Name, tap.MTU)
+	}
+	return nil
+}
+
+// addTap creates a persistent tap in the calling thread's namespace, as
+// `ip tuntap add` does: /dev/net/tun opened, the device attached by
+// TUNSETIFF, its owner and group set, made persistent, the file closed
+// (the device stays). A failure before TUNSETPERSIST leaves nothing: the
+// device goes away with the file.
+func addTap(tap Tap) error {
+	flags := uint16(unix.IFF_TAP | unix.IFF_VNET_HDR | unix.IFF_NO_PI)
+	if tap.MultiQueue {
+		// One queue is opened to create the device; QEMU attaches the
+		// others. The flag must match what QEMU asks for.
+		flags |= unix.IFF_MULTI_QUEUE
+	} else {
+		flags |= unix.IFF_TUN_EXCL | unix.IFF_ONE_QUEUE
+	}
+	fd, err := unix.Open("/dev/net/tun", unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open /dev/net/tun: %w", err)
+	}
+	defer unix.Close(fd)
+	req, err := unix.NewIfreq(tap.Name)
+	if err != nil {
+		return err
+	}
+	req.SetUint16(flags)
+	if err := unix.IoctlIfreq(fd, unix.TUNSETIFF, req); err != nil {
+		return fmt.Errorf("TUNSETIFF: %w", err)
+	}
+	for _, c := range []struct {
+		name string
+		req  uint
+		arg  int
+	}{
+		{"TUNSETOWNER", unix.TUNSETOWNER, int(uint32(tap.Owner))},
+		{"TUNSETGROUP", unix.TUNSETGROUP, int(uint32(tap.Group))},
+		{"TUNSETPERSIST", unix.TUNSETPERSIST, 1},
+	} {
+		if err := unix.IoctlSetInt(fd, c.req, c.arg); err != nil {
+			return fmt.Errorf("%s: %w", c.name, err)
+		}
 	}
 	return nil
 }
@@ -587,7 +633,7 @@ func (n *Netlink) Sysctl(key string) (string, error) {
 	}
 	var v []byte
 	n.count(1)
-	err = nsexec.Do(n.nsPath, func() error {
+	err = n.thr.Do(func() error {
 		var err error
 		v, err = os.ReadFile(p)
 		return err
@@ -605,7 +651,7 @@ func (n *Netlink) SetSysctl(key, value string) error {
 		return err
 	}
 	n.count(1)
-	if err := nsexec.Do(n.nsPath, func() error { return os.WriteFile(p, []byte(value), 0o644) }); err != nil {
+	if err := n.thr.Do(func() error { return os.WriteFile(p, []byte(value), 0o644) }); err != nil {
 		return fmt.Errorf("set sysctl %s=%s: %w", key, value, err)
 	}
 	return nil
@@ -615,9 +661,9 @@ func (n *Netlink) SetSysctl(key, value string) error {
 func (n *Netlink) TXChecksum(name string) (bool, error) {
 	var v uint32
 	n.count(1)
-	err := nsexec.Do(n.nsPath, func() error {
+	err := n.thr.Do(func() error {
 		var err error
-		v, err = ethtool(name, ethtoolGTXCSUM, 0)
+		v, err = n.ethtool(name, ethtoolGTXCSUM, 0)
 		return err
 	})
 	if err != nil {
@@ -633,8 +679,8 @@ func (n *Netlink) SetTXChecksum(name string, on bool) error {
 		v = 1
 	}
 	n.count(1)
-	return nsexec.Do(n.nsPath, func() error {
-		_, err := ethtool(name, ethtoolSTXCSUM, v)
+	return n.thr.Do(func() error {
+		_, err := n.ethtool(name, ethtoolSTXCSUM, v)
 		return err
 	})
 }
@@ -663,8 +709,14 @@ func (n *Netlink) nftConn() (*nftables.Conn, error) {
 		return n.nftc, nil
 	}
 	var nl *mdnetlink.Conn
-	c, err := nftables.New(nftables.WithNetNSFd(int(n.ns)), nftables.AsLasting(),
-		nftables.WithSockOptions(nftSockOptions, func(c *mdnetlink.Conn) error { nl = c; return nil }))
+	var c *nftables.Conn
+	// Dialed on the namespace's thread: the socket is made in the
+	// namespace without switching another thread in and out.
+	err := n.thr.Do(func() (err error) {
+		c, err = nftables.New(nftables.AsLasting(),
+			nftables.WithSockOptions(nftSockOptions, func(c *mdnetlink.Conn) error { nl = c; return nil }))
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("nftables in %s: %w", n.nsPath, err)
 	}
