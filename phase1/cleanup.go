@@ -20,7 +20,7 @@ import (
 // are: other users of the namespace may rely on them.
 func Cleanup(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.Store, opts Options) (err error) {
 	opts.fill()
-	pairs, err := pairsOf(vmi)
+	pairs, err := pairsOf(vmi, opts)
 	if err != nil {
 		return err
 	}

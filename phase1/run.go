@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/virtnet/virtnet/api"
@@ -34,9 +35,10 @@ type Options struct {
 	// records, so that nothing half-applied stays behind; either way a
 	// re-run converges.
 	KeepOnFailure bool
-	// TapOwner overrides the owner (uid and gid) of the taps; 0 means
-	// the VMI's ([TapOwnerFor]). Use a negative value for root (0).
-	TapOwner int
+	// TapOwner overrides the owner (uid and gid) of the taps: the zero
+	// value keeps the VMI's ([TapOwnerFor]), [TapOwnerUID] names one
+	// (root included).
+	TapOwner TapOwner
 	// PrimaryPodIP is the pod's primary IP (its status.podIP); its family
 	// comes first in a dual-stack pod's recorded PodIPs, as KubeVirt
 	// orders them. "" means the MY_POD_IP environment variable (the
@@ -62,18 +64,46 @@ const NonRootTapOwner = 107
 // chooses them: root (0) for a root VMI, the default of v0.53 (non-root
 // was a feature gate), so that a root libvirt without CAP_NET_ADMIN can
 // open them; [NonRootTapOwner] for a non-root VMI ([api.VMI.NonRoot]).
-// A non-zero override wins (negative: root). Passt's ping group follows
-// the same owner.
-func TapOwnerFor(vmi *api.VMI, override int) int {
-	switch {
-	case override > 0:
-		return override
-	case override < 0:
-		return 0
-	case vmi != nil && vmi.NonRoot():
+// [Options.TapOwner] overrides it. Passt's ping group follows the same
+// owner.
+func TapOwnerFor(vmi *api.VMI) int {
+	if vmi != nil && vmi.NonRoot() {
 		return NonRootTapOwner
 	}
 	return 0
+}
+
+// TapOwner is who owns the taps phase1 creates ([Options.TapOwner]). Its
+// zero value is the VMI's own choice ([TapOwnerFor]); [TapOwnerUID] names
+// a uid.
+type TapOwner struct {
+	uid int
+	set bool
+}
+
+// TapOwnerUID makes uid the owner and gid of the taps: 0 for root,
+// [NonRootTapOwner] for the qemu user, whatever the VMI says.
+func TapOwnerUID(uid int) TapOwner { return TapOwner{uid: uid, set: true} }
+
+// maxUID bounds the uid of [TapOwnerUID], as the binding CNI plugin
+// bounds its tapOwner.
+const maxUID = 1<<31 - 2
+
+// For is the uid and gid the taps of vmi get: the one [TapOwnerUID] named,
+// else [TapOwnerFor].
+func (o TapOwner) For(vmi *api.VMI) int {
+	if o.set {
+		return o.uid
+	}
+	return TapOwnerFor(vmi)
+}
+
+// String is the uid, or "the VMI's" for the zero value.
+func (o TapOwner) String() string {
+	if !o.set {
+		return "the VMI's"
+	}
+	return strconv.Itoa(o.uid)
 }
 
 func (o *Options) fill() {
@@ -99,7 +129,7 @@ func (o *Options) fill() {
 // unless [Options.KeepOnFailure] is set.
 func Run(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.Store, opts Options) (err error) {
 	opts.fill()
-	pairs, err := pairsOf(vmi)
+	pairs, err := pairsOf(vmi, opts)
 	if err != nil {
 		return err
 	}
@@ -213,7 +243,10 @@ func readRecords(store *cache.Store, uid string, pairs []api.Pair) ([]*cache.Pro
 
 // pairsOf validates the VMI and every name phase1 will give the kernel,
 // before any kernel call.
-func pairsOf(vmi *api.VMI) ([]api.Pair, error) {
+func pairsOf(vmi *api.VMI, opts Options) ([]api.Pair, error) {
+	if o := opts.TapOwner; o.set && (o.uid < 0 || o.uid > maxUID) {
+		return nil, &Error{Step: StepValidate, Err: fmt.Errorf("Options.TapOwner %d: not a uid (0 to %d)", o.uid, maxUID)}
+	}
 	if err := api.Validate(vmi); err != nil {
 		return nil, &Error{Step: StepValidate, Err: err}
 	}
@@ -248,7 +281,7 @@ func InputFor(vmi *api.VMI, p api.Pair, opts Options) binding.Input {
 	opts.fill()
 	logger := opts.Logger
 	return binding.Input{
-		TapOwner: TapOwnerFor(vmi, opts.TapOwner),
+		TapOwner: opts.TapOwner.For(vmi),
 		VMI:      vmi,
 		Pair:     p,
 		Names: binding.Names{

@@ -24,14 +24,14 @@ func TestTapOwner(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		mutate   func(*api.VMI)
-		override int
+		override phase1.TapOwner
 		want     uint32
 	}{
 		{name: "root VMI", want: 0},
 		{name: "nonroot annotation", mutate: func(v *api.VMI) { v.Metadata.Annotations = map[string]string{api.NonRootAnnotation: ""} }, want: 107},
 		{name: "status.runtimeUser", mutate: func(v *api.VMI) { v.Status.RuntimeUser = 107 }, want: 107},
-		{name: "override", override: 1000, want: 1000},
-		{name: "override to root on a non-root VMI", mutate: func(v *api.VMI) { v.Status.RuntimeUser = 107 }, override: -1, want: 0},
+		{name: "override", override: phase1.TapOwnerUID(1000), want: 1000},
+		{name: "override to root on a non-root VMI", mutate: func(v *api.VMI) { v.Status.RuntimeUser = 107 }, override: phase1.TapOwnerUID(0), want: 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pod := testutil.NewPodWith(t, testutil.PodConfig{NoIPAM: true})
@@ -102,7 +102,7 @@ func TestNonRootFromManifest(t *testing.T) {
 				manifest = strings.Replace(manifest, "uid: "+uid+"}", "uid: "+uid+`, annotations: {kubevirt.io/nonroot: "true"}}`, 1)
 			}
 			vmi := loadVMI(t, manifest)
-			require.Equal(t, tc.want, phase1.TapOwnerFor(vmi, 0))
+			require.Equal(t, tc.want, phase1.TapOwnerFor(vmi))
 		})
 	}
 }

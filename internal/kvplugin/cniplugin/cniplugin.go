@@ -51,14 +51,11 @@ const unprivilegedPortStart = 67
 // tapOwner is the uid and gid of the taps: tapOwner from the
 // configuration, else 107, the qemu user of KubeVirt 1.x's non-root
 // launchers (the default since 1.0; the CNI plugin cannot see the VMI).
-func (c *netConf) tapOwner() int {
-	switch {
-	case c.TapOwner == nil:
-		return phase1.NonRootTapOwner
-	case *c.TapOwner == 0:
-		return -1 // root, in phase1.Options' terms
+func (c *netConf) tapOwner() phase1.TapOwner {
+	if c.TapOwner == nil {
+		return phase1.TapOwnerUID(phase1.NonRootTapOwner)
 	}
-	return *c.TapOwner
+	return phase1.TapOwnerUID(*c.TapOwner)
 }
 
 // netConf is the network configuration.
