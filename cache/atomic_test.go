@@ -130,7 +130,7 @@ func record(w, i int) *Interface {
 		Routes:       make([]Route, i%7),
 		// A record size that varies, so that a torn file could not
 		// pass for a whole one.
-		PCIAddress: strings.Repeat("x", (w*31+i)%97),
+		Target: strings.Repeat("x", (w*31+i)%97),
 	}
 }
 

@@ -146,9 +146,6 @@ type Interface struct {
 	ServerIPv6 string `json:"serverIPv6,omitempty"`
 	// Routes are the routes the VM gets over DHCP option 121.
 	Routes []Route `json:"routes,omitempty"`
-
-	// PCIAddress is the host PCI address of an SR-IOV VF.
-	PCIAddress string `json:"pciAddress,omitempty"`
 }
 
 type versioned interface{ version() int }

@@ -55,8 +55,7 @@ func sampleInterface() *cache.Interface {
 		IPv4: "10.244.1.7/24", IPv6: "fd00:10:244:1::7/64",
 		Gateway: "10.244.1.1", GatewayIPv6: "fe80::1",
 		ServerIPv4: "169.254.75.10", ServerIPv6: "fe80::2",
-		Routes:     []cache.Route{{Dst: "10.96.0.0/12", Gateway: "10.244.1.1"}},
-		PCIAddress: "0000:81:10.2",
+		Routes: []cache.Route{{Dst: "10.96.0.0/12", Gateway: "10.244.1.1"}},
 	}
 }
 

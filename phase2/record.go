@@ -4,15 +4,12 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"regexp"
 	"strconv"
 
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/cache"
 	"github.com/virtnet/virtnet/internal/names"
 )
-
-var pciAddressRE = regexp.MustCompile(`^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[01][0-9a-fA-F]\.[0-7]$`)
 
 // checkRecord checks the values of an interface record that phase2 renders
 // into the domain or hands to the DHCP server: link names as phase1 makes
@@ -98,9 +95,6 @@ func checkRecord(path string, rec *cache.Interface) error {
 		if r.Metric < 0 {
 			return bad(f+".metric", strconv.Itoa(r.Metric), "negative")
 		}
-	}
-	if rec.PCIAddress != "" && !pciAddressRE.MatchString(rec.PCIAddress) {
-		return bad("pciAddress", rec.PCIAddress, "not a PCI address dddd:bb:ss.f")
 	}
 	return nil
 }

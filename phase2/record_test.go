@@ -43,7 +43,6 @@ func TestInvalidRecordValues(t *testing.T) {
 			r.Routes = []cache.Route{{Dst: "10.1.0.0/16", Gateway: "172.16.0.1"}, {Dst: "default"}}
 		}, "routes[1].dst", "default"},
 		{"route gateway of another family", func(r *cache.Interface) { r.Routes = []cache.Route{{Dst: "10.1.0.0/16", Gateway: "fe80::1"}} }, "routes[0].gateway", "fe80::1"},
-		{"PCI address", func(r *cache.Interface) { r.PCIAddress = "0000:00:1f.8" }, "pciAddress", "0000:00:1f.8"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

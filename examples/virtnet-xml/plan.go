@@ -119,7 +119,7 @@ func planInterface(b *strings.Builder, p api.Pair, pod *cache.Progress, rec *cac
 		vmRow(b, rec)
 	default:
 		arrow(b, "")
-		row(b, "device", rec.Target, kv("ifindex", rec.Ifindex), kv("pci", rec.PCIAddress))
+		row(b, "device", rec.Target, kv("ifindex", rec.Ifindex))
 		arrow(b, "")
 		vmRow(b, rec)
 	}
