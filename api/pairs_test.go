@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -116,4 +117,22 @@ func TestPairsHashedNames(t *testing.T) {
 		require.LessOrEqual(t, len(p.PodInterface), 15, "fits IFNAMSIZ")
 	}
 	require.NotEqual(t, pairs[1].PodInterface, pairs[2].PodInterface)
+}
+
+// TestHostname: one derivation for DHCP and cloud-init (their own tests
+// check that each uses it).
+func TestHostname(t *testing.T) {
+	long := strings.Repeat("a", 70)
+	tests := []struct{ name, vmName, specHostname, want string }{
+		{"name", "vm1", "", "vm1"},
+		{"name cut at the first dot", "fedora.lab.x", "", "fedora"},
+		{"long name cut to 63", long, "", long[:63]},
+		{"spec.hostname wins", "vm1", "web", "web"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			vmi := &api.VMI{Metadata: api.ObjectMeta{Name: tt.vmName}, Spec: api.VMISpec{Hostname: tt.specHostname}}
+			require.Equal(t, tt.want, vmi.Hostname())
+		})
+	}
 }

@@ -1,5 +1,7 @@
 package api
 
+import "strings"
+
 // Kinds of manifest that [Decode] accepts.
 const (
 	KindVMI = "VirtualMachineInstance"
@@ -54,6 +56,24 @@ func (v *VMI) NonRoot() bool {
 	}
 	return v.Status.RuntimeUser != 0
 }
+
+// Hostname is the guest's host name as KubeVirt derives it, for DHCP's
+// option 12 and cloud-init's local-hostname alike: spec.hostname if set,
+// else the VMI name cut at its first "." and to 63 bytes (a DNS label), as
+// the pod's hostname is.
+func (v *VMI) Hostname() string {
+	if v.Spec.Hostname != "" {
+		return v.Spec.Hostname
+	}
+	h, _, _ := strings.Cut(v.Metadata.Name, ".")
+	if len(h) > maxHostname {
+		h = h[:maxHostname]
+	}
+	return h
+}
+
+// maxHostname is the longest host name label derived from a VMI name.
+const maxHostname = 63
 
 // ObjectMeta is the subset of Kubernetes object metadata virtnet reads.
 type ObjectMeta struct {

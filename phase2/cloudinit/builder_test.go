@@ -199,22 +199,6 @@ func TestISOPath(t *testing.T) {
 	}
 }
 
-func TestHostname(t *testing.T) {
-	long := strings.Repeat("a", 70)
-	tests := []struct{ name, vmName, specHostname, want string }{
-		{"name", "vm1", "", "vm1"},
-		{"name cut at the first dot", "fedora.lab.x", "", "fedora"},
-		{"long name cut to 63", long, "", long[:63]},
-		{"spec.hostname wins", "vm1", "web", "web"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			vmi := &api.VMI{Metadata: api.ObjectMeta{Name: tt.vmName}, Spec: api.VMISpec{Hostname: tt.specHostname}}
-			require.Equal(t, tt.want, Hostname(vmi))
-		})
-	}
-}
-
 func TestConfigDriveUUIDFallsBackToFirmware(t *testing.T) {
 	vmi := &api.VMI{Metadata: api.ObjectMeta{Name: "vm", Namespace: "ns"},
 		Spec: api.VMISpec{Domain: api.DomainSpec{Firmware: &api.Firmware{UUID: "fw-uuid"}}}}

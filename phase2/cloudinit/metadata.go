@@ -56,7 +56,7 @@ func NewNoCloudMetadata(vmi *api.VMI) NoCloudMetadata {
 	return NoCloudMetadata{
 		InstanceType:  instanceType(vmi),
 		InstanceID:    instanceID(vmi),
-		LocalHostname: Hostname(vmi),
+		LocalHostname: vmi.Hostname(),
 	}
 }
 
@@ -72,23 +72,9 @@ func NewConfigDriveMetadata(vmi *api.VMI) ConfigDriveMetadata {
 	return ConfigDriveMetadata{
 		InstanceType: instanceType(vmi),
 		InstanceID:   instanceID(vmi),
-		Hostname:     Hostname(vmi),
+		Hostname:     vmi.Hostname(),
 		UUID:         uuid,
 	}
-}
-
-// Hostname is the guest's host name as KubeVirt derives it: spec.hostname
-// if set, else the VMI name cut at its first "." and to 63 bytes (a DNS
-// label).
-func Hostname(vmi *api.VMI) string {
-	if vmi.Spec.Hostname != "" {
-		return vmi.Spec.Hostname
-	}
-	h, _, _ := strings.Cut(vmi.Metadata.Name, ".")
-	if len(h) > 63 {
-		h = h[:63]
-	}
-	return h
 }
 
 func instanceID(vmi *api.VMI) string { return vmi.Metadata.Name + "." + vmi.Metadata.Namespace }

@@ -24,10 +24,6 @@ var (
 	defaultSearch = "cluster.local"
 )
 
-// maxHostname is the longest hostname label KubeVirt derives from the VMI
-// name.
-const maxHostname = 63
-
 // Route is one classless static route (DHCP option 121). A zero Gateway
 // (0.0.0.0) means the destination is on-link.
 type Route struct {
@@ -173,7 +169,7 @@ func NewConfig(vmi *api.VMI, iface *api.Interface, rec *cache.Interface, resolvC
 	}
 	if vmi != nil {
 		search = WithSubdomain(search, vmi.Spec.Subdomain)
-		c.Hostname = Hostname(vmi)
+		c.Hostname = vmi.Hostname()
 	}
 	for _, d := range search {
 		if err := checkDomain(d); err != nil {
@@ -335,19 +331,6 @@ func (c *Config) dhcpOptions(o *api.DHCPOptions) error {
 		c.Private = append(c.Private, PrivateOption{Code: uint8(p.Option), Value: p.Value})
 	}
 	return nil
-}
-
-// Hostname is the VM's hostname (option 12): spec.hostname, else the VMI
-// name cut at the first '.' and at 63 characters, as the pod's hostname is.
-func Hostname(vmi *api.VMI) string {
-	if vmi.Spec.Hostname != "" {
-		return vmi.Spec.Hostname
-	}
-	name, _, _ := strings.Cut(vmi.Metadata.Name, ".")
-	if len(name) > maxHostname {
-		name = name[:maxHostname]
-	}
-	return name
 }
 
 // WithSubdomain prepends "<subdomain>.<the longest search domain holding
