@@ -57,3 +57,38 @@ func TestSendBatchReportsKernelErrors(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, want, rules)
 }
+
+// TestBatchBuilderReuse: one builder makes batch after batch, each the
+// same messages as a fresh builder's for the same rule set, and an
+// invalid rule set leaves nothing behind for the next batch.
+func TestBatchBuilderReuse(t *testing.T) {
+	fresh := func(nat NAT) []mdnetlink.Message {
+		b, err := newBatchBuilder()
+		require.NoError(t, err)
+		batch, err := b.build(nat)
+		require.NoError(t, err)
+		return batch
+	}
+	strip := func(batch []mdnetlink.Message) []mdnetlink.Message {
+		out := make([]mdnetlink.Message, len(batch))
+		for i, m := range batch {
+			m.Header.Sequence, m.Header.PID, m.Header.Length = 0, 0, 0
+			out[i] = m
+		}
+		return out
+	}
+	b, err := newBatchBuilder()
+	require.NoError(t, err)
+	bad := SampleNAT4()
+	bad.Bridge = ""
+	for _, nat := range []NAT{SampleNAT4(NATPort{Protocol: "tcp", Port: 80}), SampleNAT6(), bad, SampleIstio4(), SampleNAT4(NATPort{Protocol: "tcp", Port: 80})} {
+		got, err := b.build(nat)
+		if nat.Bridge == "" {
+			require.ErrorIs(t, err, ErrInvalidNAT)
+			continue
+		}
+		require.NoError(t, err)
+		require.Greater(t, len(got), 2)
+		require.Equal(t, strip(fresh(nat)), strip(got))
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/google/nftables"
@@ -72,31 +73,58 @@ func queueNAT(conn *nftables.Conn, nat NAT) error {
 // errCaptured refuses a second batch on a capture connection.
 var errCaptured = errors.New("netdriver: batch already captured")
 
-// natBatch returns the messages of nat's batch (see queueNAT), from
-// NFNL_MSG_BATCH_BEGIN to NFNL_MSG_BATCH_END, as google/nftables builds
-// them, on a connection that sends nothing.
-func natBatch(nat NAT) ([]mdnetlink.Message, error) {
-	var batch []mdnetlink.Message
-	ack := []mdnetlink.Message{{Header: mdnetlink.Header{Type: mdnetlink.Error}, Data: make([]byte, 4)}}
-	c, err := nftables.New(nftables.WithTestDial(func(req []mdnetlink.Message) ([]mdnetlink.Message, error) {
+// batchCaptured is what a capture connection's reads return: it ends
+// google/nftables' Flush once the batch has been captured, without the
+// read of one made-up ACK per message (a third of the cost of building a
+// batch). Flush stops at the first ENOBUFS (the kernel sends nothing more
+// after one), so batchCaptured is ENOBUFS to errors.Is; [batchBuilder]
+// expects it and nothing else.
+type batchCaptured struct{}
+
+func (batchCaptured) Error() string        { return "netdriver: batch captured" }
+func (batchCaptured) Is(target error) bool { return target == syscall.ENOBUFS }
+
+// batchBuilder turns rule sets into batches: the messages of nat's batch
+// (see queueNAT), from NFNL_MSG_BATCH_BEGIN to NFNL_MSG_BATCH_END, as
+// google/nftables builds them, on a connection that sends nothing. The
+// connection is made once (its dial seeds a random generator); a builder
+// serves one batch at a time, and after an error it is dropped (the
+// connection may keep queued messages or a serialization error).
+type batchBuilder struct {
+	c     *nftables.Conn
+	batch []mdnetlink.Message
+}
+
+func newBatchBuilder() (*batchBuilder, error) {
+	b := &batchBuilder{}
+	c, err := nftables.New(nftables.AsLasting(), nftables.WithTestDial(func(req []mdnetlink.Message) ([]mdnetlink.Message, error) {
 		if req == nil {
-			return ack, nil // Flush reads one ACK per message
+			return nil, batchCaptured{}
 		}
-		if batch != nil {
+		if b.batch != nil {
 			return nil, errCaptured
 		}
-		batch = slices.Clone(req)
+		b.batch = slices.Clone(req)
 		return nil, nil
 	}))
 	if err != nil {
 		return nil, err
 	}
-	if err := queueNAT(c, nat); err != nil {
+	b.c = c
+	return b, nil
+}
+
+// build returns nat's batch.
+func (b *batchBuilder) build(nat NAT) ([]mdnetlink.Message, error) {
+	b.batch = nil
+	if err := queueNAT(b.c, nat); err != nil {
 		return nil, err
 	}
-	if err := c.Flush(); err != nil {
+	if err := b.c.Flush(); err != nil && !errors.Is(err, batchCaptured{}) {
 		return nil, fmt.Errorf("netdriver: NAT table %s %s: %w", familyName(nat.Family), NATTable, err)
 	}
+	batch := b.batch
+	b.batch = nil
 	if len(batch) < 2 {
 		return nil, fmt.Errorf("netdriver: NAT table %s %s: no batch was built", familyName(nat.Family), NATTable)
 	}

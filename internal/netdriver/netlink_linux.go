@@ -52,6 +52,9 @@ type Netlink struct {
 	nftMu sync.Mutex
 	nftc  *nftables.Conn
 	nftnl *mdnetlink.Conn
+	// nftbMu guards nftb, the builder of NAT batches, made on first use.
+	nftbMu sync.Mutex
+	nftb   *batchBuilder
 }
 
 var _ Driver = (*Netlink)(nil)
@@ -790,7 +793,7 @@ func (n *Netlink) closeNFT() {
 
 // ApplyNAT implements [Driver].
 func (n *Netlink) ApplyNAT(nat NAT) error {
-	batch, err := natBatch(nat)
+	batch, err := n.natBatch(nat)
 	if err != nil {
 		return err
 	}
@@ -802,6 +805,24 @@ func (n *Netlink) ApplyNAT(nat NAT) error {
 		}
 		return nil
 	})
+}
+
+// natBatch builds nat's batch on the driver's builder.
+func (n *Netlink) natBatch(nat NAT) ([]mdnetlink.Message, error) {
+	n.nftbMu.Lock()
+	defer n.nftbMu.Unlock()
+	if n.nftb == nil {
+		b, err := newBatchBuilder()
+		if err != nil {
+			return nil, err
+		}
+		n.nftb = b
+	}
+	batch, err := n.nftb.build(nat)
+	if err != nil {
+		n.nftb = nil
+	}
+	return batch, err
 }
 
 // DeleteNAT implements [Driver].
