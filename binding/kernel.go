@@ -37,7 +37,8 @@ type PodLinkError struct {
 }
 
 func (e *PodLinkError) Error() string {
-	if e.Err != nil {
+	// A link-not-found only repeats the name and the reason.
+	if e.Err != nil && !netdriver.IsLinkNotFound(e.Err) {
 		return fmt.Sprintf("pod link %q: %s: %v", e.Name, e.Reason, e.Err)
 	}
 	return fmt.Sprintf("pod link %q: %s", e.Name, e.Reason)

@@ -335,10 +335,10 @@ func (s *Store) ensureDir(dir string) error {
 				created = false
 			case os.IsNotExist(err) && d == s.root:
 				if err := os.MkdirAll(d, DirMode); err != nil {
-					return fmt.Errorf("cache: create %s: %w", d, err)
+					return fmt.Errorf("cache: %w", err) // names the path
 				}
 			default:
-				return fmt.Errorf("cache: create %s: %w", d, err)
+				return fmt.Errorf("cache: %w", err)
 			}
 		}
 		if err := checkDir(d); err != nil {
@@ -348,7 +348,7 @@ func (s *Store) ensureDir(dir string) error {
 		// able to enter what we create, whatever the caller's umask.
 		if created {
 			if err := os.Chmod(d, DirMode); err != nil {
-				return fmt.Errorf("cache: create %s: %w", d, err)
+				return fmt.Errorf("cache: %w", err) // names the path
 			}
 		}
 	}

@@ -49,6 +49,19 @@
 // kernel. Runs for one VMI with two different store roots are not
 // serialised by the VMI lock, only by the namespace's.
 //
+// Errors: every failure is an [*Error] naming the interface and the step,
+// around the binding's error, which names only its link, field and value
+// (no interface and no binding name: this package adds the one, phase2 the
+// other). [Error.Permanent] tells an agent whether to retry: permanent
+// failures (validation, a foreign link, an address in use, an overlap, …)
+// need someone to change the VMI, the pod or the node; everything else
+// (EBUSY, EAGAIN, ENOBUFS, a lock held, …) is retried, and a re-run
+// resumes. One method, Permanent rather than Temporary, because retryable
+// is the default a resumable phase1 can afford and permanent is the
+// exception a caller must act on, as with KubeVirt's CriticalNetworkError.
+// [ErrLinkNotFound] and [ErrNotSupported] are the kernel seam's sentinels,
+// re-exported so that one errors.Is works on what Run returns.
+//
 // Deliberate differences from KubeVirt v0.53 (pkg/network/setup):
 //   - A pair found in state "started" is resumed, not refused: KubeVirt
 //     treats it as a critical error because it cannot tell how far it got;

@@ -1,9 +1,16 @@
 package phase1
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"syscall"
 
+	"github.com/virtnet/virtnet/api"
+	"github.com/virtnet/virtnet/binding"
+	"github.com/virtnet/virtnet/binding/masquerade"
 	"github.com/virtnet/virtnet/cache"
+	"github.com/virtnet/virtnet/internal/netdriver"
 )
 
 // Steps of phase1, as named in [*Error].
@@ -36,6 +43,84 @@ func (e *Error) Error() string {
 }
 
 func (e *Error) Unwrap() error { return e.Err }
+
+// Permanent reports whether running phase1 again cannot succeed until
+// someone changes the VMI, the pod or the node: the analogue of KubeVirt's
+// CriticalNetworkError, on which virt-handler fails the VMI instead of
+// retrying. Permanent are
+//
+//   - a failure at [StepValidate] (a VMI, name or option phase1 refuses)
+//     and any [api.ErrInvalid] or [*api.UnsupportedError];
+//   - a link under one of phase1's names that is not phase1's
+//     ([*binding.ForeignLinkError]), an address phase1 needs on another
+//     link ([*binding.AddressInUseError]), a pod link that is missing, not
+//     as the CNI leaves it or already prepared ([*binding.PodLinkError]), a
+//     masquerade VM network overlapping the pod's ([*masquerade.OverlapError]),
+//     a pod link without the address a binding needs ([binding.ErrNoAddress]);
+//   - a path that is not a network namespace ([*NotNamespaceError]), a
+//     cache that is unsafe, corrupt, of another version or asked for a bad
+//     name ([*cache.UnsafeError], [*cache.CorruptError],
+//     [*cache.VersionError], [*cache.NameError]);
+//   - no privilege (EPERM, EACCES) and no support (EOPNOTSUPP,
+//     [ErrNotSupported]);
+//   - any error in the chain with a method Permanent() bool that returns
+//     true, so that a binding outside this module can mark its own.
+//
+// Everything else is retryable, because a re-run resumes and converges
+// (see the package doc): transient kernel errors (EBUSY, EAGAIN,
+// ENOBUFS, EINTR, ETIMEDOUT), another run holding the lock ([ErrLocked]),
+// a context that ended, and errors phase1 does not know. A caller retries
+// those with a backoff, as virt-handler retries everything but a
+// CriticalNetworkError.
+func (e *Error) Permanent() bool {
+	if e.Step == StepValidate {
+		return true
+	}
+	return permanent(e.Err)
+}
+
+// IsPermanent reports whether err, or the [*Error] it wraps, is permanent
+// (see [Error.Permanent]); nil is not.
+func IsPermanent(err error) bool {
+	var pe *Error
+	if errors.As(err, &pe) {
+		return pe.Permanent()
+	}
+	return err != nil && permanent(err)
+}
+
+func permanent(err error) bool {
+	var marked interface{ Permanent() bool }
+	if errors.As(err, &marked) {
+		return marked.Permanent()
+	}
+	switch {
+	case errors.Is(err, ErrLocked), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return false
+	case errors.Is(err, api.ErrInvalid), errors.Is(err, ErrNotSupported), errors.Is(err, binding.ErrNoAddress),
+		errors.Is(err, syscall.EPERM), errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EOPNOTSUPP):
+		return true
+	}
+	return errors.As(err, new(*binding.ForeignLinkError)) ||
+		errors.As(err, new(*binding.AddressInUseError)) ||
+		errors.As(err, new(*binding.PodLinkError)) ||
+		errors.As(err, new(*masquerade.OverlapError)) ||
+		errors.As(err, new(*NotNamespaceError)) ||
+		errors.As(err, new(*api.UnsupportedError)) ||
+		errors.As(err, new(*cache.UnsafeError)) ||
+		errors.As(err, new(*cache.CorruptError)) ||
+		errors.As(err, new(*cache.VersionError)) ||
+		errors.As(err, new(*cache.NameError))
+}
+
+// ErrLinkNotFound is matched by the error of a link that does not exist,
+// the pod link first of all ([*binding.PodLinkError] wraps it); one
+// sentinel with the kernel seam's, so that one errors.Is works everywhere.
+var ErrLinkNotFound = netdriver.ErrLinkNotFound
+
+// ErrNotSupported is matched by the error of a Run or Cleanup on a system
+// without the kernel interfaces phase1 needs (any OS but Linux).
+var ErrNotSupported = netdriver.ErrNotSupported
 
 // ErrLocked is matched by the error of a Run or Cleanup that gave up
 // waiting for another run of the same VMI or namespace (step

@@ -250,8 +250,8 @@ func pairsOf(vmi *api.VMI, opts Options) ([]api.Pair, error) {
 	if err := api.Validate(vmi); err != nil {
 		return nil, &Error{Step: StepValidate, Err: err}
 	}
-	if err := cache.CheckName("VMI UID", vmi.Metadata.UID); err != nil {
-		return nil, &Error{Step: StepValidate, Err: fmt.Errorf("metadata.uid: %w", err)}
+	if err := cache.CheckName("metadata.uid", vmi.Metadata.UID); err != nil {
+		return nil, &Error{Step: StepValidate, Err: err}
 	}
 	pairs, err := api.Pairs(vmi)
 	if err != nil {

@@ -335,6 +335,8 @@ func TestRunHostile(t *testing.T) {
 		contains string
 		// wide: the failure is VMI-wide (no interface named).
 		wide bool
+		// retryable: not [phase1.Error.Permanent] (every other row is).
+		retryable bool
 	}{
 		{name: "missing pod link", yaml: bridgeVMI, links: []netdriver.SimLink{{Name: "eth9"}},
 			step: phase1.StepDiscover, as: new(*binding.PodLinkError), contains: `"eth0"`},
@@ -389,7 +391,7 @@ func TestRunHostile(t *testing.T) {
 				require.NoError(t, err)
 				return s
 			},
-			step: phase1.StepLock, contains: "file/cache", wide: true},
+			step: phase1.StepLock, contains: "file/cache", wide: true, retryable: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -415,6 +417,7 @@ func TestRunHostile(t *testing.T) {
 				require.Contains(t, err.Error(), `interface "default"`)
 			}
 			require.Contains(t, err.Error(), tt.contains)
+			require.Equal(t, !tt.retryable, pe.Permanent(), "permanent")
 			switch as := tt.as.(type) {
 			case nil:
 			case *isError:

@@ -33,7 +33,7 @@ func (Binding) Discover(ctx context.Context, d netdriver.Driver, in binding.Inpu
 // IPAM is off: layer 2 only.
 func (Binding) Plan(in binding.Input, link *cache.Link) (*cache.Interface, error) {
 	if link == nil {
-		return nil, errors.New("bridge: no discovery to plan from")
+		return nil, errors.New("no discovery to plan from")
 	}
 	v4, _, err := binding.Addresses(link)
 	if err != nil {
@@ -141,7 +141,7 @@ func guestRouting(podIP netip.Prefix, routes []cache.Route) (addr netip.Prefix, 
 // Prepare converges from any intermediate state.
 func (Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input, link *cache.Link, rec *cache.Interface) error {
 	if link == nil || rec == nil {
-		return fmt.Errorf("bridge: interface %q: prepare needs the discovery and the record", in.Pair.Interface.Name)
+		return errors.New("prepare needs the discovery and the record")
 	}
 	if err := ctx.Err(); err != nil {
 		return err

@@ -12,7 +12,7 @@ type WrongTypeError struct {
 }
 
 func (e *WrongTypeError) Error() string {
-	return fmt.Sprintf("macvtap: interface %q: pod link %q is of type %q, not macvtap", e.Interface, e.Link, e.Type)
+	return fmt.Sprintf("pod link %q is of type %q, not macvtap", e.Link, e.Type)
 }
 
 // MissingRecordError is a Render or Prepare call without phase1's record
@@ -20,7 +20,7 @@ func (e *WrongTypeError) Error() string {
 type MissingRecordError struct{ Interface string }
 
 func (e *MissingRecordError) Error() string {
-	return fmt.Sprintf("macvtap: interface %q: no interface record from phase1 with a target", e.Interface)
+	return "no interface record from phase1 with a target"
 }
 
 // MACError is a MAC address in the record or the spec that does not parse.
@@ -31,7 +31,7 @@ type MACError struct {
 }
 
 func (e *MACError) Error() string {
-	return fmt.Sprintf("macvtap: interface %q: bad MAC address %q: %v", e.Interface, e.Value, e.Err)
+	return fmt.Sprintf("bad MAC address %q: %v", e.Value, e.Err)
 }
 
 func (e *MACError) Unwrap() error { return e.Err }

@@ -133,7 +133,7 @@ func TestDiscoverPlan(t *testing.T) {
 			var wt *WrongTypeError
 			require.ErrorAs(t, err, &wt)
 			require.Equal(t, WrongTypeError{Interface: "macvtap", Link: "net1", Type: "veth"}, *wt)
-			require.ErrorContains(t, err, `interface "macvtap": pod link "net1" is of type "veth"`)
+			require.EqualError(t, err, `pod link "net1" is of type "veth", not macvtap`)
 		},
 	}}
 	for _, tc := range tests {
@@ -183,7 +183,7 @@ func TestPrepareCleanup(t *testing.T) {
 			err = Binding{}.Prepare(ctx, d, in, link, rec)
 			require.Equal(t, tc.wantCalls, d.calls)
 			if tc.wantErr {
-				require.ErrorContains(t, err, `interface "macvtap": set MAC of "net1"`)
+				require.ErrorContains(t, err, `set MAC of "net1" to `)
 				d.failSetMAC = nil
 			} else {
 				require.NoError(t, err)

@@ -2,6 +2,7 @@ package macvtap
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 
@@ -24,7 +25,7 @@ func (Binding) Discover(ctx context.Context, d netdriver.Driver, in binding.Inpu
 	name := in.Pair.PodInterface
 	l, err := d.LinkByName(name)
 	if err != nil {
-		return nil, fmt.Errorf("macvtap: interface %q: discover pod link %q: %w", in.Pair.Interface.Name, name, err)
+		return nil, fmt.Errorf("discover pod link %q: %w", name, err)
 	}
 	if l.Type != netdriver.TypeMacvtap {
 		return nil, &WrongTypeError{Interface: in.Pair.Interface.Name, Link: name, Type: l.Type}
@@ -38,7 +39,7 @@ func (Binding) Discover(ctx context.Context, d netdriver.Driver, in binding.Inpu
 // interface's macAddress, else the link's).
 func (Binding) Plan(in binding.Input, link *cache.Link) (*cache.Interface, error) {
 	if link == nil {
-		return nil, fmt.Errorf("macvtap: interface %q: plan without a discovered link", in.Pair.Interface.Name)
+		return nil, errors.New("plan without a discovered link")
 	}
 	mac := link.MAC
 	if m := in.Pair.Interface.MacAddress; m != "" {
@@ -92,14 +93,14 @@ func setMAC(ctx context.Context, d netdriver.Driver, in binding.Input, name, mac
 	}
 	l, err := d.LinkByName(name)
 	if err != nil {
-		return fmt.Errorf("macvtap: interface %q: read link %q: %w", in.Pair.Interface.Name, name, err)
+		return fmt.Errorf("read link %q: %w", name, err)
 	}
 	if l.MAC.String() == want.String() {
 		return nil
 	}
 	in.Logger.Info("setting macvtap MAC", "interface", in.Pair.Interface.Name, "link", name, "from", l.MAC.String(), "to", want.String())
 	if err := d.SetMAC(name, want); err != nil {
-		return fmt.Errorf("macvtap: interface %q: set MAC of %q to %s: %w", in.Pair.Interface.Name, name, want, err)
+		return fmt.Errorf("set MAC of %q to %s: %w", name, want, err)
 	}
 	return nil
 }

@@ -80,7 +80,7 @@ func subnet(cidr string) (Subnet, error) {
 // pod link's MTU, and per family the VM address and gateway.
 func (Binding) Plan(in binding.Input, link *cache.Link) (*cache.Interface, error) {
 	if link == nil {
-		return nil, errors.New("masquerade: no discovery to plan from")
+		return nil, errors.New("no discovery to plan from")
 	}
 	pv4, pv6, err := binding.Addresses(link)
 	if err != nil {
@@ -128,7 +128,7 @@ func (Binding) Plan(in binding.Input, link *cache.Link) (*cache.Interface, error
 //	the virtnet_nat table of each family (see [netdriver.NAT])
 func (Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input, link *cache.Link, rec *cache.Interface) error {
 	if link == nil || rec == nil {
-		return fmt.Errorf("masquerade: interface %q: prepare needs the discovery and the record", in.Pair.Interface.Name)
+		return errors.New("prepare needs the discovery and the record")
 	}
 	if err := ctx.Err(); err != nil {
 		return err

@@ -12,7 +12,7 @@ type SysctlError struct {
 }
 
 func (e *SysctlError) Error() string {
-	return fmt.Sprintf("passt: interface %q: sysctl net/%s (value %q): %v", e.Interface, e.Key, e.Value, e.Err)
+	return fmt.Sprintf("sysctl net/%s (value %q): %v", e.Key, e.Value, e.Err)
 }
 
 func (e *SysctlError) Unwrap() error { return e.Err }
@@ -25,5 +25,5 @@ type PortError struct {
 }
 
 func (e *PortError) Error() string {
-	return fmt.Sprintf("passt: interface %q: cannot forward %s port %d", e.Interface, e.Protocol, e.Port)
+	return fmt.Sprintf("cannot forward %s port %d", e.Protocol, e.Port)
 }

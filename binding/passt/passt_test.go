@@ -185,7 +185,7 @@ func TestPrepareErrors(t *testing.T) {
 	d = &sysctlDriver{values: map[string]string{PingGroupRangeKey: "1\t0", UnprivilegedPortStartKey: "1024"}, failOn: UnprivilegedPortStartKey}
 	err := Binding{}.Prepare(ctx, d, in, nil, nil)
 	require.ErrorAs(t, err, &se)
-	require.ErrorContains(t, err, `passt: interface "default": sysctl net/ipv4/ip_unprivileged_port_start (value "0"): permission denied`)
+	require.EqualError(t, err, `sysctl net/ipv4/ip_unprivileged_port_start (value "0"): permission denied`)
 	// The re-run after the failure finishes the job.
 	d.failOn = ""
 	require.NoError(t, Binding{}.Prepare(ctx, d, in, nil, nil))

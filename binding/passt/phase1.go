@@ -2,6 +2,7 @@ package passt
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -39,7 +40,7 @@ func (b Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Inp
 			hi, err = strconv.Atoi(f[1])
 		}
 	} else {
-		err = fmt.Errorf("want two group IDs")
+		err = errors.New("want two group IDs")
 	}
 	if err != nil {
 		// Not the kernel's "LO\tHI": replace it with KubeVirt's value.

@@ -19,7 +19,7 @@ func (Binding) Render(in binding.RenderInput, dom *libvirtxml.Domain) error {
 	}
 	addr, err := nicxml.GuestAddress(iface)
 	if err != nil {
-		return fmt.Errorf("passt: interface %q: pciAddress: %w", iface.Name, err)
+		return fmt.Errorf("pciAddress: %w", err)
 	}
 	boot, rom := nicxml.BootOrROM(iface)
 	di := libvirtxml.DomainInterface{

@@ -10,7 +10,7 @@ type PortError struct {
 }
 
 func (e *PortError) Error() string {
-	return fmt.Sprintf("slirp: interface %q: cannot forward %s port %d", e.Interface, e.Protocol, e.Port)
+	return fmt.Sprintf("cannot forward %s port %d", e.Protocol, e.Port)
 }
 
 // CIDRError is a vmNetworkCIDR that is not an IPv4 network.
@@ -20,7 +20,7 @@ type CIDRError struct {
 }
 
 func (e *CIDRError) Error() string {
-	return fmt.Sprintf("slirp: interface %q: vmNetworkCIDR %q is not an IPv4 CIDR", e.Interface, e.Value)
+	return fmt.Sprintf("vmNetworkCIDR %q is not an IPv4 CIDR", e.Value)
 }
 
 // SearchDomainError is a search domain of the pod's resolv.conf that is
@@ -31,5 +31,5 @@ type SearchDomainError struct {
 }
 
 func (e *SearchDomainError) Error() string {
-	return fmt.Sprintf("slirp: interface %q: resolv.conf search domain %q is not a DNS name", e.Interface, e.Domain)
+	return fmt.Sprintf("resolv.conf search domain %q is not a DNS name", e.Domain)
 }

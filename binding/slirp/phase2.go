@@ -87,7 +87,7 @@ func Args(pair api.Pair, search []string) ([]string, error) {
 	if m := iface.MacAddress; m != "" {
 		hw, err := net.ParseMAC(m)
 		if err != nil {
-			return nil, fmt.Errorf("slirp: interface %q: macAddress %q: %w", iface.Name, m, err)
+			return nil, fmt.Errorf("macAddress %q: %w", m, err)
 		}
 		device = append(device, "mac="+hw.String())
 	}

@@ -33,7 +33,7 @@ type AddressError struct {
 }
 
 func (e *AddressError) Error() string {
-	return fmt.Sprintf("sriov: interface %q: %s=%q: %v", e.Interface, e.Variable, e.Value, e.Err)
+	return fmt.Sprintf("%s=%q: %v", e.Variable, e.Value, e.Err)
 }
 
 func (e *AddressError) Unwrap() error { return e.Err }

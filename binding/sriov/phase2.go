@@ -1,6 +1,7 @@
 package sriov
 
 import (
+	"errors"
 	"fmt"
 
 	"libvirt.org/go/libvirtxml"
@@ -22,15 +23,15 @@ func (Binding) Render(in binding.RenderInput, dom *libvirtxml.Domain) error {
 		return a.err
 	}
 	if a.address == "" {
-		return fmt.Errorf("sriov: interface %q: not an SR-IOV interface of the VMI", iface.Name)
+		return errors.New("not an SR-IOV interface of the VMI")
 	}
 	host, err := nicxml.ParsePCIAddress(a.address)
 	if err != nil {
-		return fmt.Errorf("sriov: interface %q: host address: %w", iface.Name, err)
+		return fmt.Errorf("host address: %w", err)
 	}
 	guest, err := nicxml.GuestAddress(iface)
 	if err != nil {
-		return fmt.Errorf("sriov: interface %q: pciAddress: %w", iface.Name, err)
+		return fmt.Errorf("pciAddress: %w", err)
 	}
 	hd := libvirtxml.DomainHostdev{
 		Managed: "no",

@@ -20,7 +20,7 @@ type RecordError struct {
 }
 
 func (e *RecordError) Error() string {
-	return fmt.Sprintf("interface %q: cache record field %s: %s", e.Interface, e.Field, e.Reason)
+	return fmt.Sprintf("cache record field %s: %s", e.Field, e.Reason)
 }
 
 // Interface renders a VM NIC on the in-pod bridge and tap phase1 made
@@ -60,7 +60,7 @@ func Interface(vmi *api.VMI, p api.Pair, rec *cache.Interface, ifaceType binding
 	}
 	addr, err := nicxml.GuestAddress(iface)
 	if err != nil {
-		return nil, fmt.Errorf("interface %q: spec.domain.devices.interfaces[%d].pciAddress: %w", name, p.Index, err)
+		return nil, fmt.Errorf("spec.domain.devices.interfaces[%d].pciAddress: %w", p.Index, err)
 	}
 	boot, rom := nicxml.BootOrROM(iface)
 	di := &libvirtxml.DomainInterface{
@@ -109,5 +109,5 @@ type InterfaceTypeError struct {
 }
 
 func (e *InterfaceTypeError) Error() string {
-	return fmt.Sprintf("interface %q: interface type %q is neither bridge nor ethernet", e.Interface, e.Type)
+	return fmt.Sprintf("interface type %q is neither bridge nor ethernet", e.Type)
 }
