@@ -3,11 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -23,33 +20,10 @@ import (
 // and why. -h exits 0.
 func TestUnprivileged(t *testing.T) {
 	testutil.RequireRoot(t) // to run the binary as another user
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		testutil.Skip(t, "no go command in PATH to build the example with")
-	}
-	dir, err := os.MkdirTemp("", "virtnet-xml-test-")
-	require.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	require.NoError(t, os.Chmod(dir, 0o755))
-	bin := filepath.Join(dir, "virtnet-xml")
-	out, err := exec.Command(gobin, "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, "go build:\n%s", out)
-
+	bin := testutil.BuildMain(t, "virtnet-xml")
+	dir := filepath.Dir(bin)
 	nobody := func(args ...string) (string, string, int) {
-		cmd := exec.Command(bin, args...)
-		cmd.Dir = dir
-		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + dir}
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := cmd.Run()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else {
-			require.NoError(t, err)
-		}
-		return stdout.String(), stderr.String(), code
+		return testutil.RunAs(t, testutil.Nobody, dir, []string{"PATH=/usr/bin:/bin", "HOME=" + dir}, bin, args...)
 	}
 
 	xml, errOut, code := nobody()
