@@ -52,6 +52,9 @@ type Netlink struct {
 	nftMu sync.Mutex
 	nftc  *nftables.Conn
 	nftnl *mdnetlink.Conn
+	// rtMu guards rt, the second rtnetlink socket (see rtConn).
+	rtMu sync.Mutex
+	rt   *mdnetlink.Conn
 	// nftbMu guards nftb, the builder of NAT batches, made on first use.
 	nftbMu sync.Mutex
 	nftb   *batchBuilder
@@ -98,6 +101,7 @@ func OpenDriver(nsPath string) (Driver, func() error, error) {
 // Close releases the namespace handle and the netlink sockets.
 func (n *Netlink) Close() error {
 	n.closeNFT()
+	n.closeRT()
 	n.h.Close()
 	_ = n.thr.Do(func() error {
 		if n.ethfd >= 0 {
@@ -442,16 +446,15 @@ func (n *Netlink) SetMaster(name, bridge string) error {
 
 // Learning implements [Driver].
 func (n *Netlink) Learning(name string) (bool, error) {
-	var pi netlink.Protinfo
-	err := n.withRef(name, func(l netlink.Link) error {
-		var err error
-		pi, err = retryDump(func() (netlink.Protinfo, error) { return n.h.LinkGetProtinfo(l) })
+	var on bool
+	err := n.withRef(name, func(l netlink.Link) (err error) {
+		on, err = n.portLearning(l.Attrs().Index)
 		return err
 	})
 	if err != nil {
 		return false, fmt.Errorf("bridge port flags of %q: %w", name, err)
 	}
-	return pi.Learning, nil
+	return on, nil
 }
 
 // SetLearning implements [Driver].
@@ -503,23 +506,20 @@ func ipNet(p netip.Prefix) *net.IPNet {
 
 // AddrList implements [Driver]: addresses of universe (global) scope.
 func (n *Netlink) AddrList(name string, family Family) ([]netip.Prefix, error) {
-	l, _, err := n.ref(name)
-	if err != nil {
-		return nil, err
-	}
-	n.count(1)
-	addrs, err := retryDump(func() ([]netlink.Addr, error) { return n.h.AddrList(l, nlFamily(family)) })
-	if err != nil {
-		return nil, fmt.Errorf("list addresses of %q: %w", name, err)
+	fam := unix.AF_INET
+	if family == IPv6 {
+		fam = unix.AF_INET6
 	}
 	var out []netip.Prefix
-	for _, a := range addrs {
-		if a.Scope != unix.RT_SCOPE_UNIVERSE {
-			continue
+	err := n.withRef(name, func(l netlink.Link) (err error) {
+		out, err = n.linkAddrs(l.Attrs().Index, fam)
+		return err
+	})
+	if err != nil {
+		if IsLinkNotFound(err) {
+			return nil, err
 		}
-		if p, ok := prefixOf(a.IPNet); ok {
-			out = append(out, p)
-		}
+		return nil, fmt.Errorf("list addresses of %q: %w", name, err)
 	}
 	return out, nil
 }
