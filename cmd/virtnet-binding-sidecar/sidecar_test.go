@@ -23,6 +23,7 @@ import (
 	"github.com/virtnet/virtnet/cache"
 	"github.com/virtnet/virtnet/internal/hookapi/info"
 	"github.com/virtnet/virtnet/internal/hookapi/v1alpha3"
+	"github.com/virtnet/virtnet/internal/kernelvm"
 	"github.com/virtnet/virtnet/internal/kvplugin"
 	"github.com/virtnet/virtnet/internal/names"
 	"github.com/virtnet/virtnet/internal/testutil"
@@ -169,13 +170,16 @@ func lease(t *testing.T, vm *testutil.NS) map[string]string {
 	script := filepath.Join(dir, "script")
 	require.NoError(t, os.WriteFile(script, []byte(udhcpcScript), 0o755))
 	out := filepath.Join(dir, "env")
-	cmd := exec.Command("ip", "netns", "exec", vm.Name, busybox, "udhcpc", "-i", "eth0", "-s", script, "-f", "-q", "-n",
+	cmd := exec.Command(busybox, "udhcpc", "-i", "eth0", "-s", script, "-f", "-q", "-n",
 		"-t", "5", "-T", "1", "-A", "1", "-O", "mtu")
 	cmd.Env = append(os.Environ(), "OUT="+out)
-	b, err := cmd.CombinedOutput()
-	require.NoError(t, err, "udhcpc: %s", b)
+	var b syncBuffer
+	cmd.Stdout, cmd.Stderr = &b, &b
+	// Started inside vm's namespace (no ip netns exec: the kernel VM has
+	// no iproute2).
+	require.NoError(t, vm.Do(cmd.Run), "udhcpc: %s", b.String())
 	f, err := os.Open(out + ".bound")
-	require.NoError(t, err, "udhcpc bound: %s", b)
+	require.NoError(t, err, "udhcpc bound: %s", b.String())
 	defer f.Close()
 	env := map[string]string{}
 	sc := bufio.NewScanner(f)
@@ -200,9 +204,11 @@ func validateKubeVirt(t *testing.T, xml []byte) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "domain.xml")
 	require.NoError(t, os.WriteFile(p, xml, 0o644))
-	virsh := needBinary(t, "virsh")
-	out, err := exec.Command(virsh, "-q", "-c", "test:///default", "define", p).CombinedOutput()
-	require.NoError(t, err, "virsh define: %s", out)
+	if os.Getenv(kernelvm.EnvInVM) != "1" { // the kernel VM has no libvirt
+		virsh := needBinary(t, "virsh")
+		out, err := exec.Command(virsh, "-q", "-c", "test:///default", "define", p).CombinedOutput()
+		require.NoError(t, err, "virsh define: %s", out)
+	}
 
 	var dom libvirtxml.Domain
 	require.NoError(t, dom.Unmarshal(string(xml)))
@@ -230,13 +236,52 @@ func validateKubeVirt(t *testing.T, xml []byte) {
 	validate(t, []byte(s))
 }
 
+// validate runs virt-xml-validate; in the kernel VM, which has no shell
+// tools, what it runs: xmllint with libvirt's domain schema (both copied
+// in by vmTools).
 func validate(t *testing.T, xml []byte) {
 	t.Helper()
-	bin := needBinary(t, "virt-xml-validate")
 	p := filepath.Join(t.TempDir(), "domain.xml")
 	require.NoError(t, os.WriteFile(p, xml, 0o644))
-	out, err := exec.Command(bin, p, "domain").CombinedOutput()
+	var cmd *exec.Cmd
+	if os.Getenv(kernelvm.EnvInVM) == "1" {
+		cmd = exec.Command(xmllint, "--noout", "--relaxng", domainSchema, p)
+	} else {
+		cmd = exec.Command(needBinary(t, "virt-xml-validate"), p, "domain")
+	}
+	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "virt-xml-validate: %s", out)
+}
+
+const (
+	xmllint      = "/usr/bin/xmllint"
+	domainSchema = "/usr/share/libvirt/schemas/domain.rng"
+)
+
+// vmTools returns kernelvm Files with host binaries and their shared
+// libraries (as ldd resolves them) at their host paths, and libvirt's
+// schemas.
+func vmTools(t *testing.T, bins ...string) map[string]string {
+	files := map[string]string{}
+	for _, bin := range bins {
+		files[bin] = bin
+		out, err := exec.Command("ldd", bin).Output()
+		require.NoError(t, err, "ldd %s", bin)
+		for _, line := range strings.Split(string(out), "\n") {
+			for _, f := range strings.Fields(line) {
+				if strings.HasPrefix(f, "/") {
+					files[f] = f
+				}
+			}
+		}
+	}
+	schemas, err := filepath.Glob(filepath.Join(filepath.Dir(domainSchema), "*.rng"))
+	require.NoError(t, err)
+	require.NotEmpty(t, schemas, "libvirt's schemas (Debian: libvirt-clients)")
+	for _, f := range schemas {
+		files[f] = f
+	}
+	return files
 }
 
 // runningSidecar is the sidecar binary started by startSidecar.
@@ -270,12 +315,16 @@ func startSidecar(t *testing.T, setpriv string, pod *testutil.Pod, plugin string
 	resolv := filepath.Join(dir, "resolv.conf")
 	require.NoError(t, os.WriteFile(resolv, []byte("nameserver 10.96.0.10\nsearch default.svc.cluster.local svc.cluster.local cluster.local\n"), 0o644))
 
-	cmd := exec.Command("ip", "netns", "exec", pod.Pod.Name, setpriv, "--reuid=107", "--regid=107", "--clear-groups",
+	cmd := exec.Command(setpriv, "--reuid=107", "--regid=107", "--clear-groups",
 		"--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--", bin, "-socket-dir", hooks, "-resolv-conf", resolv)
 	cmd.Env = []string{"NETWORK_BINDING_PLUGIN_NAME=" + plugin, "CONTAINER_NAME=hook-sidecar-0", "PATH=/usr/bin:/bin"}
+	if ld := os.Getenv("LD_LIBRARY_PATH"); ld != "" {
+		cmd.Env = append(cmd.Env, "LD_LIBRARY_PATH="+ld) // the kernel VM's
+	}
 	logs := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
-	require.NoError(t, cmd.Start())
+	// Forked inside the pod's network namespace.
+	require.NoError(t, pod.Pod.Do(cmd.Start))
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	t.Cleanup(func() {
