@@ -16,6 +16,7 @@ import (
 	"github.com/virtnet/virtnet/binding/masquerade"
 	"github.com/virtnet/virtnet/cache"
 	"github.com/virtnet/virtnet/internal/netdriver"
+	"github.com/virtnet/virtnet/internal/testutil"
 	"github.com/virtnet/virtnet/phase1"
 )
 
@@ -51,10 +52,10 @@ func TestLaterRecordCheckedBeforeKernel(t *testing.T) {
 	} {
 		for _, kind := range []string{"pod-interface", "interface"} {
 			t.Run(tc.name+"/"+kind, func(t *testing.T) {
-				vmi := loadVMI(t, threeVMI)
+				vmi := testutil.LoadVMI(t, threeVMI)
 				f := netdriver.SimulatedPod(threeLinks()...)
 				pristine := f.Snapshot()
-				s := newStore(t)
+				s := testutil.NewStore(t)
 				p, err := s.ProgressPath(uid, "red")
 				require.NoError(t, err)
 				if kind == "interface" {
@@ -103,10 +104,10 @@ func failNth(s *cache.Store, base string, n int, step cache.WriteStep, err error
 func TestFinishedWriteFailureRollsBack(t *testing.T) {
 	for _, iface := range []string{"default", "blue", "red"} {
 		t.Run(iface, func(t *testing.T) {
-			vmi := loadVMI(t, threeVMI)
+			vmi := testutil.LoadVMI(t, threeVMI)
 			f := netdriver.SimulatedPod(threeLinks()...)
 			pristine := f.Snapshot()
-			s := newStore(t)
+			s := testutil.NewStore(t)
 			// The second write of the progress record is "finished".
 			hooked := failNth(s, "pod-interface-"+iface+".json", 2, cache.WriteTempWritten, syscall.ENOSPC)
 			err := run(t, vmi, f, hooked, phase1.Options{})
@@ -132,9 +133,9 @@ func TestFinishedWriteFailureRollsBack(t *testing.T) {
 // TestStaleTempFilesRemoved: temporary files a killed write left beside
 // the VMI's records are removed at the start of the next run.
 func TestStaleTempFilesRemoved(t *testing.T) {
-	vmi := loadVMI(t, bridgeVMI)
+	vmi := testutil.LoadVMI(t, bridgeVMI)
 	f := netdriver.SimulatedPod(netdriver.SimLink{Name: "eth0"})
-	s := newStore(t)
+	s := testutil.NewStore(t)
 	p, err := s.ProgressPath(uid, "default")
 	require.NoError(t, err)
 	dir := filepath.Dir(p)
@@ -156,9 +157,9 @@ func TestStaleTempFilesRemoved(t *testing.T) {
 // an error matching phase1.ErrLocked that names the lock, before any
 // kernel call; once the lock is free, a waiting Run proceeds.
 func TestLockHeld(t *testing.T) {
-	vmi := loadVMI(t, bridgeVMI)
+	vmi := testutil.LoadVMI(t, bridgeVMI)
 	f := netdriver.SimulatedPod(netdriver.SimLink{Name: "eth0"})
-	s := newStore(t)
+	s := testutil.NewStore(t)
 	held, err := s.LockVMI(context.Background(), uid)
 	require.NoError(t, err)
 
@@ -202,11 +203,11 @@ func TestLockHeld(t *testing.T) {
 // and the records agree afterwards (all set up and finished, or pristine
 // with no records).
 func TestRunRacesCleanup(t *testing.T) {
-	vmi := loadVMI(t, threeVMI)
+	vmi := testutil.LoadVMI(t, threeVMI)
 	for try := range 20 {
 		f := netdriver.SimulatedPod(threeLinks()...)
 		pristine := f.Snapshot()
-		s := newStore(t)
+		s := testutil.NewStore(t)
 		errs := make(chan error, 4)
 		for i := range 4 {
 			go func() {
@@ -231,7 +232,7 @@ func TestRunRacesCleanup(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, cache.Finished, pod.State)
 		ref := netdriver.SimulatedPod(threeLinks()...)
-		require.NoError(t, run(t, vmi, ref, newStore(t), phase1.Options{}))
+		require.NoError(t, run(t, vmi, ref, testutil.NewStore(t), phase1.Options{}))
 		require.Equal(t, ref.Snapshot().Links, f.Snapshot().Links, "try %d: records say finished, so all set up", try)
 	}
 }
@@ -255,7 +256,7 @@ func TestMasqueradeNetworkOverlapsPod(t *testing.T) {
 			if tc.cidr != "" {
 				yaml = strings.Replace(yaml, "pod: {}", "pod: {vmNetworkCIDR: "+tc.cidr+"}", 1)
 			}
-			vmi := loadVMI(t, yaml)
+			vmi := testutil.LoadVMI(t, yaml)
 			f := netdriver.NewFake()
 			pl := netdriver.PodLink{Name: "eth0", MTU: 1500, Addresses: []netip.Prefix{netip.MustParsePrefix(tc.podAddr)},
 				Routes: []netdriver.Route{{Dst: netip.MustParsePrefix("0.0.0.0/0"), Gateway: netip.MustParseAddr("169.254.1.1")}}}
@@ -264,7 +265,7 @@ func TestMasqueradeNetworkOverlapsPod(t *testing.T) {
 			}
 			f.SeedPodLink(pl)
 			before := f.Snapshot()
-			s := newStore(t)
+			s := testutil.NewStore(t)
 			err := run(t, vmi, f, s, phase1.Options{})
 			var oe *masquerade.OverlapError
 			require.ErrorAs(t, err, &oe)
@@ -286,10 +287,10 @@ func TestMasqueradeNetworkOverlapsPod(t *testing.T) {
 // last rename and before Run returns; a re-run that changes nothing
 // writes nothing (no fsync at all).
 func TestRunSyncsBeforeReturn(t *testing.T) {
-	vmi := loadVMI(t, threeVMI)
+	vmi := testutil.LoadVMI(t, threeVMI)
 	f := netdriver.SimulatedPod(threeLinks()...)
 	var steps []cache.WriteStep
-	s := newStore(t).WithHook(func(st cache.WriteStep, tmp, path string) error {
+	s := testutil.NewStore(t).WithHook(func(st cache.WriteStep, tmp, path string) error {
 		steps = append(steps, st)
 		return nil
 	})

@@ -15,6 +15,7 @@ import (
 	"github.com/virtnet/virtnet/binding/masquerade"
 	"github.com/virtnet/virtnet/cache"
 	"github.com/virtnet/virtnet/internal/netdriver"
+	"github.com/virtnet/virtnet/internal/testutil"
 	"github.com/virtnet/virtnet/phase1"
 )
 
@@ -106,7 +107,7 @@ func TestErrorMessages(t *testing.T) {
 			want:  `phase1: interface "default": prepare: fake: SetDown eth0: device or resource busy`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			vmi := loadVMI(t, tc.yaml)
+			vmi := testutil.LoadVMI(t, tc.yaml)
 			if tc.mutate != nil {
 				tc.mutate(vmi)
 			}
@@ -114,7 +115,7 @@ func TestErrorMessages(t *testing.T) {
 			if tc.extra != nil {
 				tc.extra(f)
 			}
-			err := run(t, vmi, f, newStore(t), phase1.Options{})
+			err := run(t, vmi, f, testutil.NewStore(t), phase1.Options{})
 			require.Error(t, err)
 			require.EqualError(t, err, tc.want)
 			require.Equal(t, tc.permanent, phase1.IsPermanent(err))

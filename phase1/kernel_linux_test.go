@@ -104,7 +104,7 @@ func dialNet(ns *testutil.NS, network, addr string, tries int) (string, error) {
 
 func realRun(t *testing.T, vmi *api.VMI, pod *testutil.Pod) *cache.Store {
 	t.Helper()
-	s := newStore(t)
+	s := testutil.NewStore(t)
 	require.NoError(t, phase1.Run(context.Background(), vmi, pod.Pod.Path, s, phase1.Options{}))
 	return s
 }
@@ -115,7 +115,7 @@ func realRun(t *testing.T, vmi *api.VMI, pod *testutil.Pod) *cache.Store {
 // its source.
 func TestMasqueradeTraffic(t *testing.T) {
 	pod := testutil.NewPod(t)
-	vmi := loadVMI(t, masqueradeVMI)
+	vmi := testutil.LoadVMI(t, masqueradeVMI)
 	s := realRun(t, vmi, pod)
 	rec, err := s.ReadInterface(uid, "default")
 	require.NoError(t, err)
@@ -138,20 +138,18 @@ func TestMasqueradeTraffic(t *testing.T) {
 	require.Equal(t, rec.Gateway, seen)
 
 	// A re-run changes nothing and keeps the traffic flowing.
-	before := filesOf(t, s)
+	before := testutil.CacheFiles(t, s)
 	require.NoError(t, phase1.Run(context.Background(), vmi, pod.Pod.Path, s, phase1.Options{}))
-	require.Equal(t, before, filesOf(t, s))
+	require.Equal(t, before, testutil.CacheFiles(t, s))
 	_, err = dial(pod.Node, "10.244.1.7:80")
 	require.NoError(t, err)
 }
-
-func filesOf(t *testing.T, s *cache.Store) map[string]string { return files(t, s) }
 
 // TestBridgeNoIPAMKernel runs the IPAM-less bridge binding (no dummy
 // needed) on this kernel and cleans it up again.
 func TestBridgeNoIPAMKernel(t *testing.T) {
 	pod := testutil.NewPodWith(t, testutil.PodConfig{NoIPAM: true, MTU: 1400})
-	vmi := loadVMI(t, bridgeVMI)
+	vmi := testutil.LoadVMI(t, bridgeVMI)
 	s := realRun(t, vmi, pod)
 	h := pod.Pod.Handle
 	eth0, err := h.LinkByName("eth0")
@@ -189,7 +187,7 @@ func TestBridgeNoIPAMKernel(t *testing.T) {
 func TestLongNameKernel(t *testing.T) {
 	podIface := api.HashedPodInterface("blue")
 	pod := testutil.NewPodWith(t, testutil.PodConfig{Link: podIface, NoIPAM: true})
-	vmi := loadVMI(t, `
+	vmi := testutil.LoadVMI(t, `
 metadata:
   name: long
   namespace: default
@@ -227,7 +225,7 @@ func TestBridgeIPAMKernel(t *testing.T) {
 		return
 	}
 	pod := testutil.NewPod(t)
-	vmi := loadVMI(t, bridgeVMI)
+	vmi := testutil.LoadVMI(t, bridgeVMI)
 	s := realRun(t, vmi, pod)
 	h := pod.Pod.Handle
 
@@ -260,9 +258,9 @@ func TestBridgeIPAMKernel(t *testing.T) {
 	require.NoError(t, err, "the emulated VM reaches the pod's peer across eth0-nic")
 	require.Equal(t, "10.244.1.7", seen)
 
-	before := files(t, s)
+	before := testutil.CacheFiles(t, s)
 	require.NoError(t, phase1.Run(context.Background(), vmi, pod.Pod.Path, s, phase1.Options{}))
-	require.Equal(t, before, files(t, s), "a second run rewrites no cache byte")
+	require.Equal(t, before, testutil.CacheFiles(t, s), "a second run rewrites no cache byte")
 
 	require.NoError(t, vm.Handle.LinkDel(mustNL(t, vm, "eth0")))
 	require.NoError(t, phase1.Cleanup(context.Background(), vmi, pod.Pod.Path, s, phase1.Options{}))
@@ -290,7 +288,7 @@ func TestSeveralInterfacesKernel(t *testing.T) {
 	pod := testutil.NewPod(t)
 	testutil.AddVeth(t, pod.Node, "peer1", pod.Pod, "net1", 1400)
 	testutil.AddVeth(t, pod.Node, "peer2", pod.Pod, "net2", 9000)
-	vmi := loadVMI(t, `
+	vmi := testutil.LoadVMI(t, `
 metadata: {name: several, namespace: default, uid: `+uid+`}
 spec:
   domain:
@@ -336,9 +334,9 @@ spec:
 	_, err = dial(pod.Node, "10.244.1.7:80")
 	require.NoError(t, err)
 
-	before := files(t, s)
+	before := testutil.CacheFiles(t, s)
 	require.NoError(t, phase1.Run(context.Background(), vmi, pod.Pod.Path, s, phase1.Options{}))
-	require.Equal(t, before, files(t, s))
+	require.Equal(t, before, testutil.CacheFiles(t, s))
 
 	require.NoError(t, vm.Handle.LinkDel(mustNL(t, vm, "eth0")))
 	require.NoError(t, phase1.Cleanup(context.Background(), vmi, pod.Pod.Path, s, phase1.Options{}))
@@ -358,7 +356,7 @@ spec:
 // declared port and reaches an outside server as the pod's IPv6 address.
 func TestMasqueradeDualStackKernel(t *testing.T) {
 	pod := testutil.NewPodWith(t, testutil.PodConfig{IPv6: "fd00:10:244:1::7/64", GatewayV6: "fd00:10:244:1::1"})
-	vmi := loadVMI(t, masqueradeVMI)
+	vmi := testutil.LoadVMI(t, masqueradeVMI)
 	s := realRun(t, vmi, pod)
 	rec, err := s.ReadInterface(uid, "default")
 	require.NoError(t, err)

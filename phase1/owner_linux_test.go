@@ -94,8 +94,8 @@ func TestForeignLinksKeptKernel(t *testing.T) {
 			pod := testutil.NewPodWith(t, tc.cfg)
 			tc.setup(t, pod)
 			before := linkDump(t, pod.Pod)
-			vmi := loadVMI(t, tc.yaml)
-			s := newStore(t)
+			vmi := testutil.LoadVMI(t, tc.yaml)
+			s := testutil.NewStore(t)
 			err := phase1.Run(context.Background(), vmi, pod.Pod.Path, s, phase1.Options{})
 			var fe *binding.ForeignLinkError
 			require.ErrorAs(t, err, &fe)
@@ -112,7 +112,7 @@ func TestForeignLinksKeptKernel(t *testing.T) {
 // still removes phase1's own bridge.
 func TestCleanupKeepsReplacedLinkKernel(t *testing.T) {
 	pod := testutil.NewPod(t)
-	vmi := loadVMI(t, masqueradeVMI)
+	vmi := testutil.LoadVMI(t, masqueradeVMI)
 	s := realRun(t, vmi, pod)
 	require.Equal(t, []string{binding.Mark(netdriver.TypeTuntap, uid, "default")}, mustNL(t, pod.Pod, "tap0").Attrs().AltNames, "phase1 marks its tap")
 	require.Equal(t, []string{binding.Mark(netdriver.TypeBridge, uid, "default")}, mustNL(t, pod.Pod, "k6t-eth0").Attrs().AltNames, "phase1 marks its bridge")
@@ -142,7 +142,7 @@ func TestLostCacheKernel(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pod := testutil.NewPodWith(t, tc.cfg)
-			vmi := loadVMI(t, tc.yaml)
+			vmi := testutil.LoadVMI(t, tc.yaml)
 			s := realRun(t, vmi, pod)
 			require.NoError(t, os.RemoveAll(s.Root()))
 			before := linkDump(t, pod.Pod)
@@ -179,8 +179,8 @@ func TestNetnsPathNotNamespace(t *testing.T) {
 		{"/proc/self/ns/uts", "a UTS namespace"},
 	} {
 		t.Run(tc.what, func(t *testing.T) {
-			s := newStore(t)
-			vmi := loadVMI(t, bridgeVMI)
+			s := testutil.NewStore(t)
+			vmi := testutil.LoadVMI(t, bridgeVMI)
 			for _, f := range []func() error{
 				func() error { return phase1.Run(context.Background(), vmi, tc.path, s, phase1.Options{}) },
 				func() error { return phase1.Cleanup(context.Background(), vmi, tc.path, s, phase1.Options{}) },
@@ -222,8 +222,8 @@ func TestNamespaceLockAcrossPaths(t *testing.T) {
 	}()
 	<-ready
 	defer close(release)
-	vmi := loadVMI(t, bridgeVMI)
-	err = phase1.Run(context.Background(), vmi, procPath, newStore(t), phase1.Options{LockWait: -1})
+	vmi := testutil.LoadVMI(t, bridgeVMI)
+	err = phase1.Run(context.Background(), vmi, procPath, testutil.NewStore(t), phase1.Options{LockWait: -1})
 	require.ErrorIs(t, err, phase1.ErrLocked)
 	require.Contains(t, err.Error(), "network namespace "+procPath)
 	require.Nil(t, mustNLMaybe(pod.Pod, "k6t-eth0"), "nothing done")
@@ -243,8 +243,8 @@ func mustNLMaybe(ns *testutil.NS, name string) netlink.Link {
 func TestMasqueradeOverlapKernel(t *testing.T) {
 	pod := testutil.NewPodWith(t, testutil.PodConfig{CIDR: "10.0.2.15/24", Gateway: "10.0.2.1"})
 	before := linkDump(t, pod.Pod)
-	s := newStore(t)
-	err := phase1.Run(context.Background(), loadVMI(t, masqueradeVMI), pod.Pod.Path, s, phase1.Options{})
+	s := testutil.NewStore(t)
+	err := phase1.Run(context.Background(), testutil.LoadVMI(t, masqueradeVMI), pod.Pod.Path, s, phase1.Options{})
 	var oe *masquerade.OverlapError
 	require.ErrorAs(t, err, &oe)
 	require.Equal(t, "vmNetworkCIDR", oe.Field)

@@ -2,7 +2,6 @@ package phase1_test
 
 import (
 	"context"
-	"errors"
 	"net"
 	"net/netip"
 	"os"
@@ -15,17 +14,12 @@ import (
 	"github.com/virtnet/virtnet/binding"
 	"github.com/virtnet/virtnet/cache"
 	"github.com/virtnet/virtnet/internal/netdriver"
+	"github.com/virtnet/virtnet/internal/testutil"
+	"github.com/virtnet/virtnet/internal/testutil/phase1test"
 	"github.com/virtnet/virtnet/phase1"
 )
 
 const uid = "6f4c5d2e-1b3a-4c5d-9e8f-0a1b2c3d4e5f"
-
-func loadVMI(t testing.TB, yaml string) *api.VMI {
-	t.Helper()
-	vmi, err := api.Load([]byte(yaml))
-	require.NoError(t, err)
-	return vmi
-}
 
 const bridgeVMI = `
 apiVersion: kubevirt.io/v1
@@ -71,42 +65,10 @@ spec:
   - {name: red, multus: {networkName: red-net}}
 `
 
-type scenario struct {
-	name  string
-	yaml  string
-	links []netdriver.SimLink
-}
-
-var scenarios = []scenario{
-	{"bridge", bridgeVMI, []netdriver.SimLink{{Name: "eth0"}}},
-	{"bridge-no-ipam", bridgeVMI, []netdriver.SimLink{{Name: "eth0", NoIPAM: true}}},
-	{"masquerade", masqueradeVMI, []netdriver.SimLink{{Name: "eth0"}}},
-	{"three-interfaces", threeVMI, []netdriver.SimLink{{Name: "eth0"}, {Name: "net1"}, {Name: "net2", NoIPAM: true}}},
-}
-
-func newStore(t testing.TB) *cache.Store {
-	t.Helper()
-	s, err := cache.New(filepath.Join(t.TempDir(), "cache"))
-	require.NoError(t, err)
-	return s
-}
-
-// files returns every cache file's bytes.
-func files(t testing.TB, s *cache.Store) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	_ = filepath.Walk(s.Root(), func(p string, fi os.FileInfo, err error) error {
-		require.NoError(t, err)
-		if !fi.IsDir() {
-			b, err := os.ReadFile(p)
-			require.NoError(t, err)
-			rel, _ := filepath.Rel(s.Root(), p)
-			out[rel] = string(b)
-		}
-		return nil
-	})
-	return out
-}
+// threeInterfaces is a VMI with masquerade and two bridges, one without
+// IPAM.
+var threeInterfaces = phase1test.Scenario{Name: "three-interfaces", VMI: threeVMI, MinCalls: 6,
+	Links: []netdriver.SimLink{{Name: "eth0"}, {Name: "net1"}, {Name: "net2", NoIPAM: true}}}
 
 func run(t testing.TB, vmi *api.VMI, f *netdriver.Fake, s *cache.Store, opts phase1.Options) error {
 	t.Helper()
@@ -115,10 +77,10 @@ func run(t testing.TB, vmi *api.VMI, f *netdriver.Fake, s *cache.Store, opts pha
 }
 
 func TestRunBridgeState(t *testing.T) {
-	vmi := loadVMI(t, bridgeVMI)
+	vmi := testutil.LoadVMI(t, bridgeVMI)
 	f := netdriver.SimulatedPod(netdriver.SimLink{Name: "eth0"})
 	podMAC := mustLink(t, f, "eth0").MAC.String()
-	s := newStore(t)
+	s := testutil.NewStore(t)
 	require.NoError(t, run(t, vmi, f, s, phase1.Options{}))
 
 	dummy := mustLink(t, f, "eth0")
@@ -169,9 +131,9 @@ func TestRunBridgeState(t *testing.T) {
 }
 
 func TestRunMasqueradeState(t *testing.T) {
-	vmi := loadVMI(t, masqueradeVMI)
+	vmi := testutil.LoadVMI(t, masqueradeVMI)
 	f := netdriver.SimulatedPod(netdriver.SimLink{Name: "eth0"})
-	s := newStore(t)
+	s := testutil.NewStore(t)
 	require.NoError(t, run(t, vmi, f, s, phase1.Options{}))
 	pod := mustLink(t, f, "eth0")
 	require.Equal(t, netdriver.TypeVeth, pod.Type, "masquerade leaves the pod link alone")
@@ -198,9 +160,9 @@ func TestRunMasqueradeState(t *testing.T) {
 }
 
 func TestRunThreeInterfaces(t *testing.T) {
-	vmi := loadVMI(t, threeVMI)
+	vmi := testutil.LoadVMI(t, threeVMI)
 	f := netdriver.SimulatedPod(netdriver.SimLink{Name: "eth0"}, netdriver.SimLink{Name: "net1"}, netdriver.SimLink{Name: "net2", NoIPAM: true})
-	s := newStore(t)
+	s := testutil.NewStore(t)
 	require.NoError(t, run(t, vmi, f, s, phase1.Options{}))
 	requireAddrs(t, f, "k6t-eth0", "10.0.2.1/24")
 	requireAddrs(t, f, "k6t-net1", "169.254.75.11/32")
@@ -222,102 +184,10 @@ func TestRunThreeInterfaces(t *testing.T) {
 	require.Equal(t, []cache.Route{{Dst: "10.100.1.0/24", Gateway: "192.168.1.1"}}, blue.Routes)
 }
 
-// TestRunTwice: a second run changes nothing in the kernel and rewrites
-// no cache byte.
-func TestRunTwice(t *testing.T) {
-	for _, sc := range scenarios {
-		t.Run(sc.name, func(t *testing.T) {
-			vmi := loadVMI(t, sc.yaml)
-			f := netdriver.SimulatedPod(sc.links...)
-			s := newStore(t)
-			require.NoError(t, run(t, vmi, f, s, phase1.Options{}))
-			snap, cached, calls := f.Snapshot(), files(t, s), len(f.Calls())
-			require.NoError(t, run(t, vmi, f, s, phase1.Options{}))
-			require.Equal(t, snap, f.Snapshot())
-			require.Equal(t, cached, files(t, s))
-			require.Equal(t, f.Calls()[:calls], f.Calls(), "the second run made mutating calls: %v", f.Calls()[calls:])
-		})
-	}
-}
-
-// TestFailAtEveryStep fails each mutating kernel call of a clean run in
-// turn; the failed run either rolls back or (KeepOnFailure, as after a
-// crash) leaves its work, and a re-run converges to the clean state.
-func TestFailAtEveryStep(t *testing.T) {
-	injected := errors.New("injected")
-	for _, sc := range scenarios {
-		vmi := loadVMI(t, sc.yaml)
-		clean := netdriver.SimulatedPod(sc.links...)
-		cleanStore := newStore(t)
-		require.NoError(t, run(t, vmi, clean, cleanStore, phase1.Options{}))
-		want, wantFiles, n := clean.Snapshot(), files(t, cleanStore), len(clean.Calls())
-		require.Greater(t, n, 5)
-		for _, keep := range []bool{false, true} {
-			for i := 1; i <= n; i++ {
-				f := netdriver.SimulatedPod(sc.links...)
-				s := newStore(t)
-				f.FailAt(i, injected)
-				err := run(t, vmi, f, s, phase1.Options{KeepOnFailure: keep})
-				require.ErrorIs(t, err, injected, "%s: call %d (%s)", sc.name, i, clean.Calls()[i-1])
-				var pe *phase1.Error
-				require.ErrorAs(t, err, &pe)
-				require.Equal(t, phase1.StepPrepare, pe.Step)
-				f.FailAt(0, nil)
-				require.NoError(t, run(t, vmi, f, s, phase1.Options{}), "%s: re-run after failing call %d", sc.name, i)
-				require.Equal(t, want, f.Snapshot(), "%s keep=%v: state after failing call %d (%s)", sc.name, keep, i, clean.Calls()[i-1])
-				require.Equal(t, wantFiles, files(t, s), "%s: caches after failing call %d", sc.name, i)
-			}
-		}
-	}
-}
-
-// TestRollbackLeavesCNIState: a failed run that rolls back leaves the
-// namespace as the CNI left it and no records.
-func TestRollbackLeavesCNIState(t *testing.T) {
-	for _, sc := range scenarios {
-		t.Run(sc.name, func(t *testing.T) {
-			vmi := loadVMI(t, sc.yaml)
-			pristine := netdriver.SimulatedPod(sc.links...).Snapshot()
-			for i := 1; ; i++ {
-				f := netdriver.SimulatedPod(sc.links...)
-				s := newStore(t)
-				f.FailAt(i, errors.New("injected"))
-				if run(t, vmi, f, s, phase1.Options{}) == nil {
-					break
-				}
-				got := f.Snapshot()
-				got.Sysctls, pristine.Sysctls = nil, nil
-				require.Equal(t, pristine.Links, got.Links, "after failing call %d", i)
-				require.Equal(t, pristine.Addrs, got.Addrs, "after failing call %d", i)
-				require.Equal(t, pristine.Routes, got.Routes, "after failing call %d", i)
-				require.Empty(t, got.NAT, "after failing call %d", i)
-			}
-		})
-	}
-}
-
-func TestCleanup(t *testing.T) {
-	for _, sc := range scenarios {
-		t.Run(sc.name, func(t *testing.T) {
-			vmi := loadVMI(t, sc.yaml)
-			f := netdriver.SimulatedPod(sc.links...)
-			pristine := f.Snapshot()
-			s := newStore(t)
-			ctx := context.Background()
-			opts := phase1.Options{Driver: f}
-			require.NoError(t, phase1.Cleanup(ctx, vmi, "", s, opts), "cleanup without run")
-			require.NoError(t, phase1.Run(ctx, vmi, "", s, opts))
-			require.NoError(t, phase1.Cleanup(ctx, vmi, "", s, opts))
-			got := f.Snapshot()
-			require.Equal(t, pristine.Links, got.Links)
-			require.Equal(t, pristine.Addrs, got.Addrs)
-			require.Equal(t, pristine.Routes, got.Routes)
-			require.Empty(t, got.NAT)
-			require.Empty(t, files(t, s))
-			require.NoError(t, phase1.Cleanup(ctx, vmi, "", s, opts), "cleanup twice")
-			require.NoError(t, phase1.Run(ctx, vmi, "", s, opts), "run after cleanup")
-		})
-	}
+// TestConverge: a VMI of several bindings converges (the cases of
+// phase1test; each binding's package runs them for that binding alone).
+func TestConverge(t *testing.T) {
+	phase1test.Converge(t, threeInterfaces)
 }
 
 // isError makes a TestRunHostile row check errors.Is(err, target).
@@ -395,13 +265,13 @@ func TestRunHostile(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			vmi := loadVMI(t, tt.yaml)
+			vmi := testutil.LoadVMI(t, tt.yaml)
 			f := netdriver.SimulatedPod(tt.links...)
 			if tt.extra != nil {
 				tt.extra(f)
 			}
 			before := f.Snapshot()
-			s := newStore(t)
+			s := testutil.NewStore(t)
 			if tt.store != nil {
 				s = tt.store(t)
 			}
@@ -434,10 +304,10 @@ func TestRunHostile(t *testing.T) {
 }
 
 func TestRunRejectsBadNamesBeforeKernel(t *testing.T) {
-	vmi := loadVMI(t, bridgeVMI)
+	vmi := testutil.LoadVMI(t, bridgeVMI)
 	vmi.Metadata.UID = "../escape"
 	f := netdriver.SimulatedPod(netdriver.SimLink{Name: "eth0"})
-	err := run(t, vmi, f, newStore(t), phase1.Options{})
+	err := run(t, vmi, f, testutil.NewStore(t), phase1.Options{})
 	var pe *phase1.Error
 	require.ErrorAs(t, err, &pe)
 	require.Equal(t, phase1.StepValidate, pe.Step)
@@ -468,11 +338,11 @@ func requireAddrs(t testing.TB, f *netdriver.Fake, name string, want ...string) 
 // missing, so phase1 fails at discovery after the first interface was
 // prepared; the first is undone (all or none).
 func TestRollbackOnLaterDiscoverFailure(t *testing.T) {
-	vmi := loadVMI(t, threeVMI)
+	vmi := testutil.LoadVMI(t, threeVMI)
 	links := []netdriver.SimLink{{Name: "eth0"}, {Name: "net2", NoIPAM: true}}
 	f := netdriver.SimulatedPod(links...)
 	pristine := f.Snapshot()
-	s := newStore(t)
+	s := testutil.NewStore(t)
 	err := run(t, vmi, f, s, phase1.Options{})
 	var pe *phase1.Error
 	require.ErrorAs(t, err, &pe)
@@ -489,13 +359,13 @@ func TestRollbackOnLaterDiscoverFailure(t *testing.T) {
 // TestCanceled: a cancelled context stops phase1 before the next
 // interface and undoes the ones done, despite the cancellation.
 func TestCanceled(t *testing.T) {
-	vmi := loadVMI(t, threeVMI)
+	vmi := testutil.LoadVMI(t, threeVMI)
 	links := []netdriver.SimLink{{Name: "eth0"}, {Name: "net1"}, {Name: "net2", NoIPAM: true}}
 	f := netdriver.SimulatedPod(links...)
 	pristine := f.Snapshot()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	err := phase1.Run(ctx, vmi, "", newStore(t), phase1.Options{Driver: f})
+	err := phase1.Run(ctx, vmi, "", testutil.NewStore(t), phase1.Options{Driver: f})
 	require.ErrorIs(t, err, context.Canceled)
 	require.Equal(t, pristine.Links, f.Snapshot().Links)
 }
@@ -504,11 +374,11 @@ func TestCanceled(t *testing.T) {
 // reordered (so ordinal pod interface names moved) undoes each interface
 // under the names phase1 used.
 func TestCleanupUsesRecordedNames(t *testing.T) {
-	vmi := loadVMI(t, threeVMI)
+	vmi := testutil.LoadVMI(t, threeVMI)
 	links := []netdriver.SimLink{{Name: "eth0"}, {Name: "net1"}, {Name: "net2", NoIPAM: true}}
 	f := netdriver.SimulatedPod(links...)
 	pristine := f.Snapshot()
-	s := newStore(t)
+	s := testutil.NewStore(t)
 	require.NoError(t, run(t, vmi, f, s, phase1.Options{}))
 	nets := vmi.Spec.Networks
 	nets[1], nets[2] = nets[2], nets[1]
@@ -535,10 +405,10 @@ func TestRunPodIPsOrder(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv(phase1.PodIPEnv, tc.env)
-			vmi := loadVMI(t, bridgeVMI)
+			vmi := testutil.LoadVMI(t, bridgeVMI)
 			f := netdriver.SimulatedPod(netdriver.SimLink{Name: "eth0"})
 			require.NoError(t, f.AddrReplace("eth0", netip.MustParsePrefix("fd00:10:244:1::7/64")))
-			s := newStore(t)
+			s := testutil.NewStore(t)
 			require.NoError(t, run(t, vmi, f, s, phase1.Options{PrimaryPodIP: tc.option}))
 			pod, err := s.ReadProgress(string(vmi.Metadata.UID), "default")
 			require.NoError(t, err)

@@ -35,11 +35,11 @@ func TestTapOwner(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pod := testutil.NewPodWith(t, testutil.PodConfig{NoIPAM: true})
-			vmi := loadVMI(t, bridgeVMI)
+			vmi := testutil.LoadVMI(t, bridgeVMI)
 			if tc.mutate != nil {
 				tc.mutate(vmi)
 			}
-			require.NoError(t, phase1.Run(context.Background(), vmi, pod.Pod.Path, newStore(t), phase1.Options{TapOwner: tc.override}))
+			require.NoError(t, phase1.Run(context.Background(), vmi, pod.Pod.Path, testutil.NewStore(t), phase1.Options{TapOwner: tc.override}))
 			tap, err := pod.Pod.Handle.LinkByName("tap0")
 			require.NoError(t, err)
 			tt, ok := tap.(*netlink.Tuntap)
@@ -71,12 +71,12 @@ func TestPasstPingGroupFollowsVMI(t *testing.T) {
 		want    string
 	}{{"root VMI", false, "0 0"}, {"non-root VMI", true, "107 107"}} {
 		t.Run(tc.name, func(t *testing.T) {
-			vmi := loadVMI(t, passtVMI)
+			vmi := testutil.LoadVMI(t, passtVMI)
 			if tc.nonRoot {
 				vmi.Status.RuntimeUser = 107
 			}
 			f := netdriver.NewFake()
-			require.NoError(t, phase1.Run(context.Background(), vmi, "", newStore(t), phase1.Options{Driver: f}))
+			require.NoError(t, phase1.Run(context.Background(), vmi, "", testutil.NewStore(t), phase1.Options{Driver: f}))
 			got, err := f.Sysctl("ipv4/ping_group_range")
 			require.NoError(t, err)
 			require.Equal(t, tc.want, got)
@@ -101,7 +101,7 @@ func TestNonRootFromManifest(t *testing.T) {
 				// One metadata: a second would be a duplicate field.
 				manifest = strings.Replace(manifest, "uid: "+uid+"}", "uid: "+uid+`, annotations: {kubevirt.io/nonroot: "true"}}`, 1)
 			}
-			vmi := loadVMI(t, manifest)
+			vmi := testutil.LoadVMI(t, manifest)
 			require.Equal(t, tc.want, phase1.TapOwnerFor(vmi))
 		})
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/virtnet/virtnet/api"
+	"github.com/virtnet/virtnet/internal/testutil"
 	"github.com/virtnet/virtnet/phase1"
 )
 
@@ -14,8 +15,8 @@ import (
 // wins over it (root included), and a uid out of range is refused before
 // anything is opened.
 func TestTapOwnerFor(t *testing.T) {
-	root := loadVMI(t, bridgeVMI)
-	nonRoot := loadVMI(t, bridgeVMI)
+	root := testutil.LoadVMI(t, bridgeVMI)
+	nonRoot := testutil.LoadVMI(t, bridgeVMI)
 	nonRoot.Status.RuntimeUser = 107
 	for _, tc := range []struct {
 		name  string
@@ -38,7 +39,7 @@ func TestTapOwnerFor(t *testing.T) {
 		})
 	}
 	for _, bad := range []int{-1, 1 << 31} {
-		err := phase1.Run(context.Background(), root, "/nonexistent", newStore(t), phase1.Options{TapOwner: phase1.TapOwnerUID(bad)})
+		err := phase1.Run(context.Background(), root, "/nonexistent", testutil.NewStore(t), phase1.Options{TapOwner: phase1.TapOwnerUID(bad)})
 		var pe *phase1.Error
 		require.ErrorAs(t, err, &pe)
 		require.Equal(t, phase1.StepValidate, pe.Step)

@@ -18,13 +18,10 @@ import (
 	"github.com/virtnet/virtnet/phase2"
 )
 
+// loadVMI loads testdata/vmi/<name>.yaml.
 func loadVMI(t testing.TB, name string) *api.VMI {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("testdata", "vmi", name+".yaml"))
-	require.NoError(t, err)
-	vmi, err := api.Load(data)
-	require.NoError(t, err)
-	return vmi
+	return testutil.LoadVMIFile(t, filepath.Join("testdata", "vmi", name+".yaml"))
 }
 
 // writeRecords writes recs into a new store under t.TempDir().

@@ -10,6 +10,7 @@ import (
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/binding"
 	"github.com/virtnet/virtnet/binding/sriov"
+	"github.com/virtnet/virtnet/internal/testutil"
 	"github.com/virtnet/virtnet/phase2"
 )
 
@@ -27,8 +28,7 @@ spec:
 // TestErrorMessages: phase2 names the interface and the binding, the
 // binding only its field and value, once each.
 func TestErrorMessages(t *testing.T) {
-	vmi, err := api.Load([]byte(sriovVMI))
-	require.NoError(t, err)
+	vmi := testutil.LoadVMI(t, sriovVMI)
 	store := writeRecords(t, vmi.Metadata.UID)
 	render := func(mut func(*api.VMI), env map[string]string) error {
 		v := *vmi

@@ -49,10 +49,10 @@ func TestHostileNamesNoKernelCall(t *testing.T) {
 	for _, tt := range tests {
 		for _, yaml := range []string{bridgeVMI, masqueradeVMI} {
 			t.Run(tt.name, func(t *testing.T) {
-				vmi := loadVMI(t, yaml)
+				vmi := testutil.LoadVMI(t, yaml)
 				tt.mutate(vmi)
 				f, d := fakePod()
-				s := newStore(t)
+				s := testutil.NewStore(t)
 				err := phase1.Run(context.Background(), vmi, "", s, phase1.Options{Driver: d})
 				var pe *phase1.Error
 				require.ErrorAs(t, err, &pe)
@@ -139,7 +139,7 @@ func TestHostileCacheThroughRun(t *testing.T) {
 			require.NoError(t, os.Mkdir(e.elsewhere, 0o755))
 			tt.setup(t, e)
 			f, d := fakePod()
-			err = phase1.Run(context.Background(), loadVMI(t, bridgeVMI), "", s, phase1.Options{Driver: d})
+			err = phase1.Run(context.Background(), testutil.LoadVMI(t, bridgeVMI), "", s, phase1.Options{Driver: d})
 			var ue *cache.UnsafeError
 			require.ErrorAs(t, err, &ue, "%v", err)
 			require.Equal(t, tt.path(e), ue.Path)

@@ -26,12 +26,12 @@ import (
 func cleanRun(t *testing.T, sc scenario) (state []string, files map[string]string, mutating int) {
 	t.Helper()
 	pod := newPod(t, sc.pod)
-	s := newStore(t)
+	s := testutil.NewStore(t)
 	nl, err := netdriver.Open(pod.Pod.Path)
 	require.NoError(t, err)
 	defer nl.Close()
 	d := &reliability.Driver{Inner: nl}
-	require.NoError(t, phase1.Run(context.Background(), loadVMI(t, sc.yaml), pod.Pod.Path, s, phase1.Options{Driver: d}))
+	require.NoError(t, phase1.Run(context.Background(), testutil.LoadVMI(t, sc.yaml), pod.Pod.Path, s, phase1.Options{Driver: d}))
 	_, mutating = d.Counts()
 	return kernelState(t, pod.Pod.Path), cacheFiles(t, s), mutating
 }
@@ -63,7 +63,7 @@ func TestSIGKILLAtEveryStep(t *testing.T) {
 					t.Run(fmt.Sprintf("%s-call-%d-%s", k.when, k.at, then), func(t *testing.T) {
 						pod := newPod(t, sc.pod)
 						pristine := linkState(t, pod.Pod.Path)
-						s := newStore(t)
+						s := testutil.NewStore(t)
 						cmd := exec.Command(os.Args[0], "-test.run=^$")
 						cmd.Env = append(os.Environ(),
 							envHelper+"=kill", envNetNS+"="+pod.Pod.Path, envCache+"="+s.Root(),
@@ -77,11 +77,11 @@ func TestSIGKILLAtEveryStep(t *testing.T) {
 
 						cacheFiles(t, s) // every file left parses
 						if then == "cleanup" {
-							require.NoError(t, phase1.Cleanup(context.Background(), loadVMI(t, sc.yaml), pod.Pod.Path, s, phase1.Options{}))
+							require.NoError(t, phase1.Cleanup(context.Background(), testutil.LoadVMI(t, sc.yaml), pod.Pod.Path, s, phase1.Options{}))
 							require.Equal(t, pristine, linkState(t, pod.Pod.Path), "Cleanup after the kill: as the CNI left it")
 							require.Empty(t, cacheFiles(t, s))
 						}
-						require.NoError(t, phase1.Run(context.Background(), loadVMI(t, sc.yaml), pod.Pod.Path, s, phase1.Options{}))
+						require.NoError(t, phase1.Run(context.Background(), testutil.LoadVMI(t, sc.yaml), pod.Pod.Path, s, phase1.Options{}))
 						require.Equal(t, wantState, kernelState(t, pod.Pod.Path))
 						require.Equal(t, wantFiles, cacheFiles(t, s))
 					})
@@ -116,11 +116,11 @@ func TestNamespaceVanishes(t *testing.T) {
 					}
 					return nil
 				}}
-				s := newStore(t)
+				s := testutil.NewStore(t)
 				ctx, cancel := context.WithCancel(context.Background())
 				done := make(chan error, 1)
 				go func() {
-					done <- phase1.Run(ctx, loadVMI(t, sc.yaml), pod.Pod.Path, s, phase1.Options{Driver: d})
+					done <- phase1.Run(ctx, testutil.LoadVMI(t, sc.yaml), pod.Pod.Path, s, phase1.Options{Driver: d})
 				}()
 				// A watchdog, not a timing assertion: a hang fails here
 				// instead of at the package's -timeout.

@@ -45,8 +45,8 @@ func TestSixtyFourInterfaces(t *testing.T) {
 		want = append(want, fmt.Sprintf("net%d", i), fmt.Sprintf("k6t-net%d", i), fmt.Sprintf("tap%d", i))
 	}
 	slices.Sort(want)
-	vmi := loadVMI(t, wideBridgeVMI(uid, n))
-	s := newStore(t)
+	vmi := testutil.LoadVMI(t, wideBridgeVMI(uid, n))
+	s := testutil.NewStore(t)
 	require.NoError(t, phase1.Run(context.Background(), vmi, pod.Path, s, phase1.Options{}))
 	require.Equal(t, want, linkNames(t, pod))
 	for i := 1; i <= n; i++ {
@@ -104,7 +104,7 @@ func TestThirtyTwoVMsAtOnce(t *testing.T) {
 		list[i] = vm{pod: newPod(t, sc.pod), yaml: loadYAMLWithUID(sc.yaml, uid)}
 		list[i].want = []string{"eth0", "k6t-eth0", "lo", "tap0"}
 	}
-	s := newStore(t)
+	s := testutil.NewStore(t)
 	fds, goroutines := openFDs(t), runtime.NumGoroutine()
 
 	errs := make([]error, vms)

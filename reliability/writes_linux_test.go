@@ -37,8 +37,8 @@ func writeSteps(t *testing.T, sc scenario) int {
 	t.Helper()
 	pod := newPod(t, sc.pod)
 	n := 0
-	s := newStore(t).WithHook(func(cache.WriteStep, string, string) error { n++; return nil })
-	require.NoError(t, phase1.Run(context.Background(), loadVMI(t, sc.yaml), pod.Pod.Path, s, phase1.Options{}))
+	s := testutil.NewStore(t).WithHook(func(cache.WriteStep, string, string) error { n++; return nil })
+	require.NoError(t, phase1.Run(context.Background(), testutil.LoadVMI(t, sc.yaml), pod.Pod.Path, s, phase1.Options{}))
 	return n
 }
 
@@ -93,7 +93,7 @@ func TestSIGKILLInsideCacheWrites(t *testing.T) {
 				t.Run(fmt.Sprintf("step-%d", at), func(t *testing.T) {
 					pod := newPod(t, sc.pod)
 					pristine := linkState(t, pod.Pod.Path)
-					s := newStore(t)
+					s := testutil.NewStore(t)
 					cmd := exec.Command(os.Args[0], "-test.run=^$")
 					cmd.Env = append(os.Environ(),
 						envHelper+"=kill", envNetNS+"="+pod.Pod.Path, envCache+"="+s.Root(),
@@ -106,7 +106,7 @@ func TestSIGKILLInsideCacheWrites(t *testing.T) {
 					if len(recordsParse(t, s)) > 0 {
 						leftTemps++
 					}
-					vmi := loadVMI(t, sc.yaml)
+					vmi := testutil.LoadVMI(t, sc.yaml)
 					if at%2 == 1 {
 						require.NoError(t, phase1.Run(context.Background(), vmi, pod.Pod.Path, s, phase1.Options{}))
 						require.Equal(t, wantState, kernelState(t, pod.Pod.Path))
@@ -133,7 +133,7 @@ func TestTwoRunsAtOnce(t *testing.T) {
 			wantState, wantFiles, _ := cleanRun(t, sc)
 			for try := range 10 {
 				pod := newPod(t, sc.pod)
-				s := newStore(t)
+				s := testutil.NewStore(t)
 				errs := make(chan error, 2)
 				for range 2 {
 					go func() {
@@ -167,8 +167,8 @@ func TestRunRacesCleanupKernel(t *testing.T) {
 			for try := range 20 {
 				pod := newPod(t, sc.pod)
 				pristine := linkState(t, pod.Pod.Path)
-				s := newStore(t)
-				vmi := loadVMI(t, sc.yaml)
+				s := testutil.NewStore(t)
+				vmi := testutil.LoadVMI(t, sc.yaml)
 				if try%2 == 1 {
 					// Half the tries race a Cleanup against a re-run.
 					require.NoError(t, phase1.Run(context.Background(), vmi, pod.Pod.Path, s, phase1.Options{}))

@@ -1,0 +1,31 @@
+package bridge_test
+
+import (
+	"testing"
+
+	"github.com/virtnet/virtnet/internal/netdriver"
+	"github.com/virtnet/virtnet/internal/testutil/phase1test"
+)
+
+const vmiManifest = `
+apiVersion: kubevirt.io/v1
+kind: VirtualMachineInstance
+metadata: {name: vmi-bridge, namespace: default, uid: 6f4c5d2e-1b3a-4c5d-9e8f-0a1b2c3d4e5f}
+spec:
+  domain:
+    devices:
+      interfaces: [{name: default, bridge: {}}]
+  networks: [{name: default, pod: {}}]
+`
+
+var scenarios = []phase1test.Scenario{
+	{Name: "bridge", VMI: vmiManifest, MinCalls: 6, Links: []netdriver.SimLink{{Name: "eth0"}}},
+	{Name: "bridge-no-ipam", VMI: vmiManifest, MinCalls: 6, Links: []netdriver.SimLink{{Name: "eth0", NoIPAM: true}}},
+}
+
+// TestConverge: phase1 with the bridge binding with and without IPAM runs twice without a
+// change, converges after a failure at every mutating kernel call, rolls
+// back to the CNI's state and cleans up (see phase1test).
+func TestConverge(t *testing.T) {
+	phase1test.Converge(t, scenarios...)
+}
