@@ -52,9 +52,13 @@ type Netlink struct {
 	nftMu sync.Mutex
 	nftc  *nftables.Conn
 	nftnl *mdnetlink.Conn
-	// rtMu guards rt, the second rtnetlink socket (see rtConn).
-	rtMu sync.Mutex
-	rt   *mdnetlink.Conn
+	// rtMu guards rtfd, the second rtnetlink socket (-1 until made), and
+	// rtseq, its last sequence number, and rtbuf, its receive buffer (see
+	// rtRequest).
+	rtMu  sync.Mutex
+	rtfd  int
+	rtseq uint32
+	rtbuf []byte
 	// nftbMu guards nftb, the builder of NAT batches, made on first use.
 	nftbMu sync.Mutex
 	nftb   *batchBuilder
@@ -85,7 +89,7 @@ func Open(nsPath string) (*Netlink, error) {
 		ns.Close()
 		return nil, fmt.Errorf("netlink handle in %s: %w", nsPath, err)
 	}
-	return &Netlink{nsPath: nsPath, ns: ns, h: h, thr: thr, ethfd: -1, index: map[string]int{}}, nil
+	return &Netlink{nsPath: nsPath, ns: ns, h: h, thr: thr, ethfd: -1, rtfd: -1, index: map[string]int{}}, nil
 }
 
 // OpenDriver is [Open] behind the [Driver] interface, with its Close; it

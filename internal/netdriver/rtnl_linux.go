@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"syscall"
 
 	mdnetlink "github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
@@ -24,40 +25,106 @@ import (
 // not a bridge port.
 var errNotBridgePort = errors.New("not a bridge port")
 
-// rtConn returns the driver's second rtnetlink socket, with the kernel's
-// strict checking of dump requests on (so that a dump honours its
-// filters), made on the namespace's thread on first use.
-func (n *Netlink) rtConn() (*mdnetlink.Conn, error) {
+// rtRecvSize is the receive buffer of a reply: a dump's parts are at most
+// 32 KiB (NLMSG_GOODSIZE is smaller); a truncated one is an error.
+const rtRecvSize = 64 << 10
+
+// rtRequest sends one request on the driver's second rtnetlink socket and
+// returns the replies of its sequence number, up to NLMSG_DONE for a dump
+// and the first reply otherwise; a kernel error is returned as its errno.
+// interrupted reports a dump the kernel marked inconsistent
+// (NLM_F_DUMP_INTR). The socket is a plain blocking file descriptor
+// (made on the namespace's thread on first use, with strict checking of
+// dump requests on so that a dump honours its filters): the kernel
+// answers within the send, and a netlink library's dial costs 10× more
+// than the socket.
+func (n *Netlink) rtRequest(typ uint16, dump bool, body []byte) (msgs []syscall.NetlinkMessage, interrupted bool, err error) {
 	n.rtMu.Lock()
 	defer n.rtMu.Unlock()
-	if n.rt != nil {
-		return n.rt, nil
-	}
-	var c *mdnetlink.Conn
-	err := n.thr.Do(func() (err error) {
-		if c, err = mdnetlink.Dial(unix.NETLINK_ROUTE, nil); err != nil {
-			return err
+	if n.rtfd < 0 {
+		err := n.thr.Do(func() error {
+			fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_ROUTE)
+			if err != nil {
+				return err
+			}
+			if err := unix.SetsockoptInt(fd, unix.SOL_NETLINK, unix.NETLINK_GET_STRICT_CHK, 1); err != nil {
+				_ = unix.Close(fd)
+				return fmt.Errorf("strict checking: %w", err)
+			}
+			n.rtfd = fd
+			return nil
+		})
+		if err != nil {
+			return nil, false, fmt.Errorf("rtnetlink socket in %s: %w", n.nsPath, err)
 		}
-		if err := c.SetOption(mdnetlink.GetStrictCheck, true); err != nil {
-			_ = c.Close()
-			return fmt.Errorf("strict checking: %w", err)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("rtnetlink socket in %s: %w", n.nsPath, err)
 	}
-	n.rt = c
-	return c, nil
+	n.rtseq++
+	seq := n.rtseq
+	flags := uint16(unix.NLM_F_REQUEST)
+	if dump {
+		flags |= unix.NLM_F_DUMP
+	}
+	req := make([]byte, unix.NLMSG_HDRLEN+len(body))
+	binary.NativeEndian.PutUint32(req[0:4], uint32(len(req)))
+	binary.NativeEndian.PutUint16(req[4:6], typ)
+	binary.NativeEndian.PutUint16(req[6:8], flags)
+	binary.NativeEndian.PutUint32(req[8:12], seq)
+	copy(req[unix.NLMSG_HDRLEN:], body)
+	if err := unix.Sendto(n.rtfd, req, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+		return nil, false, err
+	}
+	if n.rtbuf == nil {
+		n.rtbuf = make([]byte, rtRecvSize)
+	}
+	buf := n.rtbuf
+	for {
+		nr, _, rflags, _, err := unix.Recvmsg(n.rtfd, buf, nil, 0)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		if rflags&unix.MSG_TRUNC != 0 {
+			return nil, false, fmt.Errorf("rtnetlink reply larger than %d bytes", rtRecvSize)
+		}
+		parts, err := syscall.ParseNetlinkMessage(buf[:nr])
+		if err != nil {
+			return nil, false, err
+		}
+		for _, m := range parts {
+			if m.Header.Seq != seq {
+				continue // a reply to an earlier request
+			}
+			if m.Header.Flags&unix.NLM_F_DUMP_INTR != 0 {
+				interrupted = true
+			}
+			switch m.Header.Type {
+			case unix.NLMSG_ERROR, unix.NLMSG_DONE:
+				if len(m.Data) >= 4 {
+					if e := int32(binary.NativeEndian.Uint32(m.Data[:4])); e < 0 {
+						return nil, false, syscall.Errno(-e)
+					}
+				}
+				return msgs, interrupted, nil
+			}
+			// Copied: buf is reused by the next read.
+			m.Data = append([]byte(nil), m.Data...)
+			msgs = append(msgs, m)
+			if !dump {
+				return msgs, false, nil
+			}
+		}
+	}
 }
 
 // closeRT closes the second rtnetlink socket, if made.
 func (n *Netlink) closeRT() {
 	n.rtMu.Lock()
 	defer n.rtMu.Unlock()
-	if n.rt != nil {
-		_ = n.rt.Close()
-		n.rt = nil
+	if n.rtfd >= 0 {
+		_ = unix.Close(n.rtfd)
+		n.rtfd = -1
 	}
 }
 
@@ -79,14 +146,10 @@ func attrs(b []byte, f func(typ uint16, data []byte)) error {
 // as the link's slave data (IFLA_LINKINFO, IFLA_INFO_SLAVE_DATA), the same
 // attributes the bridge's port dump gives (br_port_fill_attrs).
 func (n *Netlink) portLearning(idx int) (bool, error) {
-	c, err := n.rtConn()
-	if err != nil {
-		return false, err
-	}
 	req := make([]byte, unix.SizeofIfInfomsg)
 	req[0] = unix.AF_UNSPEC
 	binary.NativeEndian.PutUint32(req[4:8], uint32(idx))
-	msgs, err := c.Execute(mdnetlink.Message{Header: mdnetlink.Header{Type: unix.RTM_GETLINK, Flags: mdnetlink.Request}, Data: req})
+	msgs, _, err := n.rtRequest(unix.RTM_GETLINK, false, req)
 	if err != nil {
 		return false, err
 	}
@@ -145,25 +208,17 @@ func trimNUL(b []byte) []byte {
 // prefix when it has a peer (IFA_ADDRESS differs, a point-to-point
 // address), else IFA_ADDRESS with the prefix length.
 func (n *Netlink) linkAddrs(idx int, family int) ([]netip.Prefix, error) {
-	c, err := n.rtConn()
-	if err != nil {
-		return nil, err
-	}
 	req := make([]byte, unix.SizeofIfAddrmsg)
 	req[0] = byte(family)
 	binary.NativeEndian.PutUint32(req[4:8], uint32(idx))
 	var out []netip.Prefix
 	for range dumpRetries {
-		msgs, err := c.Execute(mdnetlink.Message{Header: mdnetlink.Header{Type: unix.RTM_GETADDR, Flags: mdnetlink.Request | mdnetlink.Dump}, Data: req})
+		msgs, interrupted, err := n.rtRequest(unix.RTM_GETADDR, true, req)
 		if err != nil {
 			return nil, err
 		}
 		out = out[:0]
-		interrupted := false
 		for _, m := range msgs {
-			if m.Header.Flags&mdnetlink.DumpInterrupted != 0 {
-				interrupted = true
-			}
 			if m.Header.Type != unix.RTM_NEWADDR || len(m.Data) < unix.SizeofIfAddrmsg {
 				continue
 			}
