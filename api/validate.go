@@ -396,8 +396,25 @@ func (v *validator) bootOrders(vmi *VMI) {
 
 func (v *validator) storage(vmi *VMI) {
 	vols := map[string]int{}
+	// The first volume of each cloud-init kind: its image has a fixed
+	// name per VMI (domxml.ISOPath), so a second would share it.
+	firstCloudInit := map[string]int{}
 	for i, vol := range vmi.Spec.Volumes {
 		p := fmt.Sprintf("spec.volumes[%d]", i)
+		for _, ci := range []struct {
+			key string
+			set bool
+		}{{"cloudInitNoCloud", vol.CloudInitNoCloud != nil}, {"cloudInitConfigDrive", vol.CloudInitConfigDrive != nil}} {
+			if !ci.set {
+				continue
+			}
+			if j, dup := firstCloudInit[ci.key]; dup {
+				v.add(p+"."+ci.key, vol.Name, "a second %s volume (the first is spec.volumes[%d] %q): at most one volume of each cloud-init kind",
+					ci.key, j, vmi.Spec.Volumes[j].Name)
+			} else {
+				firstCloudInit[ci.key] = i
+			}
+		}
 		if vol.Name == "" {
 			v.add(p+".name", nil, "required")
 		} else if !isDNSLabel(vol.Name) {

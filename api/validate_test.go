@@ -275,6 +275,12 @@ func TestValidateInvalid(t *testing.T) {
 			vmiYAML(`[{name: a, bridge: {}, macAddress: "02:00:00:00:00:0a"}, {name: b, bridge: {}, macAddress: "02:00:00:00:00:0b"}, {name: c, macvtap: {}, macAddress: "02:00:00:00:00:0A"}]`,
 				`[{name: a, pod: {}}, {name: b, multus: {networkName: nn}}, {name: c, multus: {networkName: m}}]`),
 			[]problem{{ifp + "[2].macAddress", `same MAC address as spec.domain.devices.interfaces[0] (value "02:00:00:00:00:0A")`}}},
+		{"two cloudInitNoCloud volumes (one image per VMI and kind)",
+			storageYAML(`[{name: a}, {name: b}]`, `[{name: a, cloudInitNoCloud: {userData: u1}}, {name: b, cloudInitNoCloud: {userData: u2}}]`),
+			[]problem{{"spec.volumes[1].cloudInitNoCloud", `a second cloudInitNoCloud volume (the first is spec.volumes[0] "a"): at most one volume of each cloud-init kind (value "b")`}}},
+		{"two cloudInitConfigDrive volumes, a third refused too",
+			storageYAML(`[{name: a}, {name: b}, {name: c}]`, `[{name: a, cloudInitConfigDrive: {userData: u1}}, {name: b, cloudInitConfigDrive: {userData: u2}}, {name: c, cloudInitConfigDrive: {userData: u3}}]`),
+			[]problem{{"spec.volumes[1].cloudInitConfigDrive", `the first is spec.volumes[0] "a"`}, {"spec.volumes[2].cloudInitConfigDrive", `the first is spec.volumes[0] "a"`}}},
 		{"inline userData over 2048 bytes",
 			storageYAML(`[{name: c}]`, `[{name: c, cloudInitNoCloud: {userData: `+strings.Repeat("x", 2049)+`}}]`),
 			[]problem{{"spec.volumes[0].cloudInitNoCloud.userData", `more than 2048 bytes; use secretRef for larger data (value "2049")`}}},
@@ -379,6 +385,8 @@ func TestValidateValid(t *testing.T) {
 			`[{name: p, masquerade: {}, macAddress: "02:11:22:33:44:55", ports: [{name: http, port: 80}, {port: 80, protocol: UDP}], bootOrder: 1, pciAddress: "0000:02:01.0", dhcpOptions: {ntpServers: ["10.0.0.1"], privateOptions: [{option: 224, value: x}, {option: 254, value: z}]}},`+
 				`{name: m1, bridge: {}}, {name: m2, sriov: {}}, {name: m3, macvtap: {}}]`,
 			`[{name: p, pod: {vmNetworkCIDR: "10.11.0.0/30", vmIPv6NetworkCIDR: "fd00::/64"}}, {name: m1, multus: {networkName: a}}, {name: m2, multus: {networkName: ns/b}}, {name: m3, multus: {networkName: c}}]`)},
+		{"one volume of each cloud-init kind, and two sysprep volumes", storageYAML(`[{name: a}, {name: b}, {name: c}, {name: d}]`,
+			`[{name: a, cloudInitNoCloud: {userData: x}}, {name: b, cloudInitConfigDrive: {userData: u2}}, {name: c, sysprep: {secret: {name: s}}}, {name: d, sysprep: {configMap: {name: m}}}]`)},
 		{"bridge on a multus default", vmiYAML(`[{name: d, bridge: {}}, {name: s, bridge: {}}]`,
 			`[{name: s, multus: {networkName: x}}, {name: d, multus: {networkName: other, default: true}}]`)},
 		// Issue 12.9: what KubeVirt v0.53's webhook accepts.

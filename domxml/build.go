@@ -32,7 +32,7 @@ func Build(vmi *api.VMI, opts Options) (*libvirtxml.Domain, error) {
 		}
 		return nil, errors.Join(errs...)
 	}
-	o := opts.withDefaults()
+	o := opts.WithDefaults()
 	mem, err := guestMemory(vmi)
 	if err != nil {
 		return nil, err
@@ -462,7 +462,7 @@ func devices(vmi *api.VMI, o Options, d *libvirtxml.DomainDeviceList) error {
 // KubeVirt's virt-handler (virtctl console) expects it:
 // <PrivateDir>/<uid>/virt-serial0.
 func SerialSocket(vmi *api.VMI, opts Options) string {
-	return filepath.Join(opts.withDefaults().PrivateDir, instanceKey(vmi), "virt-serial0")
+	return filepath.Join(opts.WithDefaults().PrivateDir, instanceKey(vmi), "virt-serial0")
 }
 
 // GuestAgentChannel is the virtio-serial channel of the QEMU guest agent.

@@ -3,11 +3,11 @@ package domxml
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"libvirt.org/go/libvirtxml"
 
 	"github.com/virtnet/virtnet/api"
-	"github.com/virtnet/virtnet/phase2/cloudinit"
 )
 
 // KubeVirt's directories inside virt-launcher; the defaults of [Options].
@@ -47,7 +47,7 @@ type Options struct {
 	ContainerDiskDir string
 	EmptyDiskDir     string
 	// CloudInitDir is the Dir of the cloudinit.Builder that writes the
-	// cloud-init and sysprep ISOs (see cloudinit.ISOPath):
+	// cloud-init and sysprep ISOs (see [ISOPath]):
 	// <CloudInitDir>/cloud-init-data/<namespace>/<name>/noCloud.iso (or
 	// configdrive.iso) and <CloudInitDir>/sysprep-disks/<volume>.iso.
 	// Empty means EphemeralDir, where KubeVirt's virt-launcher puts the
@@ -87,7 +87,9 @@ func DefaultSMBIOS() SMBIOS {
 	return SMBIOS{Manufacturer: "KubeVirt", Family: "KubeVirt", Product: "None"}
 }
 
-func (o Options) withDefaults() Options {
+// WithDefaults returns o with every empty directory and a nil SMBIOS set
+// to its default (the values [Build] and [DiskPath] use).
+func (o Options) WithDefaults() Options {
 	if o.SMBIOS == nil {
 		d := DefaultSMBIOS()
 		o.SMBIOS = &d
@@ -135,9 +137,9 @@ type DiskSource struct {
 //   - hostDisk: <PrivateDir>/vmi-disks/<vol>/<file name of its path>, raw,
 //     where virt-handler mounts the host directory;
 //   - cloudInitNoCloud, cloudInitConfigDrive, sysprep: the ISO
-//     cloudinit.ISOPath names under [Options.CloudInitDir].
+//     [ISOPath] names under [Options.CloudInitDir].
 func DiskPath(vmi *api.VMI, i int, opts Options) (DiskSource, error) {
-	o := opts.withDefaults()
+	o := opts.WithDefaults()
 	vol := &vmi.Spec.Volumes[i]
 	switch {
 	case vol.ContainerDisk != nil:
@@ -160,7 +162,7 @@ func DiskPath(vmi *api.VMI, i int, opts Options) (DiskSource, error) {
 		// launcher at <PrivateDir>/vmi-disks/<volume>.
 		return DiskSource{Type: "file", Path: filepath.Join(o.PrivateDir, "vmi-disks", vol.Name, filepath.Base(vol.HostDisk.Path)), Format: "raw"}, nil
 	case vol.CloudInitNoCloud != nil || vol.CloudInitConfigDrive != nil || vol.Sysprep != nil:
-		p, ok := cloudinit.ISOPath(o.CloudInitDir, vmi, *vol)
+		p, ok := ISOPath(o.CloudInitDir, vmi, *vol)
 		if !ok {
 			return DiskSource{}, &VolumeError{Disk: fmt.Sprintf("spec.volumes[%d]", i), Volume: vol.Name, Reason: "namespace, name or volume cannot be a path element"}
 		}
@@ -169,4 +171,50 @@ func DiskPath(vmi *api.VMI, i int, opts Options) (DiskSource, error) {
 		return DiskSource{Type: "file", Path: p, Format: "raw"}, nil
 	}
 	return DiskSource{}, &VolumeError{Disk: fmt.Sprintf("spec.volumes[%d]", i), Volume: vol.Name, Reason: "no volume source virtnet renders"}
+}
+
+// File names of the cloud-init images under
+// <dir>/cloud-init-data/<namespace>/<name>/ (KubeVirt's).
+const (
+	NoCloudISO     = "noCloud.iso"
+	ConfigDriveISO = "configdrive.iso"
+)
+
+// ISOPath is the image of the cloudInitNoCloud, cloudInitConfigDrive or
+// sysprep volume vol of vmi under dir (the cloudinit.Builder's Dir, the
+// domain's [Options.CloudInitDir]):
+//
+//   - <dir>/cloud-init-data/<namespace>/<name>/noCloud.iso (or
+//     configdrive.iso), one per VMI and kind, which is why a VMI has at
+//     most one volume of each cloud-init kind (api.Validate);
+//   - <dir>/sysprep-disks/<volume>.iso.
+//
+// It is false for a volume of another kind, or whose namespace, name or
+// volume name cannot be one path element. It builds nothing, so the domain
+// XML names the disk source before the images exist; the writer and the
+// domain use this one function.
+func ISOPath(dir string, vmi *api.VMI, vol api.Volume) (string, bool) {
+	switch {
+	case vol.Sysprep != nil:
+		if !safeName(vol.Name) {
+			return "", false
+		}
+		return filepath.Join(dir, "sysprep-disks", vol.Name+".iso"), true
+	case vol.CloudInitNoCloud != nil || vol.CloudInitConfigDrive != nil:
+		ns, name := vmi.Metadata.Namespace, vmi.Metadata.Name
+		if !safeName(ns) || !safeName(name) {
+			return "", false
+		}
+		file := NoCloudISO
+		if vol.CloudInitNoCloud == nil {
+			file = ConfigDriveISO
+		}
+		return filepath.Join(dir, "cloud-init-data", ns, name, file), true
+	}
+	return "", false
+}
+
+// safeName reports whether s can be one path element.
+func safeName(s string) bool {
+	return s != "" && s != "." && s != ".." && !strings.ContainsAny(s, "/\\\x00")
 }

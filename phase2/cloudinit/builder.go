@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
-	"strings"
 	"time"
 
+	"libvirt.org/go/libvirtxml"
+
 	"github.com/virtnet/virtnet/api"
+	"github.com/virtnet/virtnet/domxml"
 )
 
 // Kind is the kind of image a volume becomes; its value is the volume
@@ -43,17 +45,32 @@ type Builder struct {
 	// SysprepDir holds one directory per sysprep volume, named after the
 	// volume (KubeVirt: /var/run/kubevirt-private/sysprep).
 	SysprepDir string
+	// Hostname, when set, replaces the VMI's host name (api.VMI.Hostname)
+	// in the NoCloud and ConfigDrive metadata.
+	Hostname string
+	// Domain, when set, is the domain the images are for: the ConfigDrive
+	// metadata lists its tagged devices at their guest PCI addresses
+	// ([DevicesMetadata]; pin them first with domxml.PinTagged).
+	Domain *libvirtxml.Domain
+	// BeforeWrite, when set, is called with each image after every source
+	// was read and checked, just before that image is written; its error
+	// stops Build and is returned as it is. The preStartHook creates and records the image's
+	// directory there, to remove what it created if a later step fails.
+	BeforeWrite func(Disk) error
 	// Logger receives one line per image; nil discards.
 	Logger *slog.Logger
 }
 
 // Build writes an image for every cloudInitNoCloud, cloudInitConfigDrive
-// and sysprep volume of vmi and returns them in volume order.
+// and sysprep volume of vmi, at the path [domxml.ISOPath] gives the domain's
+// disk, and returns them in volume order. It is the one writer of these
+// images: the preStartHook's cloud-init step runs it.
 //
 // All sources are read and checked before the first image is written, so
 // a bad source ([*SourceError]) leaves the file system untouched. A VMI may
 // have at most one volume of each cloud-init kind (the images have fixed
-// names; KubeVirt silently used the first). An I/O error while writing
+// names, api.Validate refuses a second; KubeVirt silently used the first):
+// a second is an [ErrAmbiguous] SourceError here too. An I/O error while writing
 // leaves the images already written, each complete, and nothing partial.
 // Building again with the same VMI replaces the images atomically.
 func (b *Builder) Build(ctx context.Context, vmi *api.VMI) ([]Disk, error) {
@@ -76,7 +93,7 @@ func (b *Builder) Build(ctx context.Context, vmi *api.VMI) ([]Disk, error) {
 			continue
 		}
 		fieldPath := fmt.Sprintf("spec.volumes[%d].%s", i, kind)
-		p, ok := ISOPath(b.Dir, vmi, vol)
+		p, ok := domxml.ISOPath(b.Dir, vmi, vol)
 		if !ok {
 			return nil, &SourceError{Path: fmt.Sprintf("spec.volumes[%d]", i),
 				Err: fmt.Errorf("%w: namespace %q, name %q, volume %q", errUnsafeName,
@@ -100,12 +117,24 @@ func (b *Builder) Build(ctx context.Context, vmi *api.VMI) ([]Disk, error) {
 			}
 			if kind == KindNoCloud {
 				meta := NewNoCloudMetadata(vmi)
+				if b.Hostname != "" {
+					meta.LocalHostname = b.Hostname
+				}
 				jobs = append(jobs, job{d, func(ctx context.Context) error { return NoCloud(ctx, p, data, meta) }})
 			} else {
 				meta := NewConfigDriveMetadata(vmi)
+				if b.Hostname != "" {
+					meta.Hostname = b.Hostname
+				}
+				if b.Domain != nil {
+					meta.Devices = DevicesMetadata(vmi, b.Domain)
+				}
 				jobs = append(jobs, job{d, func(ctx context.Context) error { return ConfigDrive(ctx, p, data, meta) }})
 			}
 		case KindSysprep:
+			if b.SysprepDir == "" {
+				return nil, &SourceError{Path: fieldPath, Err: fmt.Errorf("%w: Builder.SysprepDir is not set", ErrSecretMissing)}
+			}
 			files, err := readSysprep(ctx, b.volumeDir(b.SysprepDir, vol.Name), fieldPath)
 			if err != nil {
 				return nil, err
@@ -116,6 +145,11 @@ func (b *Builder) Build(ctx context.Context, vmi *api.VMI) ([]Disk, error) {
 	disks := make([]Disk, 0, len(jobs))
 	for _, j := range jobs {
 		start := time.Now()
+		if b.BeforeWrite != nil {
+			if err := b.BeforeWrite(j.disk); err != nil {
+				return nil, err
+			}
+		}
 		if err := j.write(ctx); err != nil {
 			return nil, fmt.Errorf("volume %q: %w", j.disk.Volume, err)
 		}
@@ -136,34 +170,6 @@ func (b *Builder) volumeDir(root, volume string) string {
 	return filepath.Join(root, volume)
 }
 
-// ISOPath is the image [Builder.Build] writes for vol of vmi under dir, and
-// false for a volume that gets no image here (or whose names would leave
-// dir). It builds nothing, so the domain XML can name the disk source
-// before the images exist.
-func ISOPath(dir string, vmi *api.VMI, vol api.Volume) (string, bool) {
-	kind, ok := volumeKind(vol)
-	if !ok {
-		return "", false
-	}
-	switch kind {
-	case KindSysprep:
-		if !safeName(vol.Name) {
-			return "", false
-		}
-		return filepath.Join(dir, "sysprep-disks", vol.Name+".iso"), true
-	default:
-		ns, name := vmi.Metadata.Namespace, vmi.Metadata.Name
-		if !safeName(ns) || !safeName(name) {
-			return "", false
-		}
-		file := NoCloudISO
-		if kind == KindConfigDrive {
-			file = ConfigDriveISO
-		}
-		return filepath.Join(dir, "cloud-init-data", ns, name, file), true
-	}
-}
-
 func volumeKind(vol api.Volume) (Kind, bool) {
 	switch {
 	case vol.CloudInitNoCloud != nil:
@@ -174,9 +180,4 @@ func volumeKind(vol api.Volume) (Kind, bool) {
 		return KindSysprep, true
 	}
 	return "", false
-}
-
-// safeName reports whether s can be one path element.
-func safeName(s string) bool {
-	return s != "" && s != "." && s != ".." && !strings.ContainsAny(s, "/\\\x00")
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/virtnet/virtnet/api"
+	"github.com/virtnet/virtnet/domxml"
 )
 
 func testVMI() *api.VMI {
@@ -59,7 +60,7 @@ func TestBuild(t *testing.T) {
 		{Volume: "win", Kind: KindSysprep, Path: filepath.Join(out, "sysprep-disks/win.iso")},
 	}, disks)
 	for i, d := range disks {
-		p, ok := ISOPath(out, vmi, vmi.Spec.Volumes[i+1])
+		p, ok := domxml.ISOPath(out, vmi, vmi.Spec.Volumes[i+1])
 		require.True(t, ok)
 		require.Equal(t, d.Path, p, "ISOPath agrees with Build")
 	}
@@ -173,30 +174,6 @@ func TestBuildWriteErrors(t *testing.T) {
 		require.Equal(t, []string{"noCloud.iso", "noCloud.iso.staging", "noCloud.iso.staging/x"}, listTree(t, filepath.Dir(iso)),
 			"no scratch directory left")
 	})
-}
-
-func TestISOPath(t *testing.T) {
-	vmi := &api.VMI{Metadata: api.ObjectMeta{Name: "vm", Namespace: "default"}}
-	tests := []struct {
-		name string
-		vmi  *api.VMI
-		vol  api.Volume
-		want string
-	}{
-		{"nocloud", vmi, api.Volume{Name: "a", CloudInitNoCloud: &api.CloudInitSource{}}, "/d/cloud-init-data/default/vm/noCloud.iso"},
-		{"config drive", vmi, api.Volume{Name: "a", CloudInitConfigDrive: &api.CloudInitSource{}}, "/d/cloud-init-data/default/vm/configdrive.iso"},
-		{"sysprep", vmi, api.Volume{Name: "win", Sysprep: &api.SysprepSource{}}, "/d/sysprep-disks/win.iso"},
-		{"container disk", vmi, api.Volume{Name: "a", ContainerDisk: &api.ContainerDiskSource{}}, ""},
-		{"sysprep volume name with a slash", vmi, api.Volume{Name: "../x", Sysprep: &api.SysprepSource{}}, ""},
-		{"empty namespace", &api.VMI{Metadata: api.ObjectMeta{Name: "vm"}}, api.Volume{Name: "a", CloudInitNoCloud: &api.CloudInitSource{}}, ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, ok := ISOPath("/d", tt.vmi, tt.vol)
-			require.Equal(t, tt.want != "", ok)
-			require.Equal(t, tt.want, got)
-		})
-	}
 }
 
 func TestConfigDriveUUIDFallsBackToFirmware(t *testing.T) {

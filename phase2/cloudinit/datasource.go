@@ -6,12 +6,6 @@ import (
 	"fmt"
 )
 
-// Image file names inside a VMI's cloud-init directory.
-const (
-	NoCloudISO     = "noCloud.iso"
-	ConfigDriveISO = "configdrive.iso"
-)
-
 // NoCloud writes a NoCloud image to isoPath: label "cidata", files
 // "user-data" (always present, empty when there is only network data, as
 // cloud-init needs it), "meta-data" (meta as JSON) and "network-config"

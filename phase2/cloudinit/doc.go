@@ -25,8 +25,10 @@
 //	<Dir>/sysprep-disks/<volume>.iso                          [/var/run/kubevirt-private/sysprep-disks/…]
 //
 // KubeVirt puts the two kinds under two different roots; here one Dir holds
-// both so a launcher needs one writable directory. [ISOPath] computes the
-// same paths without building anything, for the domain's disk sources.
+// both so a launcher needs one writable directory. domxml.ISOPath computes
+// these paths, for the domain's disk sources and for Build alike. Build is
+// the one writer of these images (the preStartHook's cloud-init step runs
+// it); a VMI has at most one volume of each cloud-init kind (api.Validate).
 // Inputs are read from files the kubelet mounted:
 //
 //	<SecretDir>/<volume>/{userdata|userData}         [/var/run/kubevirt-private/secret/<volume>/…]

@@ -24,14 +24,13 @@
 //     waited for: they start when the bridge gets its link-local address,
 //     once QEMU opened the tap, and without CAP_NET_RAW they are off.
 //  3. [CloudInit] ("cloud-init"): the NoCloud ("cidata") or ConfigDrive
-//     ("config-2") image of each cloud-init volume, at the path the domain's
-//     disk names (domxml.DiskPath), through package phase2/cloudinit. For a
-//     ConfigDrive, tagged interfaces first get a guest PCI address
-//     (domxml.PinTagged), which the device metadata then lists
-//     (cloudinit.DevicesMetadata).
-//  4. [Sysprep] ("sysprep"): the "unattendCD" image of each sysprep volume
-//     from its mounted config map or secret.
-//  5. [DiskModes] ("disk-modes"): with every source in place, each disk's
+//     ("config-2") image of each cloud-init volume and the "unattendCD"
+//     image of each sysprep volume (from its mounted config map or secret),
+//     at the path the domain's disk names (domxml.ISOPath), written by
+//     cloudinit.Builder, the one writer of these images. For a ConfigDrive,
+//     tagged interfaces first get a guest PCI address (domxml.PinTagged),
+//     which the device metadata then lists (cloudinit.DevicesMetadata).
+//  4. [DiskModes] ("disk-modes"): with every source in place, each disk's
 //     cache and I/O modes from its file system (domxml.SetDriverModes):
 //     cache none with O_DIRECT, else writethrough; io native for block
 //     devices and preallocated raw files.

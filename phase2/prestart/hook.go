@@ -91,7 +91,6 @@ func Steps() []Step {
 		Storage{},
 		Network{},
 		CloudInit{},
-		Sysprep{},
 		DiskModes{},
 	}
 }

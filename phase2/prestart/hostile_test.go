@@ -33,7 +33,7 @@ func TestHostileMounts(t *testing.T) {
 			require.NoError(t, unix.Mkfifo(filepath.Join(dir, "userdata"), 0o644))
 			e.vmi.Spec.Volumes[2].CloudInitNoCloud = &api.CloudInitSource{UserDataSecretRef: &api.LocalObjectReference{Name: "ci"}}
 		}},
-		{"FIFO in the sysprep directory", "sysprep", func(t *testing.T, e *env) {
+		{"FIFO in the sysprep directory", "cloud-init", func(t *testing.T, e *env) {
 			require.NoError(t, unix.Mkfifo(filepath.Join(e.root, "sysprep", "unattend", "setup.ps1"), 0o644))
 		}},
 		{"FIFO as the PVC's disk image", "storage", func(t *testing.T, e *env) {
@@ -71,7 +71,7 @@ func TestHostileMounts(t *testing.T) {
 // TestCanceledDuringSteps: a context cancelled while a step runs ends the
 // hook with the context's error, naming the step.
 func TestCanceledDuringSteps(t *testing.T) {
-	for _, step := range []string{"storage", "network", "cloud-init", "sysprep"} {
+	for _, step := range []string{"storage", "network", "cloud-init"} {
 		t.Run(step, func(t *testing.T) {
 			e := newEnv(t, vmiYAML)
 			ctx, cancel := context.WithCancel(context.Background())

@@ -143,7 +143,7 @@ func stepNames() []string {
 }
 
 func TestStepsOrder(t *testing.T) {
-	require.Equal(t, []string{"storage", "network", "cloud-init", "sysprep", "disk-modes"}, stepNames())
+	require.Equal(t, []string{"storage", "network", "cloud-init", "disk-modes"}, stepNames())
 }
 
 func TestRun(t *testing.T) {
@@ -247,7 +247,16 @@ func TestStepFailure(t *testing.T) {
 		}, func(t *testing.T, err error) {
 			require.Error(t, err)
 		}},
-		{"no unattend file", "sysprep", func(t *testing.T, e *env) {
+		// api.Validate refuses this VMI; the writer refuses it too
+		// instead of writing the second image over the first.
+		{"second cloudInitNoCloud volume", "cloud-init", func(t *testing.T, e *env) {
+			e.vmi.Spec.Volumes = append(e.vmi.Spec.Volumes, api.Volume{Name: "ci2", CloudInitNoCloud: &api.CloudInitSource{UserData: "#cloud-config\n"}})
+			require.ErrorIs(t, api.Validate(e.vmi), api.ErrInvalid)
+		}, func(t *testing.T, err error) {
+			require.ErrorIs(t, err, cloudinit.ErrAmbiguous)
+			require.ErrorContains(t, err, "spec.volumes[4].cloudInitNoCloud")
+		}},
+		{"no unattend file", "cloud-init", func(t *testing.T, e *env) {
 			require.NoError(t, os.Remove(filepath.Join(e.root, "sysprep", "unattend", "autounattend.xml")))
 		}, func(t *testing.T, err error) {
 			require.ErrorIs(t, err, cloudinit.ErrNoUnattend)
