@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -125,10 +127,64 @@ func requireGuest(t *testing.T) string {
 // ping the gateway, reach a server in the node namespace with the pod IP
 // as source, and be reachable from the node on the declared port.
 func TestGuestEndToEnd(t *testing.T) {
+	pod := testutil.NewPod(t)
+	g := bootGuest(t, guestCase{vmi: guestVMI, pod: pod, ping: "10.0.2.1", nocloud: true})
+	l := g.lease()
+	require.Equal(t, "10.0.2.2", l["ip"])
+	require.Equal(t, "24", l["mask"])
+	require.Equal(t, "10.0.2.1", l["router"])
+	require.Equal(t, "10.96.0.10", l["dns"])
+	require.Equal(t, "e2e-guest", l["hostname"])
+	require.Equal(t, "1440", l["mtu"])
+
+	line := g.wait("hostname", "hostname-failed")
+	require.Regexp(t, `^hostname e2e-guest from /dev/vd`, line)
+	require.Contains(t, g.wait("userdata"), "user-data-ran-on-e2e-guest")
+	require.Regexp(t, `^ping-ok 3 packets transmitted, 3 packets received`, g.wait("ping-ok", "ping-failed"))
+	g.requireSource(pod.PodIP)
+	g.wait("listening")
+	require.Equal(t, "hello from e2e-guest ip=10.0.2.2/24", g.dial(pod.Node, pod.PodIP, 8080))
+	g.done()
+}
+
+// guestCase is one guest test: a VMI on a pod, and what the guest does.
+type guestCase struct {
+	vmi string // the manifest; its first interface is the one under test
+	pod *testutil.Pod
+	// ping is the address the guest pings after its lease.
+	ping string
+	// peer, when set, is a second pod the guest connects to.
+	peer *testutil.Pod
+	// nocloud: the guest reads its hostname from the NoCloud image.
+	nocloud bool
+}
+
+// guest is a booted guest and what the test needs to talk to it.
+type guest struct {
+	t        *testing.T
+	ctx      context.Context
+	gc       guestCase
+	vmi      *api.VMI
+	store    *cache.Store
+	log      *slog.Logger
+	v        *virtQemuRun
+	c        *console
+	nodeSeen <-chan string
+	peerSeen <-chan string
+	start    time.Time
+}
+
+// bootGuest runs the whole path for gc: a server in the node namespace
+// (and in the peer pod), phase1 as virt-handler runs it, the domain, the
+// preStartHook (DHCP server in the pod namespace), the busybox guest's
+// initramfs, then virt-qemu-run in the pod namespace; it returns once
+// the guest reported its lease. A failed test logs the guest's console.
+func bootGuest(t *testing.T, gc guestCase) *guest {
+	t.Helper()
 	assets := requireGuest(t)
-	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), guestTimeout)
 	t.Cleanup(cancel)
+	g := &guest{t: t, ctx: ctx, gc: gc, log: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))}
 
 	// Short paths: libvirt puts unix sockets under the root.
 	work, err := os.MkdirTemp("", "vn-e2e-")
@@ -144,52 +200,37 @@ func TestGuestEndToEnd(t *testing.T) {
 	// The container disk's image (volume index 0): an empty raw disk.
 	require.NoError(t, os.WriteFile(filepath.Join(dirs.ContainerDiskDir, "disk_0.img"), make([]byte, 1<<20), 0o644))
 	resolv := filepath.Join(work, "resolv.conf")
-	require.NoError(t, os.WriteFile(resolv, []byte("search default.svc.cluster.local svc.cluster.local cluster.local\nnameserver 10.96.0.10\n"), 0o644))
+	require.NoError(t, os.WriteFile(resolv, []byte(podResolvConf), 0o644))
 
-	vmi, err := api.Load([]byte(guestVMI))
+	g.vmi, err = api.Load([]byte(gc.vmi))
 	require.NoError(t, err)
-	pod := testutil.NewPod(t)
-
-	// The node's server: answers each connection with the source it saw.
-	seen := make(chan string, 4)
-	var ln net.Listener
-	require.NoError(t, pod.Node.Do(func() (err error) { ln, err = net.Listen("tcp4", "10.244.1.1:0"); return err }))
-	t.Cleanup(func() { _ = ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			host, _, _ := net.SplitHostPort(c.RemoteAddr().String())
-			_, _ = io.WriteString(c, host+"\n")
-			_ = c.Close()
-			select {
-			case seen <- host:
-			default:
-			}
-		}
-	}()
+	var nodeAddr, peerAddr string
+	nodeAddr, g.nodeSeen = serveSource(t, gc.pod.Node, gc.pod.NodeIP)
+	if gc.peer != nil {
+		peerAddr, g.peerSeen = serveSource(t, gc.peer.Pod, gc.peer.PodIP)
+	}
 
 	// phase1, as virt-handler would run it.
-	store, err := cache.New(filepath.Join(work, "cache"))
+	g.store, err = cache.New(filepath.Join(work, "cache"))
 	require.NoError(t, err)
-	require.NoError(t, phase1.Run(ctx, vmi, pod.Pod.Path, store, phase1.Options{Logger: log}))
-	rec, err := store.ReadInterface(vmi.Metadata.UID, "default")
+	t0 := time.Now()
+	require.NoError(t, phase1.Run(ctx, g.vmi, gc.pod.Pod.Path, g.store, phase1.Options{Logger: g.log}))
+	rec, err := g.store.ReadInterface(g.vmi.Metadata.UID, g.vmi.Spec.Domain.Devices.Interfaces[0].Name)
 	require.NoError(t, err)
-	t.Logf("phase1 record: bridge %s tap %s mac %s ipv4 %s gateway %s mtu %d", rec.Bridge, rec.Tap, rec.MAC, rec.IPv4, rec.Gateway, rec.MTU)
+	t.Logf("phase1 (%s): bridge %s tap %s mac %s ipv4 %s gateway %s mtu %d routes %v", time.Since(t0).Round(time.Millisecond),
+		rec.Bridge, rec.Tap, rec.MAC, rec.IPv4, rec.Gateway, rec.MTU, rec.Routes)
 
 	// The domain, then the hook: it adds the ethernet interface, makes
 	// the overlay and the NoCloud image, and starts the DHCP server in the
 	// pod namespace.
-	dom, err := domxml.Build(vmi, dirs)
+	dom, err := domxml.Build(g.vmi, dirs)
 	require.NoError(t, err)
 	hook := &prestart.Hook{
-		VMI: vmi, Domain: dom, Store: store, Dirs: dirs,
+		VMI: g.vmi, Domain: dom, Store: g.store, Dirs: dirs,
 		ResolvConf:  resolv,
 		Render:      binding.RenderOptions{InterfaceType: binding.InterfaceEthernet},
-		DHCPOptions: []dhcp.Option{dhcp.WithNetNS(pod.Pod.Path)},
-		Logger:      log,
+		DHCPOptions: []dhcp.Option{dhcp.WithNetNS(gc.pod.Pod.Path)},
+		Logger:      g.log,
 	}
 	running, err := hook.Run(ctx)
 	require.NoError(t, err)
@@ -212,10 +253,7 @@ func TestGuestEndToEnd(t *testing.T) {
 	require.NoError(t, writeInitramfs(initrd, guestFiles{
 		busybox: filepath.Join(assets, "busybox"),
 		modules: mods,
-		files: map[string]string{
-			"init":          guestInit(mods, ln.Addr().String()),
-			"udhcpc.script": udhcpcScript,
-		},
+		files:   guestFilesFor(guestScript{modules: mods, ping: gc.ping, node: nodeAddr, peer: peerAddr, nocloud: gc.nocloud}),
 	}))
 	forTCG(dom, filepath.Join(assets, "vmlinuz"), initrd, consoleLog)
 	xml, err := dom.Marshal()
@@ -223,81 +261,158 @@ func TestGuestEndToEnd(t *testing.T) {
 	domainXML := filepath.Join(work, "domain.xml")
 	require.NoError(t, os.WriteFile(domainXML, []byte(xml), 0o644))
 
-	start := time.Now()
-	v := startVirtQemuRun(t, filepath.Join(work, "libvirt"), domainXML, pod.Pod.Path)
-	c := &console{path: consoleLog}
+	g.start = time.Now()
+	g.v = startVirtQemuRun(t, filepath.Join(work, "libvirt"), domainXML, gc.pod.Pod.Path)
+	g.c = &console{path: consoleLog}
 	t.Cleanup(func() {
 		if t.Failed() {
-			_ = c.poll()
-			t.Logf("guest console:\n%s", strings.Join(c.lines, "\n"))
+			_ = g.c.poll()
+			t.Logf("guest console:\n%s", strings.Join(g.c.lines, "\n"))
 		}
 	})
 
-	line, err := c.waitFor(ctx, v, "init")
-	require.NoError(t, err)
-	seenInit := time.Since(start)
+	line := g.wait("init")
+	seenInit := time.Since(g.start)
 	// The guest's uptime at init dates its kernel's start: what came
-	// before is libvirt (probing QEMU's capabilities: the root is new, so
-	// nothing is cached), QEMU's start and the firmware.
+	// before is libvirt (probing QEMU's capabilities unless its cache was
+	// seeded), QEMU's start and the firmware.
 	t.Logf("guest init seen %s after virt-qemu-run started: %q; guest kernel started about %s after virt-qemu-run",
 		seenInit.Round(100*time.Millisecond), line, (seenInit - uptime(t, line)).Round(100*time.Millisecond))
-	line, err = c.waitFor(ctx, v, "lease", "lease-failed")
-	require.NoError(t, err)
-	t.Logf("guest: %s", line)
-	if mods, ok := c.report("modules"); ok {
+	g.v.saveCaps(t)
+	line = g.wait("lease", "lease-failed")
+	if mods, ok := g.c.report("modules"); ok {
 		t.Logf("DHCP lease %s after the guest's modules were loaded (udhcpc start → bound, guest clock)",
 			(uptime(t, line) - uptime(t, mods)).Round(10*time.Millisecond))
 	}
-	require.Contains(t, line, "lease ip=10.0.2.2 mask=24 router=10.0.2.1")
-	require.Contains(t, line, "dns=10.96.0.10")
-	require.Contains(t, line, "hostname=e2e-guest")
-	require.Contains(t, line, "mtu=1440")
+	require.True(t, strings.HasPrefix(line, "lease "), "guest: %s", line)
+	t.Logf("guest lease seen %s after virt-qemu-run started", time.Since(g.start).Round(100*time.Millisecond))
+	return g
+}
 
-	line, err = c.waitFor(ctx, v, "hostname", "hostname-failed")
-	require.NoError(t, err)
-	t.Logf("guest: %s", line)
-	require.Regexp(t, `^hostname e2e-guest from /dev/vd`, line)
-	line, err = c.waitFor(ctx, v, "userdata")
-	require.NoError(t, err)
-	require.Contains(t, line, "user-data-ran-on-e2e-guest")
+// guestTimeout bounds one guest test; the nested guest of the kernel VM
+// is the slow one.
+const guestTimeout = 8 * time.Minute
 
-	line, err = c.waitFor(ctx, v, "ping-ok", "ping-failed")
-	require.NoError(t, err)
-	t.Logf("guest: %s", line)
-	require.Regexp(t, `^ping-ok 3 packets transmitted, 3 packets received`, line)
+// podResolvConf is the pod's resolv.conf, which the DHCP server serves.
+const podResolvConf = "search default.svc.cluster.local svc.cluster.local cluster.local\nnameserver 10.96.0.10\n"
 
-	line, err = c.waitFor(ctx, v, "source")
-	require.NoError(t, err)
-	t.Logf("guest: %s", line)
-	require.Equal(t, "source 10.244.1.7", strings.Fields(line)[0]+" "+strings.Fields(line)[1])
-	select {
-	case host := <-seen:
-		require.Equal(t, "10.244.1.7", host, "the node must see the pod IP as the guest's source")
-	case <-ctx.Done():
-		t.Fatal("the node's server saw no connection")
+// wait returns the guest's first report of one of whats, failing the test
+// when it does not come.
+func (g *guest) wait(whats ...string) string {
+	g.t.Helper()
+	line, err := g.c.waitFor(g.ctx, g.v, whats...)
+	require.NoError(g.t, err)
+	g.t.Logf("guest: %s", line)
+	return line
+}
+
+var leaseKeyRE = regexp.MustCompile(`\b([a-z]+)=`)
+
+// lease parses the guest's lease report into its key=value fields
+// (values may hold spaces: the search list).
+func (g *guest) lease() map[string]string {
+	g.t.Helper()
+	line, ok := g.c.report("lease")
+	require.True(g.t, ok, "no lease report")
+	return parseKV(strings.TrimPrefix(line, "lease "))
+}
+
+func parseKV(s string) map[string]string {
+	out := map[string]string{}
+	idx := leaseKeyRE.FindAllStringSubmatchIndex(s, -1)
+	for i, m := range idx {
+		end := len(s)
+		if i+1 < len(idx) {
+			end = idx[i+1][0]
+		}
+		out[s[m[2]:m[3]]] = strings.TrimSpace(s[m[1]:end])
 	}
+	return out
+}
 
-	_, err = c.waitFor(ctx, v, "listening")
-	require.NoError(t, err)
+// requireSource waits for the guest's connection to the node's server and
+// checks the source address both sides saw.
+func (g *guest) requireSource(want net.IP) {
+	g.t.Helper()
+	line := g.wait("source")
+	require.Equal(g.t, "source "+want.String(), strings.Join(strings.Fields(line)[:2], " "))
+	select {
+	case host := <-g.nodeSeen:
+		require.Equal(g.t, want.String(), host, "the node's server must see the pod IP as the guest's source")
+	case <-g.ctx.Done():
+		g.t.Fatal("the node's server saw no connection")
+	}
+}
+
+// requirePeer is requireSource for the second pod's server.
+func (g *guest) requirePeer(want net.IP) {
+	g.t.Helper()
+	line := g.wait("peer")
+	require.Equal(g.t, "peer "+want.String(), strings.Join(strings.Fields(line)[:2], " "))
+	select {
+	case host := <-g.peerSeen:
+		require.Equal(g.t, want.String(), host)
+	case <-g.ctx.Done():
+		g.t.Fatal("the second pod's server saw no connection")
+	}
+}
+
+// dial connects from ns to ip:port (retrying for up to 30 s) and returns
+// what the guest answered.
+func (g *guest) dial(ns *testutil.NS, ip net.IP, port int) string {
+	g.t.Helper()
+	addr := net.JoinHostPort(ip.String(), strconv.Itoa(port))
 	var reply string
-	require.Eventually(t, func() bool {
+	var last error
+	require.Eventually(g.t, func() bool {
 		var got []byte
-		err := pod.Node.Do(func() error {
-			conn, err := net.DialTimeout("tcp4", "10.244.1.7:8080", 2*time.Second)
+		last = ns.Do(func() error {
+			conn, err := net.DialTimeout("tcp", addr, 2*time.Second)
 			if err != nil {
 				return err
 			}
 			defer conn.Close()
-			_ = conn.SetDeadline(time.Now().Add(3 * time.Second))
+			_ = conn.SetDeadline(time.Now().Add(20 * time.Second))
 			got, err = io.ReadAll(conn)
 			return err
 		})
 		reply = strings.TrimSpace(string(got))
-		return err == nil && reply != ""
-	}, 30*time.Second, time.Second, "the node must reach the guest on 10.244.1.7:8080")
-	t.Logf("node → 10.244.1.7:8080 answered %q", reply)
-	require.Equal(t, "hello from e2e-guest", reply)
-	t.Logf("whole run (virt-qemu-run start → inbound checked): %s", time.Since(start).Round(time.Second))
+		return last == nil && reply != ""
+	}, 60*time.Second, time.Second, "%s must reach the guest at %s (last error %v)", ns.Name, addr, last)
+	g.t.Logf("%s → %s answered %q", ns.Name, addr, reply)
+	return reply
+}
+
+// done logs the test's wall time since virt-qemu-run started.
+func (g *guest) done() {
+	g.t.Logf("whole run (virt-qemu-run start → last check): %s", time.Since(g.start).Round(time.Second))
+}
+
+// serveSource listens on ip:0 in ns and answers each connection with the
+// source address it saw, which it also sends on the returned channel.
+func serveSource(t *testing.T, ns *testutil.NS, ip net.IP) (string, <-chan string) {
+	t.Helper()
+	require.NotNil(t, ip, "no address to serve on in %s", ns.Name)
+	seen := make(chan string, 8)
+	var ln net.Listener
+	require.NoError(t, ns.Do(func() (err error) { ln, err = net.Listen("tcp", net.JoinHostPort(ip.String(), "0")); return err }))
+	t.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			host, _, _ := net.SplitHostPort(c.RemoteAddr().String())
+			_, _ = io.WriteString(c, host+"\n")
+			_ = c.Close()
+			select {
+			case seen <- host:
+			default:
+			}
+		}
+	}()
+	return ln.Addr().String(), seen
 }
 
 // uptime is the guest uptime "t=<seconds>" of a report.

@@ -94,12 +94,25 @@ func writeInitramfs(path string, g guestFiles) error {
 // Marker starts every line the guest reports on its console.
 const marker = "VIRTNET-E2E"
 
+// guestScript configures the guest's /init.
+type guestScript struct {
+	modules []string // host paths of the .ko files, in load order
+	ping    string   // an address to ping after the lease
+	node    string   // "ip:port" of the node's server, which answers with the source it saw
+	peer    string   // "ip:port" of a second pod's server, "" for none
+	nocloud bool     // read the hostname from the NoCloud image and run its user-data
+}
+
 // guestInit is the guest's /init: load the modules, take a lease with
-// udhcpc, read the hostname from the NoCloud image and run its user-data,
-// ping the gateway, connect to the node's server at nodeAddr and report
-// what it answered, then serve port 8080 forever. Each result is one
-// console line "VIRTNET-E2E <what> <details> t=<uptime>".
-func guestInit(modules []string, nodeAddr string) string {
+// udhcpc (asking for the MTU, search domains and classless static routes),
+// report the address, routes and MTU it ended with, read the hostname from
+// the NoCloud image and run its user-data (nocloud), ping, connect to the
+// node's server (and the peer's) and report what it answered, then serve
+// forever: port 8080 answers "hello from <hostname> ip=<address>", port
+// 8081 runs a fresh DHCP request for the current address and answers with
+// the server's reply (the lease survives phase1 being re-run). Each result
+// is one console line "VIRTNET-E2E <what> <details> t=<uptime>".
+func guestInit(g guestScript) string {
 	var b strings.Builder
 	w := func(s string) { io.WriteString(&b, s+"\n") }
 	w("#!/bin/busybox sh")
@@ -108,39 +121,83 @@ func guestInit(modules []string, nodeAddr string) string {
 	w("mount -t proc proc /proc; mount -t sysfs sysfs /sys; mount -t devtmpfs devtmpfs /dev; mount -t tmpfs tmpfs /tmp")
 	w("m() { read -r u _ </proc/uptime; echo \"" + marker + " $* t=$u\" >/dev/console; }")
 	w("m init")
-	for _, mod := range modules {
+	for _, mod := range g.modules {
 		name := filepath.Base(mod)
 		w("insmod /lib/modules/" + name + " || m insmod-failed " + name)
 	}
 	w("m modules")
 	w("ip link set lo up; ip link set eth0 up")
-	w("udhcpc -i eth0 -f -q -n -t 10 -T 2 -s /udhcpc.script >/tmp/udhcpc.log 2>&1 || { m lease-failed; cat /tmp/udhcpc.log >/dev/console; }")
-	w("m addr $(ip -4 -o addr show dev eth0 | awk '{print $4}')")
-	w("for d in /dev/vd? /dev/sr?; do [ -b \"$d\" ] || continue; mount -t iso9660 -o ro \"$d\" /mnt/ci 2>/dev/null || continue; [ -f /mnt/ci/meta-data ] && break; umount /mnt/ci; done")
-	w("if [ -f /mnt/ci/meta-data ]; then")
-	w("  h=$(sed -n 's/.*\"local-hostname\":\"\\([^\"]*\\)\".*/\\1/p' /mnt/ci/meta-data)")
-	w("  hostname \"$h\"; m hostname $(hostname) from $d")
-	w("  sh /mnt/ci/user-data >/tmp/ud.out 2>&1; m userdata $(cat /tmp/ud.out)")
-	w("else m hostname-failed no-nocloud-image; fi")
-	w("if ping -c 3 -W 2 10.0.2.1 >/tmp/ping.out 2>&1; then m ping-ok $(grep -E 'packets transmitted' /tmp/ping.out); else m ping-failed $(tail -n 2 /tmp/ping.out); fi")
-	w("src=$(nc -w 5 " + strings.Replace(nodeAddr, ":", " ", 1) + " </dev/null)")
+	w("udhcpc -i eth0 -f -q -n -t 10 -T 2 -O mtu -O search -O staticroutes -s /udhcpc.script >/tmp/udhcpc.log 2>&1 || { m lease-failed; cat /tmp/udhcpc.log >/dev/console; }")
+	w("m addr $(ip -4 -o addr show dev eth0 | awk '{print $4}') mtu=$(cat /sys/class/net/eth0/mtu)")
+	w("m routes $(ip -4 route show | tr '\\n' ';')")
+	w("m resolv $(tr '\\n' ';' </etc/resolv.conf)")
+	if g.nocloud {
+		w("for d in /dev/vd? /dev/sr?; do [ -b \"$d\" ] || continue; mount -t iso9660 -o ro \"$d\" /mnt/ci 2>/dev/null || continue; [ -f /mnt/ci/meta-data ] && break; umount /mnt/ci; done")
+		w("if [ -f /mnt/ci/meta-data ]; then")
+		w("  h=$(sed -n 's/.*\"local-hostname\":\"\\([^\"]*\\)\".*/\\1/p' /mnt/ci/meta-data)")
+		w("  hostname \"$h\"; m hostname $(hostname) from $d")
+		w("  sh /mnt/ci/user-data >/tmp/ud.out 2>&1; m userdata $(cat /tmp/ud.out)")
+		w("else m hostname-failed no-nocloud-image; fi")
+	}
+	w("if ping -c 3 -W 2 " + g.ping + " >/tmp/ping.out 2>&1; then m ping-ok $(grep -E 'packets transmitted' /tmp/ping.out); else m ping-failed $(tail -n 2 /tmp/ping.out); fi")
+	w("src=$(nc -w 5 " + strings.Replace(g.node, ":", " ", 1) + " </dev/null)")
 	w("m source ${src:-none}")
-	w("( while true; do echo \"hello from $(hostname)\" | nc -l -p 8080; done ) &")
-	w("sleep 1; m listening 8080")
+	if g.peer != "" {
+		w("src=$(nc -w 5 " + strings.Replace(g.peer, ":", " ", 1) + " </dev/null)")
+		w("m peer ${src:-none}")
+	}
+	w("nc -ll -p 8080 -e /hello.sh &")
+	w("nc -ll -p 8081 -e /renew.sh &")
+	w("sleep 1; m listening 8080 8081")
 	w("while true; do sleep 3600; done")
 	return b.String()
 }
 
-// udhcpcScript configures eth0 from the lease and reports it.
+// guestFilesFor returns the scripts of the initramfs besides busybox and
+// the modules.
+func guestFilesFor(g guestScript) map[string]string {
+	return map[string]string{
+		"init":          guestInit(g),
+		"udhcpc.script": udhcpcScript,
+		"renew.script":  renewScript,
+		"hello.sh":      "#!/bin/sh\necho \"hello from $(hostname) ip=$(ip -4 -o addr show dev eth0 | awk '{print $4}')\"\n",
+		"renew.sh":      "#!/bin/sh\nip=$(ip -4 -o addr show dev eth0 | awk '{print $4}'); ip=${ip%/*}\nudhcpc -i eth0 -f -q -n -t 5 -T 2 -O mtu -O search -O staticroutes -r \"$ip\" -s /renew.script 2>/dev/null || echo renew-failed\n",
+	}
+}
+
+// udhcpcScript configures eth0 from the lease and reports it. Classless
+// static routes (option 121) replace the router option, as RFC 3442 asks;
+// the on-link ones (gateway 0.0.0.0) go first, so that a gateway reached
+// through one (Calico's 169.254.1.1) is routable when its route is added.
 const udhcpcScript = `#!/bin/sh
 case "$1" in
 bound|renew)
 	[ -n "$mtu" ] && ip link set "$interface" mtu "$mtu"
 	ip addr add "$ip/$mask" dev "$interface"
-	for r in $router; do ip route add default via "$r" dev "$interface"; break; done
+	if [ -n "$staticroutes" ]; then
+		set -- $staticroutes
+		while [ $# -ge 2 ]; do [ "$2" = 0.0.0.0 ] && ip route add "$1" dev "$interface"; shift 2; done
+		set -- $staticroutes
+		while [ $# -ge 2 ]; do [ "$2" != 0.0.0.0 ] && ip route add "$1" via "$2" dev "$interface"; shift 2; done
+	else
+		for r in $router; do ip route add default via "$r" dev "$interface"; break; done
+	fi
+	[ -n "$hostname" ] && hostname "$hostname"
+	: >/etc/resolv.conf
+	[ -n "$search" ] && echo "search $search" >>/etc/resolv.conf
+	for d in $dns; do echo "nameserver $d" >>/etc/resolv.conf; done
 	read -r u _ </proc/uptime
-	echo "` + marker + ` lease ip=$ip mask=$mask router=$router dns=$dns domain=$domain search=$search hostname=$hostname mtu=$mtu lease=$lease t=$u" >/dev/console
+	echo "` + marker + ` lease ip=$ip mask=$mask router=$router staticroutes=$staticroutes dns=$dns domain=$domain search=$search hostname=$hostname mtu=$mtu lease=$lease serverid=$serverid t=$u" >/dev/console
 	;;
+esac
+exit 0
+`
+
+// renewScript reports a fresh lease on stdout (the connection) and
+// changes nothing.
+const renewScript = `#!/bin/sh
+case "$1" in
+bound|renew) echo "renew ip=$ip mask=$mask router=$router staticroutes=$staticroutes mtu=$mtu lease=$lease" ;;
 esac
 exit 0
 `

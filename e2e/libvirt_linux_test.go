@@ -47,6 +47,7 @@ func startVirtQemuRun(t *testing.T, root, domainXML, netnsPath string) *virtQemu
 	t.Helper()
 	require.NoError(t, os.MkdirAll(filepath.Join(root, "etc"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(root, "etc", "qemu.conf"), []byte(qemuConf), 0o644))
+	seedCaps(t, root)
 	v := &virtQemuRun{root: root, out: &bytes.Buffer{}, done: make(chan error, 1)}
 	v.cmd = exec.Command("virt-qemu-run", "--root", root, "--verbose", domainXML)
 	v.cmd.Stdout, v.cmd.Stderr = v.out, v.out
@@ -175,4 +176,89 @@ func (c *console) waitFor(ctx context.Context, v *virtQemuRun, whats ...string) 
 		case <-tick.C:
 		}
 	}
+}
+
+// capsCacheDir keeps libvirt's QEMU capabilities between guest tests:
+// each test has a fresh libvirt root, and probing QEMU's capabilities
+// costs libvirt seconds of CPU here and more than a minute nested in the
+// kernel VM. libvirt checks a cached entry itself (QEMU binary's ctime,
+// libvirt version, host CPU) and probes again when it does not match, so
+// a stale copy costs only the probe. The kernel VM's entries (another
+// CPU, another kernel) live apart from the host's: the VM's test shares
+// that directory read-write (kernelvm.Options.CacheDir).
+func capsCacheDir() string {
+	home, err := os.UserHomeDir()
+	if err != nil || home == "" {
+		home = "/root"
+	}
+	dir := filepath.Join(home, ".cache", "virtnet", "libvirt-caps")
+	if os.Getenv("VIRTNET_IN_KERNELVM") == "1" {
+		dir += "-kernelvm"
+	}
+	return dir
+}
+
+// kernelVMCapsCacheDir is capsCacheDir as seen from inside the kernel VM.
+func kernelVMCapsCacheDir() string {
+	if os.Getenv("VIRTNET_IN_KERNELVM") == "1" {
+		return capsCacheDir()
+	}
+	return capsCacheDir() + "-kernelvm"
+}
+
+// capsSubdir is where virt-qemu-run --root keeps the capabilities cache.
+const capsSubdir = "cache/qemu/capabilities"
+
+// seedCaps copies the cached capabilities into a new libvirt root.
+func seedCaps(t *testing.T, root string) {
+	t.Helper()
+	n, err := copyXMLFiles(capsCacheDir(), filepath.Join(root, capsSubdir))
+	if err != nil {
+		t.Logf("libvirt capabilities cache not seeded: %v", err)
+		return
+	}
+	t.Logf("libvirt capabilities cache: %d entries seeded from %s", n, capsCacheDir())
+}
+
+// saveCaps keeps the root's capabilities for the next test (once QEMU
+// started, libvirt has written them).
+func (v *virtQemuRun) saveCaps(t *testing.T) {
+	t.Helper()
+	if _, err := copyXMLFiles(filepath.Join(v.root, capsSubdir), capsCacheDir()); err != nil {
+		t.Logf("libvirt capabilities cache not saved: %v", err)
+	}
+}
+
+// copyXMLFiles copies the *.xml files of src into dst (made if needed),
+// each through a temporary file and a rename.
+func copyXMLFiles(src, dst string) (int, error) {
+	files, err := filepath.Glob(filepath.Join(src, "*.xml"))
+	if err != nil || len(files) == 0 {
+		return 0, err
+	}
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return 0, err
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return 0, err
+		}
+		tmp, err := os.CreateTemp(dst, ".caps-")
+		if err != nil {
+			return 0, err
+		}
+		_, werr := tmp.Write(b)
+		if cerr := tmp.Close(); werr == nil {
+			werr = cerr
+		}
+		if werr == nil {
+			werr = os.Rename(tmp.Name(), filepath.Join(dst, filepath.Base(f)))
+		}
+		if werr != nil {
+			_ = os.Remove(tmp.Name())
+			return 0, werr
+		}
+	}
+	return len(files), nil
 }

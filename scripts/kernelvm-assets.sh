@@ -65,7 +65,7 @@ dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$work/root" --wildcards \
 	'./boot/vmlinuz-*' './lib/modules/*/kernel/drivers/net/*' './lib/modules/*/kernel/net/*' \
 	'./lib/modules/*/kernel/drivers/virtio/*' './lib/modules/*/kernel/lib/*' './lib/modules/*/kernel/crypto/*' \
 	'./lib/modules/*/kernel/fs/9p/*' './lib/modules/*/kernel/drivers/block/*' './lib/modules/*/kernel/fs/isofs/*' \
-	'./lib/modules/*/kernel/drivers/cdrom/*' ||
+	'./lib/modules/*/kernel/drivers/cdrom/*' './lib/modules/*/kernel/fs/netfs/*' './lib/modules/*/kernel/fs/fscache/*' ||
 	die "unpacking $deb failed"
 
 vmlinuz="$(ls "$work"/root/boot/vmlinuz-* 2>/dev/null | head -n1)"
@@ -83,6 +83,7 @@ wanted=(
 	nft_masq nft_nat nft_ct nft_reject nft_reject_inet nft_fib_inet libcrc32c
 	virtio virtio_ring virtio_pci virtio_net failover net_failover
 	virtio_blk isofs loop
+	9p 9pnet 9pnet_virtio                     # the host root share (kernelvm Options.HostRoot)
 )
 
 modname() { # path -> module name

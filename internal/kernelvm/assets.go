@@ -29,6 +29,9 @@ const (
 	// EnvRequireKernel is passed through to the VM: with it set to 1 a
 	// skip inside the VM is a failure, as outside.
 	EnvRequireKernel = "VIRTNET_REQUIRE_KERNEL"
+	// EnvHostRoot is set to "1" for a test binary running chrooted into
+	// the host's read-only root ([Options].HostRoot).
+	EnvHostRoot = "VIRTNET_KERNELVM_HOSTROOT"
 )
 
 const assetsScript = "scripts/kernelvm-assets.sh"

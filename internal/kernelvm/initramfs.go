@@ -272,12 +272,25 @@ func shQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
+// Host-root mode (Options.HostRoot): the 9p mount tag of the host's root
+// and where the guest mounts it.
+const (
+	hostRootTag   = "hostroot"
+	hostCacheTag  = "hostcache"
+	guestHostRoot = "/host"
+)
+
 // initScript returns the guest's /init: mount the pseudo file systems,
 // bring lo up, load the modules, run the test binary, print the exit
 // marker and reboot, which ends QEMU (-no-reboot; there is no ACPI to power
 // off with). Marker lines start with marker and carry the guest
 // uptime, for the boot-time figures.
-func initScript(marker string, modules []string, env [][2]string, args []string) string {
+//
+// With hostRoot, the host's root (shared read-only over 9p) is mounted at
+// /host with fresh proc, sys, dev, a tmpfs on tmp and run, and the test
+// binary runs from /host/tmp chrooted into /host: it sees the host's
+// programs and files at their own paths, and writes only to /tmp and /run.
+func initScript(marker string, modules []string, env [][2]string, args []string, hostRoot bool, cacheDir string) string {
 	var b strings.Builder
 	w := func(format string, a ...any) { fmt.Fprintf(&b, format+"\n", a...) }
 	w("#!/bin/busybox sh")
@@ -296,16 +309,35 @@ func initScript(marker string, modules []string, env [][2]string, args []string)
 		w("insmod %s || echo %s", shQuote(p), shQuote(marker+" insmod-failed "+m))
 	}
 	w("echo %s modules \"$(up)\"", shQuote(marker))
-	w("mkdir -p /tmp/work && cd /tmp/work")
-	w("export HOME=/root TMPDIR=/tmp LD_LIBRARY_PATH=%s %s=1", guestLibDir, EnvInVM)
-	for _, kv := range env {
-		w("export %s=%s", kv[0], shQuote(kv[1]))
-	}
 	q := make([]string, len(args))
 	for i, a := range args {
 		q[i] = shQuote(a)
 	}
-	w("%s %s </dev/null 2>&1", guestTestBin, strings.Join(q, " "))
+	if hostRoot {
+		h := guestHostRoot
+		w("mkdir -p %s", h)
+		w("mount -t 9p -o trans=virtio,version=9p2000.L,ro,cache=loose,msize=512000 %s %s || echo %s", hostRootTag, h, shQuote(marker+" hostroot-mount-failed"))
+		w("mount -t proc proc %s/proc && mount -t sysfs sysfs %s/sys && mount -t devtmpfs devtmpfs %s/dev", h, h, h)
+		w("mount -t devpts devpts %s/dev/pts; mount -t tmpfs tmpfs %s/dev/shm", h, h)
+		w("mount -t tmpfs tmpfs %s/tmp && mount -t tmpfs tmpfs %s/run", h, h)
+		if cacheDir != "" {
+			w("mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 %s %s || echo %s", hostCacheTag, shQuote(h+cacheDir), shQuote(marker+" hostcache-mount-failed"))
+		}
+		w("cp %s %s/tmp/virtnet.test && mkdir -p %s/tmp/work", guestTestBin, h, h)
+		w("echo %s hostroot \"$(up)\"", shQuote(marker))
+		w("export HOME=/root TMPDIR=/tmp PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin %s=1 %s=1", EnvInVM, EnvHostRoot)
+		for _, kv := range env {
+			w("export %s=%s", kv[0], shQuote(kv[1]))
+		}
+		w("chroot %s /bin/sh -c 'cd /tmp/work && exec /tmp/virtnet.test \"$@\"' virtnet.test %s </dev/null 2>&1", h, strings.Join(q, " "))
+	} else {
+		w("mkdir -p /tmp/work && cd /tmp/work")
+		w("export HOME=/root TMPDIR=/tmp LD_LIBRARY_PATH=%s %s=1", guestLibDir, EnvInVM)
+		for _, kv := range env {
+			w("export %s=%s", kv[0], shQuote(kv[1]))
+		}
+		w("%s %s </dev/null 2>&1", guestTestBin, strings.Join(q, " "))
+	}
 	w("rc=$?")
 	w("echo %s exit \"$rc\" \"$(up)\"", shQuote(marker))
 	w("sync")

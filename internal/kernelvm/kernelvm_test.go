@@ -4,7 +4,11 @@ package kernelvm
 
 import (
 	"net"
+	"os"
+	"path/filepath"
 	"runtime"
+	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -101,4 +105,32 @@ func TestMacvtapOnDummyInVM(t *testing.T) {
 		require.True(t, ok, "link is %T", got)
 		require.Equal(t, netlink.MACVLAN_MODE_BRIDGE, tap.Mode)
 	})
+}
+
+// TestHostRootInVM runs inside a VM chrooted into the host's root shared
+// read-only over 9p: the host's files are there at their paths (this test
+// binary's source directory, the QEMU binary), the root refuses writes, and
+// /tmp takes them.
+func TestHostRootInVM(t *testing.T) {
+	if DelegateWith(t, Options{Always: true, HostRoot: true}) {
+		return
+	}
+	require.Equal(t, "1", os.Getenv(EnvHostRoot))
+	qemu, err := qemuPath()
+	require.NoError(t, err, "the host's QEMU through the share")
+	st, err := os.Stat(qemu)
+	require.NoError(t, err)
+	require.True(t, st.Mode().IsRegular())
+	_, err = os.Stat(filepath.Join(assetDir(), "vmlinuz"))
+	require.NoError(t, err, "the host's kernel VM assets through the share")
+	err = os.WriteFile("/etc/virtnet-hostroot-probe", []byte("x"), 0o644)
+	require.ErrorIs(t, err, syscall.EROFS, "the host root must be read-only")
+	require.NoError(t, os.WriteFile(filepath.Join(os.TempDir(), "probe"), []byte("x"), 0o644))
+	// The proc mounted inside is the guest's own: its kernel is the
+	// Debian one booted, not the host's.
+	v, err := os.ReadFile("/proc/sys/kernel/osrelease")
+	require.NoError(t, err)
+	a, err := loadAssets(assetDir())
+	require.NoError(t, err)
+	require.Equal(t, a.version, strings.TrimSpace(string(v)))
 }

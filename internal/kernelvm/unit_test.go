@@ -249,7 +249,7 @@ func TestInitScriptQuoting(t *testing.T) {
 		})
 	}
 
-	s := initScript("MARK", []string{"tap", "macvtap"}, [][2]string{{"VIRTNET_REQUIRE_KERNEL", "1"}}, []string{"-test.run", "^TestA$"})
+	s := initScript("MARK", []string{"tap", "macvtap"}, [][2]string{{"VIRTNET_REQUIRE_KERNEL", "1"}}, []string{"-test.run", "^TestA$"}, false, "")
 	require.Less(t, strings.Index(s, "insmod '/lib/modules/tap.ko'"), strings.Index(s, "insmod '/lib/modules/macvtap.ko'"))
 	require.Contains(t, s, "export VIRTNET_REQUIRE_KERNEL='1'")
 	require.Contains(t, s, EnvInVM+"=1")
@@ -295,4 +295,25 @@ func TestAvailableNamesWhatIsMissing(t *testing.T) {
 		require.ErrorAs(t, err, &ue)
 		require.Equal(t, "no-such-qemu-binary in PATH", ue.Missing)
 	}
+}
+
+// TestInitScriptHostRoot: the host root is mounted read-only before the
+// test runs, the cache share read-write over it, and the test binary runs
+// chrooted from the root's tmpfs.
+func TestInitScriptHostRoot(t *testing.T) {
+	s := initScript("MARK", nil, nil, []string{"-test.run", "^TestA$"}, true, "/root/.cache/x")
+	root := strings.Index(s, "mount -t 9p -o trans=virtio,version=9p2000.L,ro,")
+	tmp := strings.Index(s, "mount -t tmpfs tmpfs /host/tmp")
+	cache := strings.Index(s, "hostcache '/host/root/.cache/x'")
+	run := strings.Index(s, "chroot /host ")
+	require.True(t, root >= 0 && tmp > root && cache > tmp && run > cache, "order: root, tmp, cache, chroot:\n%s", s)
+	require.Contains(t, s, EnvHostRoot+"=1")
+	require.NotContains(t, s, "LD_LIBRARY_PATH", "the host root has its own libraries")
+	require.Contains(t, s, "exec /tmp/virtnet.test \"$@\"' virtnet.test '-test.run' '^TestA$'")
+	require.Equal(t, []string{
+		"-fsdev", "local,id=hostroot,path=/,security_model=none,readonly=on,multidevs=remap",
+		"-device", "virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot",
+		"-fsdev", "local,id=hostcache,path=/a,,b,security_model=none,multidevs=remap",
+		"-device", "virtio-9p-pci,fsdev=hostcache,mount_tag=hostcache",
+	}, hostRootArgs("/a,b"))
 }

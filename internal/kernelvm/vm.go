@@ -59,6 +59,21 @@ type Options struct {
 	// need a kernel feature other than a link type (a file system, say),
 	// which the caller has probed itself.
 	Always bool
+	// HostRoot shares the host's root file system read-only with the
+	// guest over 9p (virtio-9p, the guest modules 9p and 9pnet_virtio) and
+	// runs the test binary chrooted into it, with fresh proc, sys, dev and
+	// a tmpfs on /tmp and /run: the test finds the host's programs
+	// (libvirt, QEMU, …) and files (the assets, built plugins) at their
+	// usual paths and can write only to /tmp and /run. The test sees
+	// $VIRTNET_KERNELVM_HOSTROOT=1 there.
+	HostRoot bool
+	// CacheDir, with HostRoot, is a host directory (made if missing)
+	// shared read-write at the same path: where a test keeps what it wants
+	// to find again in the next VM (libvirt's capabilities cache, say).
+	CacheDir string
+	// CPUs is the guest's number of virtual CPUs (QEMU runs one TCG
+	// thread each); default 1.
+	CPUs int
 }
 
 // Delegate runs the calling test inside a throwaway VM when this kernel
@@ -88,7 +103,11 @@ func DelegateWith(t *testing.T, opts Options) bool {
 	if os.Getenv(EnvInVM) == "1" {
 		return false
 	}
-	mods, err := modulesFor(opts.Needs, opts.Modules)
+	extra := opts.Modules
+	if opts.HostRoot {
+		extra = append(append([]string(nil), extra...), hostRootModules()...)
+	}
+	mods, err := modulesFor(opts.Needs, extra)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,6 +130,14 @@ func DelegateWith(t *testing.T, opts Options) bool {
 		testutil.Skip(t, err.Error())
 		return true
 	}
+	if opts.CacheDir != "" {
+		if !opts.HostRoot || !filepath.IsAbs(opts.CacheDir) {
+			t.Fatalf("kernelvm: Options.CacheDir %q: needs HostRoot and an absolute path", opts.CacheDir)
+		}
+		if err := os.MkdirAll(opts.CacheDir, 0o755); err != nil {
+			t.Fatalf("kernelvm: Options.CacheDir: %v", err)
+		}
+	}
 	a, err := loadAssets(assetDir())
 	if err != nil {
 		testutil.Skip(t, err.Error())
@@ -125,9 +152,11 @@ func DelegateWith(t *testing.T, opts Options) bool {
 	if err != nil {
 		bin = os.Args[0]
 	}
-	libs, err := dynamicDeps(bin)
-	if err != nil {
-		t.Fatal(err)
+	var libs []sharedObj
+	if !opts.HostRoot { // chrooted into the host's root, it finds its own
+		if libs, err = dynamicDeps(bin); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for _, guest := range slices.Sorted(maps.Keys(opts.Files)) {
 		if !filepath.IsAbs(guest) || filepath.Clean(guest) != guest || guest == guestTestBin || guest == "/init" {
@@ -174,6 +203,9 @@ func DelegateWith(t *testing.T, opts Options) bool {
 		timeout:  timeout,
 		mem:      mem,
 		qemuArgs: opts.QEMUArgs,
+		hostRoot: opts.HostRoot,
+		cacheDir: opts.CacheDir,
+		cpus:     max(opts.CPUs, 1),
 		tmp:      t.TempDir(),
 		log:      func(line string) { t.Helper(); t.Log(line) },
 		helper:   t.Helper,
@@ -230,6 +262,9 @@ type run struct {
 	timeout  time.Duration
 	mem      int
 	qemuArgs []string
+	hostRoot bool
+	cacheDir string
+	cpus     int
 	tmp      string
 	log      func(string)
 	helper   func() // t.Helper, so that the log lines name the test's line
@@ -261,7 +296,7 @@ func (r *run) do(ctx context.Context) (result, error) {
 		modules: r.modules,
 		testBin: r.testBin,
 		libs:    r.libs,
-		init:    initScript(marker, r.modules, r.env, r.args),
+		init:    initScript(marker, r.modules, r.env, r.args, r.hostRoot, r.cacheDir),
 	})
 	if err != nil {
 		return res, err
@@ -270,7 +305,12 @@ func (r *run) do(ctx context.Context) (result, error) {
 
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, r.qemu, append(qemuArgs(r.assets.kernel, initrd, r.mem), r.qemuArgs...)...)
+	args := qemuArgs(r.assets.kernel, initrd, r.mem)
+	args = append(args, "-smp", strconv.Itoa(r.cpus))
+	if r.hostRoot {
+		args = append(args, hostRootArgs(r.cacheDir)...)
+	}
+	cmd := exec.CommandContext(ctx, r.qemu, append(args, r.qemuArgs...)...)
 	cmd.Stdin = nil
 	cmd.WaitDelay = 5 * time.Second
 	pr, pw := io.Pipe()
@@ -301,6 +341,8 @@ func (r *run) do(ctx context.Context) (result, error) {
 				tInit, guestInit = now, f[1]
 			case len(f) == 2 && f[0] == "modules":
 				tMods, guestMods = now, f[1]
+			case len(f) == 2 && f[0] == "hostroot":
+				r.log(fmt.Sprintf("vm: host root mounted %s after qemu start (guest uptime %ss)", since(now), f[1]))
 			case len(f) == 3 && f[0] == "exit":
 				tDone, guestDone = now, f[2]
 				if n, err := strconv.Atoi(f[1]); err == nil {
@@ -394,3 +436,25 @@ func verdict(line, name string) string {
 	}
 	return ""
 }
+
+// hostRootModules are the guest modules [Options].HostRoot needs.
+func hostRootModules() []string { return []string{"virtio_pci", "9pnet_virtio", "9p"} }
+
+// hostRootArgs shares the host's root read-only over virtio-9p. multidevs
+// remaps inode numbers so that files of the host's other mounts cannot
+// collide with the root's.
+func hostRootArgs(cacheDir string) []string {
+	args := []string{
+		"-fsdev", "local,id=" + hostRootTag + ",path=/,security_model=none,readonly=on,multidevs=remap",
+		"-device", "virtio-9p-pci,fsdev=" + hostRootTag + ",mount_tag=" + hostRootTag,
+	}
+	if cacheDir != "" {
+		args = append(args,
+			"-fsdev", "local,id="+hostCacheTag+",path="+qemuOptEscape(cacheDir)+",security_model=none,multidevs=remap",
+			"-device", "virtio-9p-pci,fsdev="+hostCacheTag+",mount_tag="+hostCacheTag)
+	}
+	return args
+}
+
+// qemuOptEscape doubles the commas of a QEMU option value.
+func qemuOptEscape(s string) string { return strings.ReplaceAll(s, ",", ",,") }
