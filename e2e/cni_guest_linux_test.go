@@ -74,7 +74,7 @@ func TestMasqueradeGuestCNI(t *testing.T) {
 		t.Run(sh.name, func(t *testing.T) {
 			began := time.Now()
 			pod := sh.pod(t)
-			g := bootGuest(t, guestCase{vmi: cniVMI("masquerade"), pod: pod, ping: "10.0.2.1"})
+			g := bootGuest(t, guestCase{vmi: cniVMI("masquerade"), pod: pod, ping: "10.0.2.1", ipv6: pod.PodIPv6 != nil})
 			l := g.lease()
 			require.Equal(t, "10.0.2.2", l["ip"])
 			require.Equal(t, "24", l["mask"])
@@ -84,6 +84,11 @@ func TestMasqueradeGuestCNI(t *testing.T) {
 			require.Contains(t, g.wait("addr"), "10.0.2.2/24 mtu="+strconv.Itoa(pod.MTU))
 			require.Regexp(t, `^ping-ok 3 packets transmitted, 3 packets received`, g.wait("ping-ok", "ping-failed"))
 			g.requireSource(pod.PodIP)
+			if pod.PodIPv6 != nil {
+				// Our router advertisements on the dual-stack pod: the
+				// guest's kernel takes the default route from them.
+				require.Regexp(t, `default via fe80::\S+ dev eth0`, g.wait("routes6"))
+			}
 			g.wait("listening")
 			require.Equal(t, "hello from cni-guest ip=10.0.2.2/24", g.dial(pod.Node, pod.PodIP, 8080))
 			g.done()

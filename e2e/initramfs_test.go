@@ -101,6 +101,7 @@ type guestScript struct {
 	node    string   // "ip:port" of the node's server, which answers with the source it saw
 	peer    string   // "ip:port" of a second pod's server, "" for none
 	nocloud bool     // read the hostname from the NoCloud image and run its user-data
+	ipv6    bool     // wait for an IPv6 default route from router advertisements and report it
 }
 
 // guestInit is the guest's /init: load the modules, take a lease with
@@ -131,6 +132,13 @@ func guestInit(g guestScript) string {
 	w("m addr $(ip -4 -o addr show dev eth0 | awk '{print $4}') mtu=$(cat /sys/class/net/eth0/mtu)")
 	w("m routes $(ip -4 route show | tr '\\n' ';')")
 	w("m resolv $(tr '\\n' ';' </etc/resolv.conf)")
+	if g.ipv6 {
+		// Router advertisements: the server answers solicitations once the
+		// bridge's link-local address exists, which needs the tap's
+		// carrier, that is, QEMU; the kernel solicits again 4 s later.
+		w("i=0; while [ $i -lt 40 ] && ! ip -6 route show default | grep -q .; do sleep 0.5; i=$((i+1)); done")
+		w("m routes6 $(ip -6 route show default | tr '\\n' ';')")
+	}
 	if g.nocloud {
 		w("for d in /dev/vd? /dev/sr?; do [ -b \"$d\" ] || continue; mount -t iso9660 -o ro \"$d\" /mnt/ci 2>/dev/null || continue; [ -f /mnt/ci/meta-data ] && break; umount /mnt/ci; done")
 		w("if [ -f /mnt/ci/meta-data ]; then")

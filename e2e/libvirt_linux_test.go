@@ -64,6 +64,15 @@ func startVirtQemuRun(t *testing.T, root, domainXML, netnsPath string) *virtQemu
 // killed.
 func (v *virtQemuRun) stop(t *testing.T) {
 	qemuPIDs := v.qemuPIDs()
+	for _, pid := range qemuPIDs {
+		if cpu, _, err := processCPU(pid); err == nil {
+			t.Logf("guest QEMU (pid %d) CPU time: %s", pid, cpu.Round(10*time.Millisecond))
+		}
+	}
+	if self, children, err := processCPU(v.cmd.Process.Pid); err == nil {
+		t.Logf("virt-qemu-run CPU time: %s itself, %s in the children it reaped (QEMU capability probes)",
+			self.Round(10*time.Millisecond), children.Round(10*time.Millisecond))
+	}
 	_ = v.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-v.done:
@@ -261,4 +270,31 @@ func copyXMLFiles(src, dst string) (int, error) {
 		}
 	}
 	return len(files), nil
+}
+
+// processCPU is the user+system CPU time of a running process and of
+// the children it waited for, from /proc/<pid>/stat (in clock ticks of
+// 1/100 s, Linux's USER_HZ).
+func processCPU(pid int) (self, children time.Duration, err error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	// The command name (field 2) may hold spaces; fields after its ")".
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, 0, fmt.Errorf("/proc/%d/stat: no command name", pid)
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 15 {
+		return 0, 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f))
+	}
+	var ticks [4]int64 // utime, stime, cutime, cstime: fields 14-17
+	for j := range ticks {
+		if ticks[j], err = strconv.ParseInt(f[11+j], 10, 64); err != nil {
+			return 0, 0, fmt.Errorf("/proc/%d/stat field %d: %w", pid, 14+j, err)
+		}
+	}
+	tick := 10 * time.Millisecond
+	return time.Duration(ticks[0]+ticks[1]) * tick, time.Duration(ticks[2]+ticks[3]) * tick, nil
 }
