@@ -39,8 +39,10 @@ if [[ $install == 1 ]]; then
 		apt-get install -y -q "${missing[@]}"
 	fi
 	getent passwd libvirt-qemu >/dev/null || useradd --system --no-create-home --shell /usr/sbin/nologin libvirt-qemu
-	./scripts/kernelvm-assets.sh >/dev/null
 fi
+# Also with --no-install: a no-op when the assets match the script, and a
+# rebuild when the script changed (its module list, say).
+./scripts/kernelvm-assets.sh >/dev/null
 
 export PATH="$PATH:$(go env GOPATH)/bin"
 export VIRTNET_REQUIRE_KERNEL=1

@@ -120,7 +120,7 @@ func TestGuestThroughBindingPlugins(t *testing.T) {
 	require.NoError(t, writeInitramfs(initrd, guestFiles{
 		busybox: filepath.Join(assets, "busybox"),
 		modules: mods,
-		files:   map[string]string{"init": guestInit(mods, ln.Addr().String()), "udhcpc.script": udhcpcScript},
+		files:   guestFilesFor(guestScript{modules: mods, ping: "10.0.2.1", node: ln.Addr().String(), nocloud: true}),
 	}))
 	// What changes for TCG and a kernel boot (forTCG: no containerDisk,
 	// console to a file, no graphics), and the memory: the VMI's 128Mi
