@@ -2,6 +2,12 @@ package api
 
 import "github.com/google/uuid"
 
+// QemuID is the uid and gid of the qemu user of KubeVirt's launcher
+// images: QEMU of a non-root VMI runs as it, so it owns that VMI's taps
+// (phase1.TapOwnerFor, the macvtap CNI's default owner) and is passt's
+// ping group.
+const QemuID = 107
+
 // Defaults KubeVirt applies, and that [SetDefaults] reproduces.
 const (
 	// DefaultNetworkName is the name of the pod network and of its

@@ -121,3 +121,7 @@ type MultusNetwork struct {
 	NetworkName string `json:"networkName,omitempty"`
 	Default     bool   `json:"default,omitempty"`
 }
+
+// IsVirtio reports whether the interface's model is virtio (the default,
+// [DefaultModel]); domxml.VirtioModel names the libvirt model it becomes.
+func (i *Interface) IsVirtio() bool { return i.Model == "" || i.Model == DefaultModel }

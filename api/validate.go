@@ -225,7 +225,7 @@ func (v *validator) interfaces(vmi *VMI) {
 				}
 			}
 		}
-		if iface.Model == "" || iface.Model == "virtio" {
+		if iface.IsVirtio() {
 			virtio = true
 		}
 		if iface.Model != "" && !contains(Models(), iface.Model) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/cache"
+	"github.com/virtnet/virtnet/domxml"
 	"github.com/virtnet/virtnet/internal/netdriver"
 )
 
@@ -115,6 +116,39 @@ type Binding interface {
 	NeedsRecord() bool
 	Phase1
 	Phase2
+}
+
+// DHCPServer is an optional interface of a [Binding] whose guest gets its
+// addresses from a DHCP server the launcher runs on the pod side of the
+// interface (bridge, masquerade). prestart.Hook's network step starts one
+// for every interface whose binding implements DHCPServer and whose
+// ServesDHCP is true for its record; the server's configuration comes from
+// the record (phase2/dhcp.NewConfig), and a record without IPAM gets no
+// server. A binding that does not implement it gets no DHCP server.
+type DHCPServer interface {
+	// ServesDHCP reports whether the launcher serves DHCP for the
+	// interface of rec (nil when the binding's NeedsRecord is false).
+	ServesDHCP(rec *cache.Interface) bool
+}
+
+// DeviceAliaser is an optional interface of a [Binding] whose device's
+// alias is not "ua-<interface name>" (SR-IOV's <hostdev>:
+// "ua-sriov-<name>").
+type DeviceAliaser interface {
+	// DeviceAlias is the alias Render gives the device of the interface
+	// named iface.
+	DeviceAlias(iface string) string
+}
+
+// DeviceAlias is the alias of the device b renders for the interface named
+// iface: b's own when it implements [DeviceAliaser], else "ua-<iface>"
+// (domxml.Alias). A launcher finds an interface's device in a domain by
+// it.
+func DeviceAlias(b Binding, iface string) string {
+	if a, ok := b.(DeviceAliaser); ok {
+		return a.DeviceAlias(iface)
+	}
+	return domxml.Alias(iface).Name
 }
 
 // Registry maps a binding method to its implementation.

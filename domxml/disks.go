@@ -14,7 +14,14 @@ import (
 // aliases that start with "ua-" ("user alias") as given.
 const UserAliasPrefix = "ua-"
 
-// Alias is the user alias of a device named name: "ua-<name>".
+// SRIOVAliasPrefix follows [UserAliasPrefix] in the alias of an SR-IOV
+// interface's <hostdev>, "ua-sriov-<name>" (KubeVirt's sriov.AliasPrefix),
+// which tells SR-IOV host devices apart from other ones.
+const SRIOVAliasPrefix = "sriov-"
+
+// Alias is the user alias of a device named name: "ua-<name>". Every
+// "ua-" alias virtnet renders (disks, interfaces, host devices) is made
+// here.
 func Alias(name string) *libvirtxml.DomainAlias {
 	return &libvirtxml.DomainAlias{Name: UserAliasPrefix + name}
 }

@@ -186,7 +186,7 @@ func PinTagged(tags map[string]string, dom *libvirtxml.Domain) error {
 		}
 	}
 	for i := range d.Hostdevs {
-		if a := d.Hostdevs[i].Alias; a != nil && tags[strings.TrimPrefix(a.Name, UserAliasPrefix+"sriov-")] != "" {
+		if a := d.Hostdevs[i].Alias; a != nil && tags[strings.TrimPrefix(a.Name, UserAliasPrefix+SRIOVAliasPrefix)] != "" {
 			pin(&d.Hostdevs[i].Address)
 		}
 	}

@@ -56,19 +56,15 @@ type Options struct {
 // to.
 const PodIPEnv = "MY_POD_IP"
 
-// NonRootTapOwner is the qemu user of KubeVirt's launcher images, which
-// owns the taps of non-root VMIs.
-const NonRootTapOwner = 107
-
 // TapOwnerFor is the uid and gid the taps of a VMI get, as KubeVirt v0.53
 // chooses them: root (0) for a root VMI, the default of v0.53 (non-root
 // was a feature gate), so that a root libvirt without CAP_NET_ADMIN can
-// open them; [NonRootTapOwner] for a non-root VMI ([api.VMI.NonRoot]).
+// open them; [api.QemuID] for a non-root VMI ([api.VMI.NonRoot]).
 // [Options.TapOwner] overrides it. Passt's ping group follows the same
 // owner.
 func TapOwnerFor(vmi *api.VMI) int {
 	if vmi != nil && vmi.NonRoot() {
-		return NonRootTapOwner
+		return api.QemuID
 	}
 	return 0
 }
@@ -82,7 +78,7 @@ type TapOwner struct {
 }
 
 // TapOwnerUID makes uid the owner and gid of the taps: 0 for root,
-// [NonRootTapOwner] for the qemu user, whatever the VMI says.
+// [api.QemuID] for the qemu user, whatever the VMI says.
 func TapOwnerUID(uid int) TapOwner { return TapOwner{uid: uid, set: true} }
 
 // maxUID bounds the uid of [TapOwnerUID], as the binding CNI plugin

@@ -26,7 +26,7 @@ func TestTapOwnerFor(t *testing.T) {
 		str   string
 	}{
 		{name: "zero, root VMI", vmi: root, want: 0, str: "the VMI's"},
-		{name: "zero, non-root VMI", vmi: nonRoot, want: phase1.NonRootTapOwner, str: "the VMI's"},
+		{name: "zero, non-root VMI", vmi: nonRoot, want: api.QemuID, str: "the VMI's"},
 		{name: "root on a non-root VMI", owner: phase1.TapOwnerUID(0), vmi: nonRoot, want: 0, str: "0"},
 		{name: "uid on a root VMI", owner: phase1.TapOwnerUID(1000), vmi: root, want: 1000, str: "1000"},
 	} {

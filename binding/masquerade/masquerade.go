@@ -1,9 +1,19 @@
 package masquerade
 
-import "github.com/virtnet/virtnet/api"
+import (
+	"github.com/virtnet/virtnet/api"
+	"github.com/virtnet/virtnet/binding"
+	"github.com/virtnet/virtnet/cache"
+)
 
 // Binding is the masquerade binding method. Its zero value is ready to use.
 type Binding struct{}
 
+var _ binding.DHCPServer = Binding{}
+
 // Method is "masquerade".
 func (Binding) Method() string { return api.BindingMasquerade }
+
+// ServesDHCP is true: the launcher serves the record's addresses to the
+// guest by DHCP on the bridge (none without IPAM).
+func (Binding) ServesDHCP(rec *cache.Interface) bool { return rec != nil }

@@ -159,7 +159,11 @@ func (Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input
 			return err
 		}
 	}
-	br, err := binding.EnsureBridge(d, in, rec.Bridge, rec.MTU, names.MasqueradeBridgeMAC())
+	mac, err := net.ParseMAC(api.MasqueradeBridgeMAC)
+	if err != nil {
+		return fmt.Errorf("masquerade bridge MAC: %w", err)
+	}
+	br, err := binding.EnsureBridge(d, in, rec.Bridge, rec.MTU, mac)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/internal/netdriver"
 )
 
@@ -19,7 +20,7 @@ func TestPingGroupFollowsTapOwner(t *testing.T) {
 		wantRange string
 	}{
 		{"root VMI: root", Binding{}, 0, "0 0"},
-		{"non-root VMI: qemu", Binding{}, DefaultPingGroup, "107 107"},
+		{"non-root VMI: qemu", Binding{}, api.QemuID, "107 107"},
 		{"tap owner", Binding{}, 1000, "1000 1000"},
 		{"explicit group wins", Binding{PingGroup: 2000}, 1000, "2000 2000"},
 	} {

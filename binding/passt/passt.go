@@ -5,10 +5,6 @@ import (
 	"github.com/virtnet/virtnet/binding"
 )
 
-// DefaultPingGroup is the group of KubeVirt's qemu user, which passt runs
-// as for a non-root VMI.
-const DefaultPingGroup = 107
-
 // Binding is the passt binding method. Its zero value is ready to use.
 type Binding struct {
 	// Discover, Plan and NeedsRecord come from NoKernelWork; Prepare
@@ -17,7 +13,7 @@ type Binding struct {
 	// PingGroup is the group ID passt runs as, which phase1 lets open ICMP
 	// echo sockets; 0 means the tap owner phase1 was given
 	// (binding.Input.TapOwner: the user QEMU and passt run as, root for
-	// a root VMI, DefaultPingGroup for a non-root one).
+	// a root VMI, api.QemuID for a non-root one).
 	PingGroup int
 }
 

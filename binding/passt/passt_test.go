@@ -60,7 +60,7 @@ func vmi(t *testing.T, mutate func(*api.Interface)) (*api.VMI, api.Pair) {
 
 func input(v *api.VMI, p api.Pair) binding.Input {
 	// Phase1 gives a non-root VMI's passt the qemu user.
-	return binding.Input{VMI: v, Pair: p, TapOwner: DefaultPingGroup, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	return binding.Input{VMI: v, Pair: p, TapOwner: api.QemuID, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 }
 
 func ports(ps ...api.Port) func(*api.Interface) { return func(i *api.Interface) { i.Ports = ps } }

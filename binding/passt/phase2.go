@@ -7,6 +7,7 @@ import (
 
 	"github.com/virtnet/virtnet/binding"
 	"github.com/virtnet/virtnet/binding/internal/nicxml"
+	"github.com/virtnet/virtnet/domxml"
 )
 
 // Render appends the interface's <interface type='user'> with
@@ -30,7 +31,7 @@ func (Binding) Render(in binding.RenderInput, dom *libvirtxml.Domain) error {
 		Backend:     &libvirtxml.DomainInterfaceBackend{Type: "passt"},
 		Boot:        boot,
 		ROM:         rom,
-		Alias:       nicxml.Alias(iface.Name),
+		Alias:       domxml.Alias(iface.Name),
 		Address:     addr,
 	}
 	devs := nicxml.Devices(dom)

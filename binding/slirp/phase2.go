@@ -11,7 +11,7 @@ import (
 
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/binding"
-	"github.com/virtnet/virtnet/binding/internal/nicxml"
+	"github.com/virtnet/virtnet/domxml"
 )
 
 // Model is the QEMU NIC model for an interface: its own when e1000 or
@@ -62,7 +62,7 @@ func Args(pair api.Pair, search []string) ([]string, error) {
 	if err != nil || !vmNet.Addr().Is4() {
 		return nil, &CIDRError{Interface: iface.Name, Value: cidr}
 	}
-	netdevID := "host" + nicxml.AliasPrefix + iface.Name
+	netdevID := "host" + domxml.UserAliasPrefix + iface.Name
 	// The network, without host bits (KubeVirt accepts "10.0.2.1/24" as
 	// 10.0.2.0/24).
 	netdev := []string{"user", "id=" + netdevID, "net=" + vmNet.Masked().String()}
@@ -83,7 +83,7 @@ func Args(pair api.Pair, search []string) ([]string, error) {
 		port := strconv.Itoa(int(p.Port))
 		netdev = append(netdev, "hostfwd="+proto+"::"+port+"-:"+port)
 	}
-	device := []string{Model(iface), "netdev=" + netdevID, "id=" + nicxml.AliasPrefix + iface.Name}
+	device := []string{Model(iface), "netdev=" + netdevID, "id=" + domxml.UserAliasPrefix + iface.Name}
 	if m := iface.MacAddress; m != "" {
 		hw, err := net.ParseMAC(m)
 		if err != nil {

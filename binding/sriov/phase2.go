@@ -10,11 +10,6 @@ import (
 	"github.com/virtnet/virtnet/binding/internal/nicxml"
 )
 
-// AliasPrefix follows [nicxml.AliasPrefix] in an SR-IOV hostdev's alias:
-// "ua-sriov-<name>" (KubeVirt's sriov.AliasPrefix), which tells SR-IOV
-// host devices apart from other ones.
-const AliasPrefix = "sriov-"
-
 // Render appends the VF's <hostdev> (see the package doc).
 func (Binding) Render(in binding.RenderInput, dom *libvirtxml.Domain) error {
 	iface := in.Pair.Interface
@@ -39,7 +34,7 @@ func (Binding) Render(in binding.RenderInput, dom *libvirtxml.Domain) error {
 			Source: &libvirtxml.DomainHostdevSubsysPCISource{Address: host},
 		},
 		Boot:    nicxml.Boot(iface),
-		Alias:   nicxml.Alias(AliasPrefix + iface.Name),
+		Alias:   &libvirtxml.DomainAlias{Name: Binding{}.DeviceAlias(iface.Name)},
 		Address: guest,
 	}
 	devs := nicxml.Devices(dom)

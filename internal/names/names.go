@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/netip"
 	"strings"
+
+	"github.com/virtnet/virtnet/api"
 )
 
 // MaxLinkName is the longest link name the kernel accepts (IFNAMSIZ-1).
@@ -93,19 +95,13 @@ func BridgeLinkLocal(i int) netip.Prefix {
 	return netip.PrefixFrom(a, 32)
 }
 
-// MasqueradeBridgeMAC returns the masquerade bridge's fixed MAC,
-// 02:00:00:00:00:00, as KubeVirt sets it.
-func MasqueradeBridgeMAC() net.HardwareAddr {
-	return net.HardwareAddr{0x02, 0, 0, 0, 0, 0}
-}
-
 // VMMAC derives a stable MAC for a VM interface from the VMI UID and the
 // interface name: SHA-256 of "<uid>/<iface>", first six bytes, with the
 // locally-administered bit set and the multicast bit cleared. The first
 // octet is never 0xfe (libvirt gives the host side of a tap the VM's MAC
 // with its first octet replaced by 0xfe, and KubeVirt avoids it for VMs):
 // a digest starting with 0xfe or 0xff becomes 0xfa. It is never
-// 02:00:00:00:00:00 (the masquerade bridge's).
+// api.MasqueradeBridgeMAC.
 func VMMAC(uid, iface string) net.HardwareAddr {
 	sum := sha256.Sum256([]byte(uid + "/" + iface))
 	mac := append(net.HardwareAddr(nil), sum[:6]...)
@@ -113,7 +109,7 @@ func VMMAC(uid, iface string) net.HardwareAddr {
 	if mac[0] == 0xfe {
 		mac[0] = 0xfa
 	}
-	if mac.String() == MasqueradeBridgeMAC().String() {
+	if mac.String() == api.MasqueradeBridgeMAC {
 		mac[5] = 1
 	}
 	return mac

@@ -12,6 +12,7 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 	"github.com/containernetworking/cni/pkg/version"
 
+	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/macvtap"
 )
 
@@ -29,8 +30,8 @@ const (
 // DefaultOwner and DefaultGroup own /dev/tapN after ADD: uid and gid 107,
 // the qemu user of KubeVirt's launcher images, as in kubevirt/macvtap-cni.
 const (
-	DefaultOwner = 107
-	DefaultGroup = 107
+	DefaultOwner = api.QemuID
+	DefaultGroup = api.QemuID
 )
 
 // MaxID is the largest owner or group the configuration accepts:

@@ -7,6 +7,7 @@ import (
 	"libvirt.org/go/libvirtxml"
 
 	"github.com/virtnet/virtnet/api"
+	"github.com/virtnet/virtnet/domxml"
 )
 
 // Annotations KubeVirt v0.53 reads the instance type from; the cluster-wide
@@ -128,10 +129,10 @@ func DevicesMetadata(vmi *api.VMI, dom *libvirtxml.Domain) []DeviceMetadata {
 		if nic.MAC != nil {
 			mac = nic.MAC.Address
 		}
-		add(nic.Alias, "ua-", nic.Address, mac)
+		add(nic.Alias, domxml.UserAliasPrefix, nic.Address, mac)
 	}
 	for _, hd := range dom.Devices.Hostdevs {
-		add(hd.Alias, "ua-sriov-", hd.Address, "")
+		add(hd.Alias, domxml.UserAliasPrefix+domxml.SRIOVAliasPrefix, hd.Address, "")
 	}
 	return out
 }

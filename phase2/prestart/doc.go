@@ -15,10 +15,12 @@
 //     -b <image> <overlay>`, as KubeVirt); an emptyDisk is created as a
 //     sparse raw file of its capacity and its disk's driver type is set to
 //     raw (see below); a hostDisk of type DiskOrCreate likewise.
-//  2. [Network] ("network"): the interfaces, through phase2.EnrichDomain
-//     unless the domain already has them (a device with alias
-//     "ua-<interface>"), then one DHCP server ([dhcp.Server]) per bridge or
-//     masquerade interface with IPAM, each in its own goroutine. The step
+//  2. [Network] ("network"): the interfaces, through phase2.Render
+//     unless the domain already has them (a device with the alias its
+//     binding gives it, binding.DeviceAlias), then one DHCP server
+//     ([dhcp.Server]) per interface whose binding asks for one
+//     (binding.DHCPServer: bridge and masquerade) and whose record has
+//     IPAM, each in its own goroutine. The step
 //     ends once every server has bound its DHCPv4/DHCPv6 sockets; a server
 //     that cannot bind fails the step. Router advertisements are not
 //     waited for: they start when the bridge gets its link-local address,

@@ -9,15 +9,14 @@ import (
 
 	"libvirt.org/go/libvirtxml"
 
-	"github.com/virtnet/virtnet/api"
-	"github.com/virtnet/virtnet/domxml"
+	"github.com/virtnet/virtnet/binding"
 	"github.com/virtnet/virtnet/phase2"
 	"github.com/virtnet/virtnet/phase2/dhcp"
 )
 
-// Network is the network step: the interfaces (phase2.EnrichDomain, unless
-// the domain has them already) and a DHCP server per bridge or masquerade
-// interface with IPAM.
+// Network is the network step: the interfaces (phase2.Render, unless the
+// domain has them already) and a DHCP server for every interface whose
+// binding asks for one ([binding.DHCPServer]) and whose record has IPAM.
 type Network struct{}
 
 // Name is "network".
@@ -31,7 +30,7 @@ func (Network) Run(ctx context.Context, st *State) error {
 	if err != nil {
 		return err
 	}
-	if hasInterfaces(h.VMI, h.Domain) {
+	if hasInterfaces(items, h.Domain) {
 		st.Log.Info("domain has the VMI's interfaces already; not enriched")
 	} else {
 		if err := phase2.Render(h.VMI, items, h.Domain, h.Render); err != nil {
@@ -41,7 +40,7 @@ func (Network) Run(ctx context.Context, st *State) error {
 	}
 	var resolv []byte
 	for _, it := range items {
-		if b := it.Pair.Binding(); b != api.BindingBridge && b != api.BindingMasquerade || it.Record == nil {
+		if s, ok := it.Binding.(binding.DHCPServer); !ok || !s.ServesDHCP(it.Record) {
 			continue
 		}
 		if resolv == nil {
@@ -67,16 +66,15 @@ func (Network) Run(ctx context.Context, st *State) error {
 	return nil
 }
 
-// hasInterfaces reports whether the domain has a device of one of the
-// VMI's interfaces (alias "ua-<name>", or "ua-sriov-<name>" for SR-IOV).
-func hasInterfaces(vmi *api.VMI, dom *libvirtxml.Domain) bool {
+// hasInterfaces reports whether the domain has the device of one of the
+// items, found by the alias its binding gives it (binding.DeviceAlias).
+func hasInterfaces(items []phase2.Item, dom *libvirtxml.Domain) bool {
 	if dom.Devices == nil {
 		return false
 	}
 	names := map[string]bool{}
-	for _, iface := range vmi.Spec.Domain.Devices.Interfaces {
-		names[domxml.UserAliasPrefix+iface.Name] = true
-		names[domxml.UserAliasPrefix+"sriov-"+iface.Name] = true
+	for _, it := range items {
+		names[binding.DeviceAlias(it.Binding, it.Pair.Interface.Name)] = true
 	}
 	for _, i := range dom.Devices.Interfaces {
 		if i.Alias != nil && names[i.Alias.Name] {

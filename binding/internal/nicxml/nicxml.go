@@ -7,17 +7,8 @@ import (
 	"libvirt.org/go/libvirtxml"
 
 	"github.com/virtnet/virtnet/api"
+	"github.com/virtnet/virtnet/domxml"
 )
-
-// AliasPrefix is the prefix libvirt requires of user-chosen aliases and
-// KubeVirt's api.UserAliasPrefix: a device of interface "x" has alias
-// "ua-x".
-const AliasPrefix = "ua-"
-
-// Alias is the alias of the device of a VMI interface: "ua-" + name.
-func Alias(name string) *libvirtxml.DomainAlias {
-	return &libvirtxml.DomainAlias{Name: AliasPrefix + name}
-}
 
 // Model is the libvirt model of an interface: KubeVirt turns "virtio"
 // into "virtio-non-transitional" ("virtio-transitional" when the VMI sets
@@ -31,20 +22,14 @@ func Model(vmi *api.VMI, iface *api.Interface) string {
 	if m != "virtio" {
 		return m
 	}
-	if t := vmi.Spec.Domain.Devices.UseVirtioTransitional; t != nil && *t {
-		return "virtio-transitional"
-	}
-	return "virtio-non-transitional"
+	return domxml.VirtioModel(vmi)
 }
-
-// IsVirtio reports whether the interface's model is virtio.
-func IsVirtio(iface *api.Interface) bool { return iface.Model == "" || iface.Model == "virtio" }
 
 // Driver is the <driver> of a virtio interface with multiqueue: vhost with
 // one queue per vCPU (see [api.VMI.Queues]); nil otherwise.
 func Driver(vmi *api.VMI, iface *api.Interface) *libvirtxml.DomainInterfaceDriver {
 	q := vmi.Queues()
-	if q == 0 || !IsVirtio(iface) {
+	if q == 0 || !iface.IsVirtio() {
 		return nil
 	}
 	return &libvirtxml.DomainInterfaceDriver{Name: "vhost", Queues: uint(q)}

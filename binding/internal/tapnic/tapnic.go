@@ -9,6 +9,7 @@ import (
 	"github.com/virtnet/virtnet/binding"
 	"github.com/virtnet/virtnet/binding/internal/nicxml"
 	"github.com/virtnet/virtnet/cache"
+	"github.com/virtnet/virtnet/domxml"
 )
 
 // RecordError is an interface record that lacks what a binding needs to
@@ -69,7 +70,7 @@ func Interface(vmi *api.VMI, p api.Pair, rec *cache.Interface, ifaceType binding
 		Driver:  nicxml.Driver(vmi, iface),
 		Boot:    boot,
 		ROM:     rom,
-		Alias:   nicxml.Alias(name),
+		Alias:   domxml.Alias(name),
 		Address: addr,
 	}
 	if rec.MTU > 0 {

@@ -53,7 +53,7 @@ const unprivilegedPortStart = 67
 // launchers (the default since 1.0; the CNI plugin cannot see the VMI).
 func (c *netConf) tapOwner() phase1.TapOwner {
 	if c.TapOwner == nil {
-		return phase1.TapOwnerUID(phase1.NonRootTapOwner)
+		return phase1.TapOwnerUID(api.QemuID)
 	}
 	return phase1.TapOwnerUID(*c.TapOwner)
 }

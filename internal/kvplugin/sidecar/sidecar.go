@@ -323,15 +323,16 @@ func render(dom *libvirtxml.Domain, vmi *api.VMI, items []phase2.Item) error {
 	return nil
 }
 
-// startDHCP starts a DHCP server per bridge or masquerade interface with
-// IPAM, once per interface; it returns when each is bound.
+// startDHCP starts a DHCP server per interface whose binding asks for one
+// (binding.DHCPServer) and whose record has IPAM, once per interface; it
+// returns when each is bound.
 func (s *sidecar) startDHCP(ctx context.Context, vmi *api.VMI, items []phase2.Item) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var resolv []byte
 	for _, it := range items {
 		name := it.Pair.Interface.Name
-		if it.Record == nil || s.dhcp[name] != nil {
+		if ds, ok := it.Binding.(binding.DHCPServer); !ok || !ds.ServesDHCP(it.Record) || s.dhcp[name] != nil {
 			continue
 		}
 		if resolv == nil {
