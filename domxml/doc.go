@@ -108,7 +108,7 @@
 //	spec.volumes[].sysprep                         rendered  the sysprep image
 //	spec.hostname                                  n/a       cloud-init metadata and DHCP (phase2/cloudinit, phase2/dhcp)
 //	spec.subdomain                                 n/a       DHCP search domain (phase2/dhcp)
-//	spec.networks                                  n/a       the bindings (phase1, phase2.EnrichDomain)
+//	spec.networks                                  n/a       the bindings (phase1, phase2.Render)
 //	spec.domain.devices.interfaces                 n/a       the bindings render <interface> and SR-IOV <hostdev>
 //	spec.domain.devices.interfaces[].tag           n/a       ConfigDrive device metadata with the pinned PCI address (PinTagged, cloudinit.DevicesMetadata)
 //	spec.domain.devices.autoattachPodInterface     n/a       api.SetDefaults (the default pod network)

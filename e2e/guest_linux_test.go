@@ -19,12 +19,10 @@ import (
 	"libvirt.org/go/libvirtxml"
 
 	"github.com/virtnet/virtnet/api"
-	"github.com/virtnet/virtnet/binding"
 	"github.com/virtnet/virtnet/cache"
 	"github.com/virtnet/virtnet/domxml"
 	"github.com/virtnet/virtnet/internal/testutil"
 	"github.com/virtnet/virtnet/phase1"
-	"github.com/virtnet/virtnet/phase2/dhcp"
 	"github.com/virtnet/virtnet/phase2/prestart"
 )
 
@@ -235,21 +233,20 @@ func bootGuest(t *testing.T, gc guestCase) *guest {
 	t.Logf("phase1 (%s): bridge %s tap %s mac %s ipv4 %s gateway %s mtu %d routes %v", time.Since(t0).Round(time.Millisecond),
 		rec.Bridge, rec.Tap, rec.MAC, rec.IPv4, rec.Gateway, rec.MTU, rec.Routes)
 
-	// The domain, then the hook: it adds the ethernet interface, makes
+	// The hook: it builds the domain, adds the ethernet interface, makes
 	// the overlay and the NoCloud image, and starts the DHCP server in the
 	// pod namespace.
-	dom, err := domxml.Build(g.vmi, dirs)
-	require.NoError(t, err)
 	hook := &prestart.Hook{
-		VMI: g.vmi, Domain: dom, Store: g.store, Dirs: dirs,
-		ResolvConf:  resolv,
-		Render:      binding.RenderOptions{InterfaceType: binding.InterfaceEthernet},
-		DHCPOptions: []dhcp.Option{dhcp.WithNetNS(gc.pod.Pod.Path)},
-		Logger:      g.log,
+		VMI: g.vmi, Store: g.store, Dirs: dirs,
+		ResolvConf:    resolv,
+		InterfaceType: "ethernet",
+		NetNS:         gc.pod.Pod.Path,
+		Logger:        g.log,
 	}
 	running, err := hook.Run(ctx)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, running.Stop()) })
+	dom := running.Domain()
 	require.Len(t, running.Servers(), 1)
 	require.Len(t, dom.Devices.Interfaces, 1)
 	nic := dom.Devices.Interfaces[0]

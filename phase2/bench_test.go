@@ -59,7 +59,7 @@ func TestWideDomain(t *testing.T) {
 // already read, and marshals the domain.
 func BenchmarkRender64(b *testing.B) {
 	vmi, store := wideVMI(b, 64)
-	items, err := phase2.ReadRecords(context.Background(), vmi, store, nil)
+	items, err := phase2.ReadRecords(context.Background(), vmi, store, phase2.Options{})
 	require.NoError(b, err)
 	b.ReportAllocs()
 	defer testutil.ReportCPU(b)()
@@ -83,7 +83,7 @@ func BenchmarkLoad64(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := phase2.ReadRecords(ctx, vmi, store, nil); err != nil {
+		if _, err := phase2.ReadRecords(ctx, vmi, store, phase2.Options{}); err != nil {
 			b.Fatal(err)
 		}
 	}

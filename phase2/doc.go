@@ -5,11 +5,27 @@
 // privileges; everything it needs from the pod's namespace is in the
 // cache.
 //
-// [EnrichDomain] adds the network devices to a domain (for instance one
-// from domxml.Build); [Domain] builds the whole domain. Both render the
-// interfaces in spec.domain.devices.interfaces order, so the guest sees
-// its NICs in the order the VMI declares them, whatever the order of
-// spec.networks (in which phase1 plugs them).
+// A launcher's path is: api.Load the VMI; phase1.Run in the pod's
+// namespace (privileged, virt-handler's part) writes the records;
+// prestart.Hook in the launcher builds the domain, renders the interfaces
+// from the records, starts the DHCP servers the bindings ask for and
+// writes the images; the launcher defines the domain it returns. This
+// package is the rendering under that hook:
+//
+//   - [ReadRecords] resolves each interface's binding and reads its
+//     record; [Render] has the bindings add their devices to a domain.
+//     prestart.Hook's network step is these two plus the DHCP servers; a
+//     KubeVirt 1.x hook sidecar, handed its domain by KubeVirt, calls them
+//     directly and serves DHCP itself.
+//   - [Domain] is the dry run: the same XML, built whole, with no DHCP
+//     server and no image (a guest booted from it gets no address on a
+//     bridge or masquerade interface). It keeps its name, as the one
+//     function that returns a domain from a VMI and a cache; its
+//     documentation says it is the XML only.
+//
+// Interfaces are rendered in spec.domain.devices.interfaces order, so the
+// guest sees its NICs in the order the VMI declares them, whatever the
+// order of spec.networks (in which phase1 plugs them).
 //
 // A missing record is a [*MissingCacheError]; a record that does not
 // belong to the VMI's current spec (another binding or pod interface, or

@@ -105,7 +105,7 @@ func TestDomain(t *testing.T) {
 			require.NoError(t, err)
 			testutil.CheckDomain(t, dom, testutil.GoldenPath(t, tc.name, ".xml"))
 
-			// Build then EnrichDomain gives the same domain.
+			// Build then ReadRecords and Render give the same domain.
 			again, err := phase2.Domain(context.Background(), vmi, store, tc.opts)
 			require.NoError(t, err)
 			require.Equal(t, mustMarshal(t, dom), mustMarshal(t, again), "output is not deterministic")
@@ -138,7 +138,7 @@ func TestMTUChangesOnlyTheMTULine(t *testing.T) {
 	require.Equal(t, []string{`      <mtu size="1440"></mtu> →       <mtu size="9000"></mtu>`}, diff)
 }
 
-func TestEnrichDomainErrors(t *testing.T) {
+func TestRenderErrors(t *testing.T) {
 	vmi := loadVMI(t, "bridge")
 	uid := vmi.Metadata.UID
 	stale := func(mut func(*cache.Interface)) cache.Interface {
@@ -166,7 +166,7 @@ func TestEnrichDomainErrors(t *testing.T) {
 				require.NoError(t, os.WriteFile(p, []byte(tc.raw), 0o644))
 			}
 			dom := &libvirtxml.Domain{}
-			err := phase2.EnrichDomain(context.Background(), vmi, store, nil, dom, binding.RenderOptions{})
+			err := enrich(context.Background(), vmi, store, dom, binding.RenderOptions{})
 			require.Error(t, err)
 			path, _ := store.InterfacePath(uid, "bridge")
 			require.Contains(t, err.Error(), `"bridge"`)
@@ -185,11 +185,11 @@ func TestEnrichDomainErrors(t *testing.T) {
 	}
 }
 
-func TestEnrichDomainOrder(t *testing.T) {
+func TestRenderOrder(t *testing.T) {
 	vmi := loadVMI(t, "three")
 	store := writeRecords(t, vmi.Metadata.UID, domainCases()[3].records...)
 	dom := &libvirtxml.Domain{}
-	require.NoError(t, phase2.EnrichDomain(context.Background(), vmi, store, nil, dom, binding.RenderOptions{}))
+	require.NoError(t, enrich(context.Background(), vmi, store, dom, binding.RenderOptions{}))
 	var aliases []string
 	for _, di := range dom.Devices.Interfaces {
 		aliases = append(aliases, di.Alias.Name)
@@ -198,10 +198,10 @@ func TestEnrichDomainOrder(t *testing.T) {
 	require.Equal(t, []string{"ua-default", "ua-storage", "ua-legacy"}, aliases)
 }
 
-func TestEnrichDomainCanceled(t *testing.T) {
+func TestRenderCanceled(t *testing.T) {
 	vmi := loadVMI(t, "bridge")
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	err := phase2.EnrichDomain(ctx, vmi, writeRecords(t, vmi.Metadata.UID, sourceDocRecord), nil, &libvirtxml.Domain{}, binding.RenderOptions{})
+	err := enrich(ctx, vmi, writeRecords(t, vmi.Metadata.UID, sourceDocRecord), &libvirtxml.Domain{}, binding.RenderOptions{})
 	require.True(t, errors.Is(err, context.Canceled), "got %v", err)
 }

@@ -25,11 +25,14 @@ type Item struct {
 	Record *cache.Interface
 }
 
-// ReadRecords resolves the binding of every pair of a validated VMI and
-// reads the records the bindings need, checking that each belongs to the
-// pair. The items are in spec.domain.devices.interfaces order. reg nil
-// means registry.Default().
-func ReadRecords(ctx context.Context, vmi *api.VMI, store *cache.Store, reg binding.Registry) ([]Item, error) {
+// ReadRecords resolves the binding of every pair of a validated VMI in
+// opts.Registry (the only option it uses) and reads the records the
+// bindings need, checking that each belongs to the pair. The items are in
+// spec.domain.devices.interfaces order. With [Render] it is what
+// prestart.Hook's network step and KubeVirt 1.x hook sidecars (which get
+// their domain from KubeVirt) build on.
+func ReadRecords(ctx context.Context, vmi *api.VMI, store *cache.Store, opts Options) ([]Item, error) {
+	reg := opts.Registry
 	if reg == nil {
 		reg = registry.Default()
 	}
@@ -120,17 +123,8 @@ func renderItems(vmi *api.VMI, items []Item, dom *libvirtxml.Domain, opts bindin
 	return nil
 }
 
-// EnrichDomain adds the network devices of a validated VMI to dom:
-// [ReadRecords] then [Render]. reg nil means registry.Default().
-func EnrichDomain(ctx context.Context, vmi *api.VMI, store *cache.Store, reg binding.Registry, dom *libvirtxml.Domain, opts binding.RenderOptions) error {
-	items, err := ReadRecords(ctx, vmi, store, reg)
-	if err != nil {
-		return err
-	}
-	return Render(vmi, items, dom, opts)
-}
-
-// Options are the choices of [Domain].
+// Options are the choices of [Domain] and [ReadRecords]; the zero value
+// is the defaults.
 type Options struct {
 	// Build are domxml's directories; its Interfaces hook is replaced.
 	Build domxml.Options
@@ -141,11 +135,16 @@ type Options struct {
 	Registry binding.Registry
 }
 
-// Domain is the whole domain of a validated VMI: domxml.Build with the
-// interfaces of [EnrichDomain]. The records are read before anything is
-// built, so a missing or stale cache fails fast.
+// Domain is the dry run of a launcher: the whole domain XML of a validated
+// VMI (domxml.Build with the interfaces of [ReadRecords] and [Render]),
+// and nothing else. It starts no DHCP server and writes no image, so a
+// guest booted from it gets no address on a bridge or masquerade
+// interface: a launcher uses prestart.Hook, which renders the same
+// interfaces and also starts the DHCP servers the bindings ask for. The
+// records are read before anything is built, so a missing or stale cache
+// fails fast.
 func Domain(ctx context.Context, vmi *api.VMI, store *cache.Store, opts Options) (*libvirtxml.Domain, error) {
-	items, err := ReadRecords(ctx, vmi, store, opts.Registry)
+	items, err := ReadRecords(ctx, vmi, store, opts)
 	if err != nil {
 		return nil, err
 	}

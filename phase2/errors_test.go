@@ -36,7 +36,7 @@ func TestErrorMessages(t *testing.T) {
 		if mut != nil {
 			mut(&v)
 		}
-		return phase2.EnrichDomain(context.Background(), &v, store, nil, &libvirtxml.Domain{}, binding.RenderOptions{Env: env})
+		return enrich(context.Background(), &v, store, &libvirtxml.Domain{}, binding.RenderOptions{Env: env})
 	}
 	for _, tc := range []struct {
 		name string
@@ -67,6 +67,6 @@ func TestErrorMessages(t *testing.T) {
 	empty := writeRecords(t, bridge.Metadata.UID)
 	path, err := empty.InterfacePath(bridge.Metadata.UID, "bridge")
 	require.NoError(t, err)
-	err = phase2.EnrichDomain(context.Background(), bridge, empty, nil, &libvirtxml.Domain{}, binding.RenderOptions{})
+	err = enrich(context.Background(), bridge, empty, &libvirtxml.Domain{}, binding.RenderOptions{})
 	require.EqualError(t, err, `phase2: interface "bridge": no cache record at `+path+` (has phase1 run?)`)
 }

@@ -13,9 +13,11 @@ import (
 	"github.com/virtnet/virtnet/phase2"
 )
 
-// EnrichDomain reads the record phase1 wrote for each interface and has its
-// binding add the device to the domain.
-func ExampleEnrichDomain() {
+// ReadRecords reads the record phase1 wrote for each interface; Render has
+// its binding add the device to a domain (here an empty one; a KubeVirt 1.x
+// hook sidecar's comes from KubeVirt). A launcher gets both, and the DHCP
+// servers, from prestart.Hook.
+func ExampleRender() {
 	vmi, err := api.Load([]byte(`
 kind: VirtualMachineInstance
 metadata: {name: vm1, namespace: default, uid: 6a1f3a0e-2d4c-4b8e-9f35-0c1d2e3f4a5b}
@@ -54,7 +56,11 @@ spec:
 	}
 
 	dom := &libvirtxml.Domain{}
-	if err := phase2.EnrichDomain(context.Background(), vmi, store, nil, dom, binding.RenderOptions{}); err != nil {
+	items, err := phase2.ReadRecords(context.Background(), vmi, store, phase2.Options{})
+	if err != nil {
+		panic(err)
+	}
+	if err := phase2.Render(vmi, items, dom, binding.RenderOptions{}); err != nil {
 		panic(err)
 	}
 	out, err := dom.Devices.Interfaces[0].Marshal()

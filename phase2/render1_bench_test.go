@@ -15,7 +15,7 @@ import (
 // the fixed cost of a domain.
 func BenchmarkRender1(b *testing.B) {
 	vmi, store := wideVMI(b, 1)
-	items, err := phase2.ReadRecords(context.Background(), vmi, store, nil)
+	items, err := phase2.ReadRecords(context.Background(), vmi, store, phase2.Options{})
 	require.NoError(b, err)
 	b.ReportAllocs()
 	for b.Loop() {

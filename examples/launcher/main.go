@@ -18,7 +18,6 @@ import (
 	"github.com/virtnet/virtnet/cache"
 	"github.com/virtnet/virtnet/domxml"
 	"github.com/virtnet/virtnet/phase1"
-	"github.com/virtnet/virtnet/phase2/dhcp"
 	"github.com/virtnet/virtnet/phase2/prestart"
 )
 
@@ -120,7 +119,7 @@ func launch(ctx context.Context, c config, stdout, stderr io.Writer, log *slog.L
 	if err != nil {
 		return err
 	}
-	ifaceType, err := prestart.ChooseInterfaceType(vmi, "-interface-type", binding.InterfaceType(c.ifaceType), netAdmin)
+	ifaceType, err := prestart.ChooseInterfaceType(vmi, "-interface-type", prestart.InterfaceType(c.ifaceType), netAdmin)
 	if err != nil {
 		return err
 	}
@@ -160,27 +159,25 @@ func launch(ctx context.Context, c config, stdout, stderr io.Writer, log *slog.L
 		}()
 	}
 
-	// 2. the domain, then the preStartHook.
-	dom, err := domxml.Build(vmi, dirs)
-	if err != nil {
-		return fmt.Errorf("domain: %w", err)
-	}
+	// 2. the preStartHook: it builds the domain, renders the interfaces
+	// and starts their DHCP servers. Its context lives as long as the VM.
 	hctx, stopHook := context.WithCancel(ctx)
 	defer stopHook()
 	hook := &prestart.Hook{
-		VMI: vmi, Domain: dom, Store: store, Dirs: dirs,
-		SecretDir:   filepath.Join(c.dir, "secret"),
-		SysprepDir:  filepath.Join(c.dir, "sysprep"),
-		ResolvConf:  c.resolv,
-		Hostname:    c.hostname,
-		Render:      binding.RenderOptions{InterfaceType: ifaceType},
-		DHCPOptions: []dhcp.Option{dhcp.WithNetNS(ns)},
-		Logger:      log,
+		VMI: vmi, Store: store, Dirs: dirs,
+		SecretDir:     filepath.Join(c.dir, "secret"),
+		SysprepDir:    filepath.Join(c.dir, "sysprep"),
+		ResolvConf:    c.resolv,
+		Hostname:      c.hostname,
+		NetNS:         ns,
+		InterfaceType: ifaceType,
+		Logger:        log,
 	}
 	running, err := hook.Run(hctx)
 	if err != nil {
 		return err
 	}
+	dom := running.Domain()
 	for _, p := range running.Created() {
 		say("created %s", p)
 	}

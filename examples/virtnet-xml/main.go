@@ -121,7 +121,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 	var out string
 	if c.plan {
-		items, err := phase2.ReadRecords(ctx, vmi, store, nil)
+		items, err := phase2.ReadRecords(ctx, vmi, store, phase2.Options{})
 		if err != nil {
 			fmt.Fprintf(stderr, "virtnet-xml: %v\n", err)
 			return 1

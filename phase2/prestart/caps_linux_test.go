@@ -61,7 +61,7 @@ func TestInterfaceTypeFollowsCapabilities(t *testing.T) {
 		require.NoError(t, h.Store.WriteProgress(uid, &cache.Progress{
 			Interface: "default", PodInterface: "eth0", Binding: "bridge", State: cache.Finished,
 		}))
-		h.Render.InterfaceType = it
+		h.InterfaceType = it
 		return h
 	}
 	ifaceType := func(t *testing.T, h *prestart.Hook) string {
@@ -94,7 +94,7 @@ func TestInterfaceTypeFollowsCapabilities(t *testing.T) {
 			require.ErrorIs(t, err, prestart.ErrNeedsNetAdmin)
 			var ie *prestart.InterfaceTypeError
 			require.ErrorAs(t, err, &ie)
-			require.Equal(t, "Render.InterfaceType", ie.Option)
+			require.Equal(t, "InterfaceType", ie.Option)
 			require.Equal(t, []string{"default"}, ie.Interfaces)
 		})
 		require.Nil(t, h.Domain.Devices.Interfaces, "nothing rendered")

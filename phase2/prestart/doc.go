@@ -1,7 +1,17 @@
 // Package prestart is virt-launcher's preStartHook: what must be on disk and
-// running before libvirt may start the domain of a VMI. The launcher calls
-// one function, [Hook.Run], with the VMI, the domain (from phase2.Domain or
-// domxml.Build), the phase1 cache and its directories.
+// running before libvirt may start the domain of a VMI. It is a launcher's
+// one path from phase1's cache to the domain: api.Load the VMI, let the
+// privileged agent run phase1.Run in the pod's namespace, then call one
+// function, [Hook.Run], with the VMI, the phase1 cache and the domain's
+// directories ([Hook.Dirs]). It builds the domain (domxml.Build), renders
+// its interfaces, starts the DHCP servers their bindings ask for and writes
+// the images; [Running.Domain] is the domain to marshal and define. The
+// options a launcher has are the hook's fields ([Hook.NetNS],
+// [Hook.InterfaceType], [Hook.Env], …), and the context given to Run must
+// live as long as the VM: the DHCP servers stop when it is canceled.
+//
+// phase2.Domain renders the same XML without the rest: it is a dry run,
+// with no DHCP server and no image, for tools that only print the domain.
 //
 // # Steps
 //

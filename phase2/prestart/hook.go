@@ -17,7 +17,6 @@ import (
 	"github.com/virtnet/virtnet/binding"
 	"github.com/virtnet/virtnet/cache"
 	"github.com/virtnet/virtnet/domxml"
-	"github.com/virtnet/virtnet/phase2/dhcp"
 )
 
 // DefaultResolvConf is the pod's resolver configuration the DHCP servers
@@ -28,19 +27,29 @@ const DefaultResolvConf = "/etc/resolv.conf"
 // overlays with (Debian package qemu-utils).
 const DefaultQemuImg = "qemu-img"
 
-// Hook is one preStartHook run: the inputs of every step. VMI, Domain and
-// Store are required; the rest have defaults.
+// Hook is one preStartHook run: the inputs of every step. VMI and Store
+// are required; the rest have defaults.
+//
+// Hook is the launcher's one path from phase1's cache to a domain that can
+// be defined: it builds the domain from Dirs (or completes the one given),
+// renders the interfaces and starts the DHCP servers their bindings ask
+// for, in one call. phase2.Domain renders the same XML without any of the
+// rest (a dry run: no DHCP server, no image).
 type Hook struct {
 	// VMI is the validated VMI.
 	VMI *api.VMI
-	// Domain is the domain about to be defined; the steps complete it
-	// (interfaces, emptyDisk driver type). On failure it is restored.
-	Domain *libvirtxml.Domain
 	// Store is phase1's cache (the network step reads the records).
 	Store *cache.Store
-	// Dirs are the directories the domain was built with: they locate
-	// the disk sources (domxml.DiskPath) and the images.
+	// Dirs are the directories of the domain: the hook builds the domain
+	// with them (domxml.Build) when Domain is nil, and they locate the
+	// disk sources (domxml.DiskPath) and the images (domxml.ISOPath).
 	Dirs domxml.Options
+	// Domain, when not nil, is a domain built by the caller with the same
+	// Dirs (domxml.Build, or KubeVirt's converter): the steps complete it
+	// in place (interfaces, emptyDisk driver type) and restore it on
+	// failure. Nil (the usual case) makes the hook build it; either way
+	// [Running.Domain] returns it.
+	Domain *libvirtxml.Domain
 	// SecretDir holds the mounted cloud-init secrets, one directory per
 	// volume; SysprepDir the mounted sysprep config maps or secrets (see
 	// cloudinit.Builder).
@@ -48,22 +57,27 @@ type Hook struct {
 	SysprepDir string
 	// ResolvConf is the pod's resolv.conf; "" means [DefaultResolvConf].
 	// A missing file gives the DHCP defaults (a warning is logged). Its
-	// search domains also go to slirp interfaces (Render.ResolvConf, when
-	// the caller did not set that).
+	// search domains also go to slirp interfaces.
 	ResolvConf string
 	// Hostname, when set, replaces the VMI's hostname in the DHCP reply
 	// (option 12) and in the NoCloud/ConfigDrive metadata.
 	Hostname string
-	// Registry and Render are phase2.EnrichDomain's (nil registry means
-	// registry.Default()). Render.InterfaceType "" is chosen by
-	// [ChooseInterfaceType] from this process's capabilities
-	// ([HasNetAdmin]): type='bridge' only when libvirt can create its tap.
+	// NetNS is the path of the pod's network namespace the DHCP servers
+	// serve in (e.g. /proc/<pid>/ns/net or /run/netns/<name>); "" means
+	// this process's own, for a launcher running in the pod.
+	NetNS string
+	// InterfaceType is the type of the bridge and masquerade interfaces;
+	// "" is chosen by [ChooseInterfaceType] from this process's
+	// capabilities ([HasNetAdmin]): type='bridge' only when libvirt can
+	// create its tap.
+	InterfaceType InterfaceType
+	// Env is the launcher's environment, which SR-IOV interfaces find
+	// their VF's PCI address in (PCIDEVICE_*, KUBEVIRT_RESOURCE_NAME_*);
+	// nil means none.
+	Env map[string]string
+	// Registry maps binding methods to implementations; nil means
+	// registry.Default(). An outside binding is added here.
 	Registry binding.Registry
-	Render   binding.RenderOptions
-	// DHCPOptions are passed to every dhcp.NewServer, e.g.
-	// dhcp.WithNetNS when the launcher does not itself run in the pod's
-	// namespace.
-	DHCPOptions []dhcp.Option
 	// QemuImg is the qemu-img program; "" means [DefaultQemuImg].
 	QemuImg string
 	// DirectIO reports whether a disk source supports O_DIRECT (the
@@ -74,6 +88,10 @@ type Hook struct {
 	// Steps replaces [Steps] when not nil.
 	Steps []Step
 }
+
+// InterfaceType is binding.InterfaceType, so that a launcher sets
+// [Hook.InterfaceType] from a string without importing package binding.
+type InterfaceType = binding.InterfaceType
 
 // Step is one stage of the hook.
 type Step interface {
@@ -102,6 +120,10 @@ type State struct {
 	Hook *Hook
 	// Log is the step's logger (with a "step" attribute).
 	Log *slog.Logger
+	// Render are the bindings' options the network step renders with
+	// (the hook's InterfaceType once chosen, Env, the slirp search
+	// domains).
+	Render binding.RenderOptions
 
 	created []string
 	servers []*runningServer
@@ -137,11 +159,16 @@ type ServerInfo struct {
 // Running is a successful run: its DHCP servers keep serving until the
 // context given to [Hook.Run] ends or [Running.Stop] is called.
 type Running struct {
+	domain  *libvirtxml.Domain
 	servers []*runningServer
 	created []string
 	wg      *sync.WaitGroup
 	cancel  context.CancelFunc
 }
+
+// Domain is the completed domain, ready to define: the one the hook built,
+// or [Hook.Domain].
+func (r *Running) Domain() *libvirtxml.Domain { return r.domain }
 
 // Servers describes the DHCP servers, in interface order.
 func (r *Running) Servers() []ServerInfo {
@@ -179,20 +206,22 @@ func (h *Hook) check() error {
 	switch {
 	case h.VMI == nil:
 		return &HookError{Field: "VMI", Reason: "required"}
-	case h.Domain == nil:
-		return &HookError{Field: "Domain", Reason: "required"}
 	case h.Store == nil:
 		return &HookError{Field: "Store", Reason: "required"}
 	}
 	return nil
 }
 
-// Run runs the steps in order (see the package documentation). On success
-// the DHCP servers run until ctx ends or Running.Stop; on failure it
-// returns a [*StepError] (or, before any step, a [*HookError], or an
-// [*InterfaceTypeError] when Render.InterfaceType is bridge and this
-// process lacks CAP_NET_ADMIN) after undoing the run: created files
-// removed, servers stopped, domain restored.
+// Run builds the domain (unless [Hook.Domain] is set) and runs the steps
+// in order (see the package documentation). On success the returned
+// [*Running] holds the domain to define and the DHCP servers, which serve
+// until ctx ends or Running.Stop: ctx must live as long as the VM (the
+// guest loses its leases' renewals when it is canceled). On failure it
+// returns a [*StepError] (or, before any step, a [*HookError], a
+// domxml error for a domain it cannot build, or an [*InterfaceTypeError]
+// when InterfaceType is bridge and this process lacks CAP_NET_ADMIN) after
+// undoing the run: created files removed, servers stopped, a given domain
+// restored.
 func (h *Hook) Run(ctx context.Context) (*Running, error) {
 	if err := h.check(); err != nil {
 		return nil, err
@@ -206,18 +235,24 @@ func (h *Hook) Run(ctx context.Context) (*Running, error) {
 	}
 	netAdmin, err := HasNetAdmin()
 	if err != nil {
-		return nil, &HookError{Field: "Render.InterfaceType", Reason: "cannot read this process's capabilities: " + err.Error()}
+		return nil, &HookError{Field: "InterfaceType", Reason: "cannot read this process's capabilities: " + err.Error()}
 	}
-	if hk.Render.InterfaceType, err = ChooseInterfaceType(hk.VMI, "Render.InterfaceType", hk.Render.InterfaceType, netAdmin); err != nil {
+	render := binding.RenderOptions{Env: hk.Env}
+	if render.InterfaceType, err = ChooseInterfaceType(hk.VMI, "InterfaceType", hk.InterfaceType, netAdmin); err != nil {
 		return nil, err
 	}
-	if hk.Render.ResolvConf == nil && hasSlirp(hk.VMI) {
+	if hasSlirp(hk.VMI) {
 		// slirp offers the pod's search domains (dnssearch=).
 		b, err := os.ReadFile(hk.ResolvConf)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return nil, &HookError{Field: "ResolvConf", Reason: err.Error()}
 		}
-		hk.Render.ResolvConf = b
+		render.ResolvConf = b
+	}
+	if hk.Domain == nil {
+		if hk.Domain, err = domxml.Build(hk.VMI, hk.Dirs); err != nil {
+			return nil, fmt.Errorf("prestart: domain: %w", err)
+		}
 	}
 	if hk.Logger == nil {
 		hk.Logger = slog.New(slog.DiscardHandler)
@@ -226,12 +261,12 @@ func (h *Hook) Run(ctx context.Context) (*Running, error) {
 	if steps == nil {
 		steps = Steps()
 	}
-	saved, err := copyDomain(h.Domain)
+	saved, err := copyDomain(hk.Domain)
 	if err != nil {
 		return nil, &HookError{Field: "Domain", Reason: err.Error()}
 	}
 	sctx, cancel := context.WithCancel(ctx)
-	st := &State{Hook: &hk, serveCtx: sctx, wg: &sync.WaitGroup{}}
+	st := &State{Hook: &hk, Render: render, serveCtx: sctx, wg: &sync.WaitGroup{}}
 	for _, s := range steps {
 		st.Log = hk.Logger.With("step", s.Name())
 		start := time.Now()
@@ -244,12 +279,12 @@ func (h *Hook) Run(ctx context.Context) (*Running, error) {
 			cancel()
 			st.wg.Wait()
 			undo(st)
-			*h.Domain = *saved
+			*hk.Domain = *saved
 			return nil, &StepError{Step: s.Name(), Err: err}
 		}
 		st.Log.Info("step done", "took", time.Since(start).Round(time.Millisecond))
 	}
-	return &Running{servers: st.servers, created: st.created, wg: st.wg, cancel: cancel}, nil
+	return &Running{domain: hk.Domain, servers: st.servers, created: st.created, wg: st.wg, cancel: cancel}, nil
 }
 
 // hasSlirp reports whether the VMI has a slirp interface.

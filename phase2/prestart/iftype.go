@@ -20,7 +20,7 @@ var ErrNeedsNetAdmin = errors.New("needs CAP_NET_ADMIN")
 // which needs CAP_NET_ADMIN, and the process has not got it (KubeVirt
 // v0.53's virt-launcher never has it).
 type InterfaceTypeError struct {
-	// Option names the setting ("Render.InterfaceType", or a
+	// Option names the setting ("InterfaceType" of [Hook], or a
 	// command-line flag in the examples); Value is what it asked for.
 	Option string
 	Value  binding.InterfaceType

@@ -26,14 +26,14 @@ func (Network) Name() string { return "network" }
 // every server is bound, or with the first that could not bind.
 func (Network) Run(ctx context.Context, st *State) error {
 	h := st.Hook
-	items, err := phase2.ReadRecords(ctx, h.VMI, h.Store, h.Registry)
+	items, err := phase2.ReadRecords(ctx, h.VMI, h.Store, phase2.Options{Registry: h.Registry})
 	if err != nil {
 		return err
 	}
 	if hasInterfaces(items, h.Domain) {
 		st.Log.Info("domain has the VMI's interfaces already; not enriched")
 	} else {
-		if err := phase2.Render(h.VMI, items, h.Domain, h.Render); err != nil {
+		if err := phase2.Render(h.VMI, items, h.Domain, st.Render); err != nil {
 			return err
 		}
 		st.Log.Info("interfaces added to the domain", "count", len(items))
@@ -105,7 +105,11 @@ func readResolvConf(st *State) ([]byte, error) {
 
 // serve starts one DHCP server and waits until it is bound.
 func (st *State) serve(ctx context.Context, cfg *dhcp.Config) error {
-	srv, err := dhcp.NewServer(cfg, st.Hook.Logger, st.Hook.DHCPOptions...)
+	var opts []dhcp.Option
+	if st.Hook.NetNS != "" {
+		opts = append(opts, dhcp.WithNetNS(st.Hook.NetNS))
+	}
+	srv, err := dhcp.NewServer(cfg, st.Hook.Logger, opts...)
 	if err != nil {
 		return fmt.Errorf("interface %q: %w", cfg.Interface, err)
 	}

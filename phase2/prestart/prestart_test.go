@@ -188,6 +188,34 @@ func TestRun(t *testing.T) {
 	require.Len(t, e.hook.Domain.Devices.Interfaces, 1)
 }
 
+// TestRunBuildsDomain: without Hook.Domain the hook builds the domain from
+// Dirs and returns it completed; it is the domain a caller-built one
+// becomes, and the caller's Hook is left as it was.
+func TestRunBuildsDomain(t *testing.T) {
+	e := newEnv(t, vmiYAML)
+	given := e.hook.Domain
+	e.hook.Domain = nil
+	r, err := e.hook.Run(context.Background())
+	require.NoError(t, err)
+	require.NoError(t, r.Stop())
+	require.Nil(t, e.hook.Domain)
+	require.NotNil(t, r.Domain())
+	require.Len(t, r.Domain().Devices.Interfaces, 1)
+	require.Equal(t, "raw", diskByAlias(t, r.Domain(), "scratch").Driver.Type)
+	built, err := r.Domain().Marshal()
+	require.NoError(t, err)
+
+	e.hook.Domain = given
+	r, err = e.hook.Run(context.Background())
+	require.NoError(t, err)
+	require.NoError(t, r.Stop())
+	require.Same(t, given, r.Domain())
+	completed, err := given.Marshal()
+	require.NoError(t, err)
+	require.Equal(t, completed, built)
+
+}
+
 func TestHostname(t *testing.T) {
 	e := newEnv(t, vmiYAML)
 	e.hook.Hostname = "override"
