@@ -5,14 +5,15 @@
 //  1. load and validate the VMI (-vmi FILE);
 //  2. phase1.Run in the namespace (-netns NAME or path; needs root),
 //     standing in for virt-handler, writing the cache under -dir;
-//  3. domxml.Build: the domain without its interfaces;
-//  4. the preStartHook (package phase2/prestart): disk sources, the
-//     interfaces, a DHCP server per bridge/masquerade interface with its
-//     sockets inside the namespace, the cloud-init and sysprep images;
-//  5. write the domain XML (-o FILE, default stdout: the XML alone, so
+//  3. the preStartHook (package phase2/prestart), one call: it builds the
+//     domain (domxml.Build), readies the disk sources, renders the
+//     interfaces, starts a DHCP server per interface whose binding asks for
+//     one (bridge, masquerade) with its sockets inside the namespace
+//     (Hook.NetNS), and writes the cloud-init and sysprep images;
+//  4. write the domain XML (-o FILE, default stdout: the XML alone, so
 //     that `launcher ... > domain.xml` is XML; progress and logs go to
 //     stderr);
-//  6. keep the DHCP servers running until SIGINT/SIGTERM (or exit at once
+//  5. keep the DHCP servers running until SIGINT/SIGTERM (or exit at once
 //     with -once); with -cleanup, undo phase1 on the way out.
 //
 // Example, with a namespace made by `ip netns add pod` and a veth eth0 in

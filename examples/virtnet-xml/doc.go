@@ -25,4 +25,8 @@
 // (addresses, default route, MAC, MTU 1440), in a temporary cache. A VMI
 // that does not validate prints every problem with its field path and
 // exits with status 2.
+//
+// The XML is phase2.Domain's, the dry run: no DHCP server and no image. A
+// launcher that boots the domain uses prestart.Hook (see examples/launcher),
+// which renders the same interfaces and serves their DHCP.
 package main
