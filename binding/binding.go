@@ -124,7 +124,14 @@ type Binding interface {
 // for every interface whose binding implements DHCPServer and whose
 // ServesDHCP is true for its record; the server's configuration comes from
 // the record (phase2/dhcp.NewConfig), and a record without IPAM gets no
-// server. A binding that does not implement it gets no DHCP server.
+// server. A binding that does not implement it gets no DHCP server
+// (prestart.TestBindingAsksForDHCP).
+//
+// It answers yes or no rather than returning the server's configuration:
+// that is the record's (addresses, routes, MTU) and the VMI's (DHCP
+// options, hostname) in every case, and returning a dhcp.Config would make
+// this package import phase2/dhcp, which links the netlink code its
+// sockets need.
 type DHCPServer interface {
 	// ServesDHCP reports whether the launcher serves DHCP for the
 	// interface of rec (nil when the binding's NeedsRecord is false).
