@@ -65,9 +65,6 @@ type Config struct {
 	ResolvConf string
 	// Logger is never nil after fill.
 	Logger *slog.Logger
-	// DHCPOptions are passed to every DHCP server after
-	// dhcp.WithNetNS(NetNS).
-	DHCPOptions []dhcp.Option
 }
 
 // SocketName is the socket's file name: <plugin>.sock, or, serving all
@@ -363,8 +360,7 @@ func (s *sidecar) startDHCP(ctx context.Context, vmi *api.VMI, items []phase2.It
 }
 
 func (s *sidecar) serve(ctx context.Context, cfg *dhcp.Config) (*runningDHCP, error) {
-	opts := append([]dhcp.Option{dhcp.WithNetNS(s.cfg.NetNS)}, s.cfg.DHCPOptions...)
-	srv, err := dhcp.NewServer(cfg, s.log, opts...)
+	srv, err := dhcp.NewServer(cfg, s.log, dhcp.WithNetNS(s.cfg.NetNS))
 	if err != nil {
 		return nil, err
 	}
