@@ -14,11 +14,14 @@
 //     the node sees the pod IP as source, the node reaches the guest at the
 //     pod IP on the declared port.
 //   - TestBridgeGuestCNI: the bridge binding on CNI-made pods (flannel-like,
-//     Calico-like /32 with option 121, kindnet-like ptp with a second pod).
+//     Calico-like /32 with option 121, kindnet-like ptp, also a /32 with
+//     option 121, with a second pod; under -race the flannel-like one only).
 //     The binding needs a dummy link; on a kernel without one the test runs
 //     inside the kernel VM (internal/kernelvm) with the host's root shared
 //     read-only, where libvirt runs QEMU nested under TCG. The guest leases
 //     the pod's own IP from our server; phase1 is re-run while it runs.
+//     A nested guest costs about two minutes (QEMU to the guest's init
+//     60-100 s, against 2 s unnested).
 //
 // libvirt's QEMU capabilities are cached between tests (capsCacheDir), as
 // each test has a fresh libvirt root. Each test logs its figures: time to
