@@ -23,7 +23,11 @@ var ErrClosed = errors.New("nsexec: thread closed")
 // [Thread.Close] ends the goroutine, the Go runtime discards the thread
 // instead of handing it, still in the namespace, to other goroutines; a
 // thread the runtime starts later is cloned from its template thread, not
-// from this one.
+// from this one. Before it ends, the thread goes back to the namespace it
+// came from: should the goroutine have run on the process's main thread,
+// which the runtime cannot end and parks for good instead, that thread
+// neither holds the pod's namespace alive nor makes /proc/self/ns/net name
+// it.
 type Thread struct {
 	calls chan func()
 	// mu guards closed against a send on calls after Close.
@@ -52,10 +56,18 @@ func StartFd(fd int, name string) (*Thread, error) {
 		runtime.LockOSThread()
 		// Never unlocked, even on failure: the thread ends with this
 		// goroutine (after a failed setns its namespace is unknown).
+		home, err := os.Open("/proc/thread-self/ns/net")
+		if err != nil {
+			errc <- fmt.Errorf("open current network namespace: %w", err)
+			return
+		}
+		defer home.Close()
 		if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
 			errc <- fmt.Errorf("enter network namespace %s: %w", name, err)
 			return
 		}
+		// Best effort: the thread is discarded either way.
+		defer func() { _ = unix.Setns(int(home.Fd()), unix.CLONE_NEWNET) }()
 		errc <- nil
 		for fn := range t.calls {
 			fn()

@@ -94,15 +94,41 @@ func TestThreadCloseDiscardsTheThread(t *testing.T) {
 	th.Close() // twice is fine
 	require.ErrorIs(t, th.Do(func() error { return nil }), nsexec.ErrClosed)
 	// The runtime ends the locked thread once its goroutine returns
-	// (bounded wait: it happens on the goroutine's exit path).
+	// (bounded wait: it happens on the goroutine's exit path, which a
+	// loaded machine may not schedule for a while).
 	left := -1
-	for range 200 {
+	for range 2000 {
 		if left = threadsIn(t, want); left == 0 {
 			break
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
 	require.Zero(t, left, "a thread of the process is still in the namespace after Close")
+}
+
+// TestThreadMainThreadGoesHome: threads come and go many times; the
+// runtime sometimes runs a thread's goroutine on the process's main thread,
+// which it parks for good rather than ending. That thread must not stay in
+// the namespace (keeping it alive, and /proc/self/ns/net naming it).
+func TestThreadMainThreadGoesHome(t *testing.T) {
+	ns := testutil.NewNS(t, "vn-thr")
+	want := nsIno(t, ns.Path)
+	home := nsIno(t, "/proc/thread-self/ns/net")
+	for range 64 {
+		th, err := nsexec.Start(ns.Path)
+		require.NoError(t, err)
+		require.NoError(t, th.Do(func() error { return nil }))
+		th.Close()
+	}
+	left := -1
+	for range 2000 {
+		if left = threadsIn(t, want); left == 0 {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	require.Zero(t, left, "threads of the process still in the namespace")
+	require.Equal(t, home, nsIno(t, "/proc/self/ns/net"), "the main thread is home")
 }
 
 func TestThreadStartErrors(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +24,17 @@ import (
 
 // linkLocal waits until the link has a link-local IPv6 address that
 // finished duplicate address detection and returns it.
+// zone names link name of namespace ns as a numeric IPv6 zone (its
+// ifindex). A zone given by name goes through the Go runtime's
+// process-wide name-to-index cache, which one test process shares between
+// all its namespaces: "eth0" of an earlier namespace would be bound.
+func zone(t *testing.T, ns *testutil.NS, name string) string {
+	t.Helper()
+	l, err := ns.Handle.LinkByName(name)
+	require.NoError(t, err)
+	return strconv.Itoa(l.Attrs().Index)
+}
+
 func linkLocal(t *testing.T, ns *testutil.NS, name string) net.IP {
 	t.Helper()
 	var ll net.IP
@@ -199,14 +211,14 @@ func TestDHCPv6ForeignClient(t *testing.T) {
 		} {
 			if i == 0 { // a few tries: one Solicit may be lost on a loaded machine
 				require.NoError(t, poll(5, func() error {
-					got, err := solicit(client, src, duid)
+					got, err := solicit(t, client, src, duid)
 					if err == nil && got != dhcpv6.MessageTypeAdvertise {
 						err = fmt.Errorf("the VM (%s) must be answered, got %v: %w", duid, got, errNotYet)
 					}
 					return err
 				}))
 			} else {
-				got, err := solicit(client, src, duid)
+				got, err := solicit(t, client, src, duid)
 				require.NoError(t, err)
 				require.Zero(t, got, "a foreign client (%s) must get no reply", duid)
 			}
@@ -216,10 +228,11 @@ func TestDHCPv6ForeignClient(t *testing.T) {
 
 // solicit sends one Solicit with the DUID from src on eth0 of ns and
 // returns the type of the reply, or 0 when none came within 2s.
-func solicit(ns *testutil.NS, src net.IP, duid dhcpv6.DUID) (dhcpv6.MessageType, error) {
+func solicit(t *testing.T, ns *testutil.NS, src net.IP, duid dhcpv6.DUID) (dhcpv6.MessageType, error) {
 	var got dhcpv6.MessageType
+	eth0 := zone(t, ns, "eth0")
 	err := ns.Do(func() error {
-		c, err := net.ListenPacket("udp6", "["+src.String()+"%eth0]:546")
+		c, err := net.ListenPacket("udp6", "["+src.String()+"%"+eth0+"]:546")
 		if err != nil {
 			return err
 		}
@@ -229,7 +242,7 @@ func solicit(ns *testutil.NS, src net.IP, duid dhcpv6.DUID) (dhcpv6.MessageType,
 			return err
 		}
 		sol.Options.Del(dhcpv6.OptionRapidCommit)
-		if _, err := c.WriteTo(sol.ToBytes(), &net.UDPAddr{IP: net.ParseIP("ff02::1:2"), Port: 547, Zone: "eth0"}); err != nil {
+		if _, err := c.WriteTo(sol.ToBytes(), &net.UDPAddr{IP: net.ParseIP("ff02::1:2"), Port: 547, Zone: eth0}); err != nil {
 			return err
 		}
 		buf := make([]byte, 1500)
@@ -280,7 +293,7 @@ func TestDHCPv6NeighborEntry(t *testing.T) {
 	serve(t, s)
 
 	duid := &dhcpv6.DUIDUUID{UUID: [16]byte{9, 8, 7}}
-	got, err := solicit(vm, priv.AsSlice(), duid)
+	got, err := solicit(t, vm, priv.AsSlice(), duid)
 	require.NoError(t, err)
 	require.Zero(t, got, "nothing ties this client to the VM's MAC yet: the pod does not forward, it ignored the solicitation the VM's kernel sent")
 
@@ -304,7 +317,7 @@ func TestDHCPv6NeighborEntry(t *testing.T) {
 		return c.WriteTo(rs, nil, netip.MustParseAddr("ff02::2"))
 	}))
 	require.NoError(t, poll(50, func() error {
-		got, err := solicit(vm, priv.AsSlice(), duid)
+		got, err := solicit(t, vm, priv.AsSlice(), duid)
 		if err != nil {
 			return err
 		}
