@@ -34,7 +34,7 @@ if [ -n "${KUBEVIRT_SRC:-}" ]; then
 fi
 gobench ./phase2 'Render1$|Render64$|Load64$' 2s >"$tmp/go"
 gobench ./examples/virtnet-xml 'DecodeRender$' 2s >>"$tmp/go"
-gobench ./internal/netdriver 'ApplyNAT$' 40x >>"$tmp/go"
+gobench ./netdriver/kernel 'ApplyNAT$' 40x >>"$tmp/go"
 gobench ./phase2/dhcp 'DiscoverAck$|ServerHeap$' 2000x >>"$tmp/go"
 
 echo "| benchmark | result | per interface | notes |"

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/virtnet/virtnet/cache"
-	"github.com/virtnet/virtnet/internal/netdriver"
+	"github.com/virtnet/virtnet/netdriver"
 )
 
 // ForeignLinkError is a link with the name phase1 needs that phase1 did

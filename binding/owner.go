@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/virtnet/virtnet/internal/netdriver"
+	"github.com/virtnet/virtnet/netdriver"
 )
 
 // Ownership: phase1 marks every link it creates (bridge, tap, the bridge

@@ -11,17 +11,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/virtnet/virtnet/netdriver/netdrivertest"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/virtnet/virtnet/binding/masquerade"
 	"github.com/virtnet/virtnet/cache"
-	"github.com/virtnet/virtnet/internal/netdriver"
 	"github.com/virtnet/virtnet/internal/testutil"
+	"github.com/virtnet/virtnet/netdriver"
 	"github.com/virtnet/virtnet/phase1"
 )
 
-func threeLinks() []netdriver.SimLink {
-	return []netdriver.SimLink{{Name: "eth0"}, {Name: "net1"}, {Name: "net2", NoIPAM: true}}
+func threeLinks() []netdrivertest.SimLink {
+	return []netdrivertest.SimLink{{Name: "eth0"}, {Name: "net1"}, {Name: "net2", NoIPAM: true}}
 }
 
 // TestLaterRecordCheckedBeforeKernel: an unsafe or unreadable record of
@@ -53,7 +55,7 @@ func TestLaterRecordCheckedBeforeKernel(t *testing.T) {
 		for _, kind := range []string{"pod-interface", "interface"} {
 			t.Run(tc.name+"/"+kind, func(t *testing.T) {
 				vmi := testutil.LoadVMI(t, threeVMI)
-				f := netdriver.SimulatedPod(threeLinks()...)
+				f := netdrivertest.SimulatedPod(threeLinks()...)
 				pristine := f.Snapshot()
 				s := testutil.NewStore(t)
 				p, err := s.ProgressPath(uid, "red")
@@ -105,7 +107,7 @@ func TestFinishedWriteFailureRollsBack(t *testing.T) {
 	for _, iface := range []string{"default", "blue", "red"} {
 		t.Run(iface, func(t *testing.T) {
 			vmi := testutil.LoadVMI(t, threeVMI)
-			f := netdriver.SimulatedPod(threeLinks()...)
+			f := netdrivertest.SimulatedPod(threeLinks()...)
 			pristine := f.Snapshot()
 			s := testutil.NewStore(t)
 			// The second write of the progress record is "finished".
@@ -134,7 +136,7 @@ func TestFinishedWriteFailureRollsBack(t *testing.T) {
 // the VMI's records are removed at the start of the next run.
 func TestStaleTempFilesRemoved(t *testing.T) {
 	vmi := testutil.LoadVMI(t, bridgeVMI)
-	f := netdriver.SimulatedPod(netdriver.SimLink{Name: "eth0"})
+	f := netdrivertest.SimulatedPod(netdrivertest.SimLink{Name: "eth0"})
 	s := testutil.NewStore(t)
 	p, err := s.ProgressPath(uid, "default")
 	require.NoError(t, err)
@@ -158,7 +160,7 @@ func TestStaleTempFilesRemoved(t *testing.T) {
 // kernel call; once the lock is free, a waiting Run proceeds.
 func TestLockHeld(t *testing.T) {
 	vmi := testutil.LoadVMI(t, bridgeVMI)
-	f := netdriver.SimulatedPod(netdriver.SimLink{Name: "eth0"})
+	f := netdrivertest.SimulatedPod(netdrivertest.SimLink{Name: "eth0"})
 	s := testutil.NewStore(t)
 	held, err := s.LockVMI(context.Background(), uid)
 	require.NoError(t, err)
@@ -205,7 +207,7 @@ func TestLockHeld(t *testing.T) {
 func TestRunRacesCleanup(t *testing.T) {
 	vmi := testutil.LoadVMI(t, threeVMI)
 	for try := range 20 {
-		f := netdriver.SimulatedPod(threeLinks()...)
+		f := netdrivertest.SimulatedPod(threeLinks()...)
 		pristine := f.Snapshot()
 		s := testutil.NewStore(t)
 		errs := make(chan error, 4)
@@ -231,7 +233,7 @@ func TestRunRacesCleanup(t *testing.T) {
 		}
 		require.NoError(t, err)
 		require.Equal(t, cache.Finished, pod.State)
-		ref := netdriver.SimulatedPod(threeLinks()...)
+		ref := netdrivertest.SimulatedPod(threeLinks()...)
 		require.NoError(t, run(t, vmi, ref, testutil.NewStore(t), phase1.Options{}))
 		require.Equal(t, ref.Snapshot().Links, f.Snapshot().Links, "try %d: records say finished, so all set up", try)
 	}
@@ -257,8 +259,8 @@ func TestMasqueradeNetworkOverlapsPod(t *testing.T) {
 				yaml = strings.Replace(yaml, "pod: {}", "pod: {vmNetworkCIDR: "+tc.cidr+"}", 1)
 			}
 			vmi := testutil.LoadVMI(t, yaml)
-			f := netdriver.NewFake()
-			pl := netdriver.PodLink{Name: "eth0", MTU: 1500, Addresses: []netip.Prefix{netip.MustParsePrefix(tc.podAddr)},
+			f := netdrivertest.NewFake()
+			pl := netdrivertest.PodLink{Name: "eth0", MTU: 1500, Addresses: []netip.Prefix{netip.MustParsePrefix(tc.podAddr)},
 				Routes: []netdriver.Route{{Dst: netip.MustParsePrefix("0.0.0.0/0"), Gateway: netip.MustParseAddr("169.254.1.1")}}}
 			if tc.route != "" {
 				pl.Routes = append(pl.Routes, netdriver.Route{Dst: netip.MustParsePrefix(tc.route), Gateway: netip.MustParseAddr("169.254.1.1")})
@@ -288,7 +290,7 @@ func TestMasqueradeNetworkOverlapsPod(t *testing.T) {
 // writes nothing (no fsync at all).
 func TestRunSyncsBeforeReturn(t *testing.T) {
 	vmi := testutil.LoadVMI(t, threeVMI)
-	f := netdriver.SimulatedPod(threeLinks()...)
+	f := netdrivertest.SimulatedPod(threeLinks()...)
 	var steps []cache.WriteStep
 	s := testutil.NewStore(t).WithHook(func(st cache.WriteStep, tmp, path string) error {
 		steps = append(steps, st)

@@ -8,14 +8,16 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/virtnet/virtnet/netdriver/netdrivertest"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/binding"
 	"github.com/virtnet/virtnet/binding/masquerade"
 	"github.com/virtnet/virtnet/cache"
-	"github.com/virtnet/virtnet/internal/netdriver"
 	"github.com/virtnet/virtnet/internal/testutil"
+	"github.com/virtnet/virtnet/netdriver"
 	"github.com/virtnet/virtnet/phase1"
 )
 
@@ -79,31 +81,31 @@ func TestErrorMessages(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		yaml      string
-		links     []netdriver.SimLink
-		extra     func(f *netdriver.Fake)
+		links     []netdrivertest.SimLink
+		extra     func(f *netdrivertest.Fake)
 		mutate    func(v *api.VMI)
 		want      string
 		permanent bool
 		is        error
 	}{
-		{name: "missing pod link", yaml: bridgeVMI, links: []netdriver.SimLink{{Name: "eth9"}},
+		{name: "missing pod link", yaml: bridgeVMI, links: []netdrivertest.SimLink{{Name: "eth9"}},
 			want:      `phase1: interface "default": discover: pod link "eth0": not found in the pod namespace`,
 			permanent: true, is: phase1.ErrLinkNotFound},
-		{name: "foreign bridge", yaml: bridgeVMI, links: []netdriver.SimLink{{Name: "eth0"}, {Name: "k6t-eth0"}},
+		{name: "foreign bridge", yaml: bridgeVMI, links: []netdrivertest.SimLink{{Name: "eth0"}, {Name: "k6t-eth0"}},
 			want:      `phase1: interface "default": prepare: link "k6t-eth0" is not ours: has type veth, want bridge`,
 			permanent: true},
-		{name: "address in use", yaml: masqueradeVMI, links: []netdriver.SimLink{{Name: "eth0"}, {Name: "other"}},
-			extra: func(f *netdriver.Fake) {
+		{name: "address in use", yaml: masqueradeVMI, links: []netdrivertest.SimLink{{Name: "eth0"}, {Name: "other"}},
+			extra: func(f *netdrivertest.Fake) {
 				require.NoError(t, f.AddrReplace("other", netip.MustParsePrefix("10.0.2.1/24")))
 			},
 			want:      `phase1: interface "default": prepare: address 10.0.2.1 is already on link "other", phase1 needs it on "k6t-eth0"`,
 			permanent: true},
-		{name: "bad UID", yaml: bridgeVMI, links: []netdriver.SimLink{{Name: "eth0"}},
+		{name: "bad UID", yaml: bridgeVMI, links: []netdrivertest.SimLink{{Name: "eth0"}},
 			mutate:    func(v *api.VMI) { v.Metadata.UID = "../x" },
 			want:      `phase1: validate: cache: metadata.uid "../x" cannot name a cache file (empty, '.', '..', '/', NUL or over 253 bytes)`,
 			permanent: true},
-		{name: "kernel busy", yaml: bridgeVMI, links: []netdriver.SimLink{{Name: "eth0"}},
-			extra: func(f *netdriver.Fake) { f.FailAt(1, syscall.EBUSY) },
+		{name: "kernel busy", yaml: bridgeVMI, links: []netdrivertest.SimLink{{Name: "eth0"}},
+			extra: func(f *netdrivertest.Fake) { f.FailAt(1, syscall.EBUSY) },
 			want:  `phase1: interface "default": prepare: fake: SetDown eth0: device or resource busy`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -111,7 +113,7 @@ func TestErrorMessages(t *testing.T) {
 			if tc.mutate != nil {
 				tc.mutate(vmi)
 			}
-			f := netdriver.SimulatedPod(tc.links...)
+			f := netdrivertest.SimulatedPod(tc.links...)
 			if tc.extra != nil {
 				tc.extra(f)
 			}

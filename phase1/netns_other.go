@@ -5,7 +5,7 @@ package phase1
 import (
 	"os"
 
-	"github.com/virtnet/virtnet/internal/netdriver"
+	"github.com/virtnet/virtnet/netdriver"
 )
 
 // openNamespace needs Linux; elsewhere no namespace can be opened.

@@ -10,12 +10,14 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/virtnet/virtnet/netdriver/kernel"
+
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/binding"
 	"github.com/virtnet/virtnet/binding/registry"
 	"github.com/virtnet/virtnet/cache"
 	"github.com/virtnet/virtnet/internal/names"
-	"github.com/virtnet/virtnet/internal/netdriver"
+	"github.com/virtnet/virtnet/netdriver"
 )
 
 // Options tune [Run] and [Cleanup]. The zero value is ready to use.
@@ -26,7 +28,7 @@ type Options struct {
 	// Logger receives progress; nil discards it.
 	Logger *slog.Logger
 	// Driver, when set, is used instead of opening netnsPath (tests and
-	// the example's simulated pod use netdriver.Fake).
+	// the example's simulated pod use netdrivertest.Fake).
 	Driver netdriver.Driver
 	// KeepOnFailure leaves the namespace and the records as a failure
 	// left them (for debugging, and to test resuming). By default a
@@ -265,7 +267,7 @@ func driverFor(netnsPath string, opts Options) (netdriver.Driver, func(), error)
 	if opts.Driver != nil {
 		return opts.Driver, func() {}, nil
 	}
-	d, closeFn, err := netdriver.OpenDriver(netnsPath)
+	d, closeFn, err := kernel.OpenDriver(netnsPath)
 	if err != nil {
 		return nil, nil, &Error{Step: StepOpen, Err: err}
 	}

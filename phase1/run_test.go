@@ -8,14 +8,16 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/virtnet/virtnet/netdriver/netdrivertest"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/binding"
 	"github.com/virtnet/virtnet/cache"
-	"github.com/virtnet/virtnet/internal/netdriver"
 	"github.com/virtnet/virtnet/internal/testutil"
 	"github.com/virtnet/virtnet/internal/testutil/phase1test"
+	"github.com/virtnet/virtnet/netdriver"
 	"github.com/virtnet/virtnet/phase1"
 )
 
@@ -68,9 +70,9 @@ spec:
 // threeInterfaces is a VMI with masquerade and two bridges, one without
 // IPAM.
 var threeInterfaces = phase1test.Scenario{Name: "three-interfaces", VMI: threeVMI, MinCalls: 6,
-	Links: []netdriver.SimLink{{Name: "eth0"}, {Name: "net1"}, {Name: "net2", NoIPAM: true}}}
+	Links: []netdrivertest.SimLink{{Name: "eth0"}, {Name: "net1"}, {Name: "net2", NoIPAM: true}}}
 
-func run(t testing.TB, vmi *api.VMI, f *netdriver.Fake, s *cache.Store, opts phase1.Options) error {
+func run(t testing.TB, vmi *api.VMI, f *netdrivertest.Fake, s *cache.Store, opts phase1.Options) error {
 	t.Helper()
 	opts.Driver = f
 	return phase1.Run(context.Background(), vmi, "", s, opts)
@@ -78,7 +80,7 @@ func run(t testing.TB, vmi *api.VMI, f *netdriver.Fake, s *cache.Store, opts pha
 
 func TestRunBridgeState(t *testing.T) {
 	vmi := testutil.LoadVMI(t, bridgeVMI)
-	f := netdriver.SimulatedPod(netdriver.SimLink{Name: "eth0"})
+	f := netdrivertest.SimulatedPod(netdrivertest.SimLink{Name: "eth0"})
 	podMAC := mustLink(t, f, "eth0").MAC.String()
 	s := testutil.NewStore(t)
 	require.NoError(t, run(t, vmi, f, s, phase1.Options{}))
@@ -132,7 +134,7 @@ func TestRunBridgeState(t *testing.T) {
 
 func TestRunMasqueradeState(t *testing.T) {
 	vmi := testutil.LoadVMI(t, masqueradeVMI)
-	f := netdriver.SimulatedPod(netdriver.SimLink{Name: "eth0"})
+	f := netdrivertest.SimulatedPod(netdrivertest.SimLink{Name: "eth0"})
 	s := testutil.NewStore(t)
 	require.NoError(t, run(t, vmi, f, s, phase1.Options{}))
 	pod := mustLink(t, f, "eth0")
@@ -161,7 +163,7 @@ func TestRunMasqueradeState(t *testing.T) {
 
 func TestRunThreeInterfaces(t *testing.T) {
 	vmi := testutil.LoadVMI(t, threeVMI)
-	f := netdriver.SimulatedPod(netdriver.SimLink{Name: "eth0"}, netdriver.SimLink{Name: "net1"}, netdriver.SimLink{Name: "net2", NoIPAM: true})
+	f := netdrivertest.SimulatedPod(netdrivertest.SimLink{Name: "eth0"}, netdrivertest.SimLink{Name: "net1"}, netdrivertest.SimLink{Name: "net2", NoIPAM: true})
 	s := testutil.NewStore(t)
 	require.NoError(t, run(t, vmi, f, s, phase1.Options{}))
 	requireAddrs(t, f, "k6t-eth0", "10.0.2.1/24")
@@ -197,8 +199,8 @@ func TestRunHostile(t *testing.T) {
 	tests := []struct {
 		name     string
 		yaml     string
-		links    []netdriver.SimLink
-		extra    func(f *netdriver.Fake)
+		links    []netdrivertest.SimLink
+		extra    func(f *netdrivertest.Fake)
 		store    func(t *testing.T) *cache.Store
 		step     string
 		as       any
@@ -208,52 +210,52 @@ func TestRunHostile(t *testing.T) {
 		// retryable: not [phase1.Error.Permanent] (every other row is).
 		retryable bool
 	}{
-		{name: "missing pod link", yaml: bridgeVMI, links: []netdriver.SimLink{{Name: "eth9"}},
+		{name: "missing pod link", yaml: bridgeVMI, links: []netdrivertest.SimLink{{Name: "eth9"}},
 			step: phase1.StepDiscover, as: new(*binding.PodLinkError), contains: `"eth0"`},
-		{name: "foreign bridge name", yaml: bridgeVMI, links: []netdriver.SimLink{{Name: "eth0"}, {Name: "k6t-eth0"}},
+		{name: "foreign bridge name", yaml: bridgeVMI, links: []netdrivertest.SimLink{{Name: "eth0"}, {Name: "k6t-eth0"}},
 			step: phase1.StepPrepare, as: new(*binding.ForeignLinkError), contains: "k6t-eth0"},
-		{name: "foreign tap name", yaml: masqueradeVMI, links: []netdriver.SimLink{{Name: "eth0"}},
-			extra: func(f *netdriver.Fake) { require.NoError(t, f.AddDummy("tap0")) },
+		{name: "foreign tap name", yaml: masqueradeVMI, links: []netdrivertest.SimLink{{Name: "eth0"}},
+			extra: func(f *netdrivertest.Fake) { require.NoError(t, f.AddDummy("tap0")) },
 			step:  phase1.StepPrepare, as: new(*binding.ForeignLinkError), contains: "tap0"},
-		{name: "masquerade gateway already on another link", yaml: masqueradeVMI, links: []netdriver.SimLink{{Name: "eth0"}, {Name: "other"}},
-			extra: func(f *netdriver.Fake) {
+		{name: "masquerade gateway already on another link", yaml: masqueradeVMI, links: []netdrivertest.SimLink{{Name: "eth0"}, {Name: "other"}},
+			extra: func(f *netdrivertest.Fake) {
 				require.NoError(t, f.AddrReplace("other", netip.MustParsePrefix("10.0.2.1/24")))
 			},
 			step: phase1.StepPrepare, as: new(*binding.AddressInUseError), contains: `10.0.2.1 is already on link "other"`},
-		{name: "bridge link-local address already on another link", yaml: bridgeVMI, links: []netdriver.SimLink{{Name: "eth0"}, {Name: "other"}},
-			extra: func(f *netdriver.Fake) {
+		{name: "bridge link-local address already on another link", yaml: bridgeVMI, links: []netdrivertest.SimLink{{Name: "eth0"}, {Name: "other"}},
+			extra: func(f *netdrivertest.Fake) {
 				require.NoError(t, f.AddrReplace("other", netip.MustParsePrefix("169.254.75.10/32")))
 			},
 			step: phase1.StepPrepare, as: new(*binding.AddressInUseError), contains: "169.254.75.10"},
-		{name: "pod IP already on another link", yaml: bridgeVMI, links: []netdriver.SimLink{{Name: "eth0"}, {Name: "other"}},
-			extra: func(f *netdriver.Fake) {
+		{name: "pod IP already on another link", yaml: bridgeVMI, links: []netdrivertest.SimLink{{Name: "eth0"}, {Name: "other"}},
+			extra: func(f *netdrivertest.Fake) {
 				require.NoError(t, f.AddrReplace("other", netip.MustParsePrefix("10.244.1.7/32")))
 			},
 			step: phase1.StepPrepare, as: new(*binding.AddressInUseError), contains: "10.244.1.7"},
-		{name: "pod link is a dummy", yaml: bridgeVMI, links: []netdriver.SimLink{{Name: "eth0", Type: netdriver.TypeDummy}},
+		{name: "pod link is a dummy", yaml: bridgeVMI, links: []netdrivertest.SimLink{{Name: "eth0", Type: netdriver.TypeDummy}},
 			step: phase1.StepDiscover, as: new(*binding.PodLinkError), contains: "dummy"},
-		{name: "pod link carries phase1's mark", yaml: bridgeVMI, links: []netdriver.SimLink{{Name: "eth0"}},
-			extra: func(f *netdriver.Fake) {
+		{name: "pod link carries phase1's mark", yaml: bridgeVMI, links: []netdrivertest.SimLink{{Name: "eth0"}},
+			extra: func(f *netdrivertest.Fake) {
 				require.NoError(t, f.AddAltName("eth0", binding.Mark(netdriver.TypeDummy, "another-vmi", "default")))
 			},
 			step: phase1.StepDiscover, as: &isError{binding.ErrPrepared}, contains: "mark"},
-		{name: "pod link is a port of a k6t- bridge", yaml: masqueradeVMI, links: []netdriver.SimLink{{Name: "eth0"}},
-			extra: func(f *netdriver.Fake) {
+		{name: "pod link is a port of a k6t- bridge", yaml: masqueradeVMI, links: []netdrivertest.SimLink{{Name: "eth0"}},
+			extra: func(f *netdrivertest.Fake) {
 				require.NoError(t, f.AddBridge("k6t-old", 1500, nil))
 				require.NoError(t, f.SetMaster("eth0", "k6t-old"))
 			},
 			step: phase1.StepDiscover, as: &isError{binding.ErrPrepared}, contains: "port of bridge k6t-old"},
-		{name: "phase1's tap next to the pod link", yaml: masqueradeVMI, links: []netdriver.SimLink{{Name: "eth0"}},
-			extra: func(f *netdriver.Fake) {
+		{name: "phase1's tap next to the pod link", yaml: masqueradeVMI, links: []netdrivertest.SimLink{{Name: "eth0"}},
+			extra: func(f *netdrivertest.Fake) {
 				require.NoError(t, f.AddTap(netdriver.Tap{Name: "tap0", Owner: 107, Group: 107}))
 				require.NoError(t, f.AddAltName("tap0", binding.Mark(netdriver.TypeTuntap, uid, "default")))
 			},
 			step: phase1.StepDiscover, as: &isError{binding.ErrPrepared}, contains: "tap0"},
-		{name: "renamed NIC next to the pod link", yaml: bridgeVMI, links: []netdriver.SimLink{{Name: "eth0"}, {Name: "eth0-nic"}},
+		{name: "renamed NIC next to the pod link", yaml: bridgeVMI, links: []netdrivertest.SimLink{{Name: "eth0"}, {Name: "eth0-nic"}},
 			step: phase1.StepDiscover, as: &isError{binding.ErrPrepared}, contains: "eth0-nic"},
-		{name: "masquerade without address", yaml: masqueradeVMI, links: []netdriver.SimLink{{Name: "eth0", NoIPAM: true}},
+		{name: "masquerade without address", yaml: masqueradeVMI, links: []netdrivertest.SimLink{{Name: "eth0", NoIPAM: true}},
 			step: phase1.StepPlan, contains: "no global address"},
-		{name: "cache dir not writable", yaml: bridgeVMI, links: []netdriver.SimLink{{Name: "eth0"}},
+		{name: "cache dir not writable", yaml: bridgeVMI, links: []netdrivertest.SimLink{{Name: "eth0"}},
 			store: func(t *testing.T) *cache.Store {
 				dir := t.TempDir()
 				require.NoError(t, os.WriteFile(filepath.Join(dir, "file"), nil, 0o644))
@@ -266,7 +268,7 @@ func TestRunHostile(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			vmi := testutil.LoadVMI(t, tt.yaml)
-			f := netdriver.SimulatedPod(tt.links...)
+			f := netdrivertest.SimulatedPod(tt.links...)
 			if tt.extra != nil {
 				tt.extra(f)
 			}
@@ -306,7 +308,7 @@ func TestRunHostile(t *testing.T) {
 func TestRunRejectsBadNamesBeforeKernel(t *testing.T) {
 	vmi := testutil.LoadVMI(t, bridgeVMI)
 	vmi.Metadata.UID = "../escape"
-	f := netdriver.SimulatedPod(netdriver.SimLink{Name: "eth0"})
+	f := netdrivertest.SimulatedPod(netdrivertest.SimLink{Name: "eth0"})
 	err := run(t, vmi, f, testutil.NewStore(t), phase1.Options{})
 	var pe *phase1.Error
 	require.ErrorAs(t, err, &pe)
@@ -314,14 +316,14 @@ func TestRunRejectsBadNamesBeforeKernel(t *testing.T) {
 	require.Empty(t, f.Calls())
 }
 
-func mustLink(t testing.TB, f *netdriver.Fake, name string) *netdriver.Link {
+func mustLink(t testing.TB, f *netdrivertest.Fake, name string) *netdriver.Link {
 	t.Helper()
 	l, err := f.LinkByName(name)
 	require.NoError(t, err)
 	return l
 }
 
-func requireAddrs(t testing.TB, f *netdriver.Fake, name string, want ...string) {
+func requireAddrs(t testing.TB, f *netdrivertest.Fake, name string, want ...string) {
 	t.Helper()
 	var got []string
 	for _, fam := range []netdriver.Family{netdriver.IPv4, netdriver.IPv6} {
@@ -339,8 +341,8 @@ func requireAddrs(t testing.TB, f *netdriver.Fake, name string, want ...string) 
 // prepared; the first is undone (all or none).
 func TestRollbackOnLaterDiscoverFailure(t *testing.T) {
 	vmi := testutil.LoadVMI(t, threeVMI)
-	links := []netdriver.SimLink{{Name: "eth0"}, {Name: "net2", NoIPAM: true}}
-	f := netdriver.SimulatedPod(links...)
+	links := []netdrivertest.SimLink{{Name: "eth0"}, {Name: "net2", NoIPAM: true}}
+	f := netdrivertest.SimulatedPod(links...)
 	pristine := f.Snapshot()
 	s := testutil.NewStore(t)
 	err := run(t, vmi, f, s, phase1.Options{})
@@ -360,8 +362,8 @@ func TestRollbackOnLaterDiscoverFailure(t *testing.T) {
 // interface and undoes the ones done, despite the cancellation.
 func TestCanceled(t *testing.T) {
 	vmi := testutil.LoadVMI(t, threeVMI)
-	links := []netdriver.SimLink{{Name: "eth0"}, {Name: "net1"}, {Name: "net2", NoIPAM: true}}
-	f := netdriver.SimulatedPod(links...)
+	links := []netdrivertest.SimLink{{Name: "eth0"}, {Name: "net1"}, {Name: "net2", NoIPAM: true}}
+	f := netdrivertest.SimulatedPod(links...)
 	pristine := f.Snapshot()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -375,8 +377,8 @@ func TestCanceled(t *testing.T) {
 // under the names phase1 used.
 func TestCleanupUsesRecordedNames(t *testing.T) {
 	vmi := testutil.LoadVMI(t, threeVMI)
-	links := []netdriver.SimLink{{Name: "eth0"}, {Name: "net1"}, {Name: "net2", NoIPAM: true}}
-	f := netdriver.SimulatedPod(links...)
+	links := []netdrivertest.SimLink{{Name: "eth0"}, {Name: "net1"}, {Name: "net2", NoIPAM: true}}
+	f := netdrivertest.SimulatedPod(links...)
 	pristine := f.Snapshot()
 	s := testutil.NewStore(t)
 	require.NoError(t, run(t, vmi, f, s, phase1.Options{}))
@@ -406,7 +408,7 @@ func TestRunPodIPsOrder(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv(phase1.PodIPEnv, tc.env)
 			vmi := testutil.LoadVMI(t, bridgeVMI)
-			f := netdriver.SimulatedPod(netdriver.SimLink{Name: "eth0"})
+			f := netdrivertest.SimulatedPod(netdrivertest.SimLink{Name: "eth0"})
 			require.NoError(t, f.AddrReplace("eth0", netip.MustParsePrefix("fd00:10:244:1::7/64")))
 			s := testutil.NewStore(t)
 			require.NoError(t, run(t, vmi, f, s, phase1.Options{PrimaryPodIP: tc.option}))

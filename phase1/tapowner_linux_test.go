@@ -5,11 +5,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/virtnet/virtnet/netdriver/netdrivertest"
+
 	"github.com/stretchr/testify/require"
 	"github.com/vishvananda/netlink"
 
 	"github.com/virtnet/virtnet/api"
-	"github.com/virtnet/virtnet/internal/netdriver"
 	"github.com/virtnet/virtnet/internal/testutil"
 	"github.com/virtnet/virtnet/phase1"
 )
@@ -75,7 +76,7 @@ func TestPasstPingGroupFollowsVMI(t *testing.T) {
 			if tc.nonRoot {
 				vmi.Status.RuntimeUser = 107
 			}
-			f := netdriver.NewFake()
+			f := netdrivertest.NewFake()
 			require.NoError(t, phase1.Run(context.Background(), vmi, "", testutil.NewStore(t), phase1.Options{Driver: f}))
 			got, err := f.Sysctl("ipv4/ping_group_range")
 			require.NoError(t, err)

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/virtnet/virtnet/internal/netdriver"
+	"github.com/virtnet/virtnet/netdriver"
 )
 
 // Call is one call through a [Driver], as its hooks see it.

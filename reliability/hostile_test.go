@@ -9,19 +9,20 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/virtnet/virtnet/netdriver/netdrivertest"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/cache"
-	"github.com/virtnet/virtnet/internal/netdriver"
 	"github.com/virtnet/virtnet/internal/testutil"
 	"github.com/virtnet/virtnet/phase1"
 	"github.com/virtnet/virtnet/reliability"
 )
 
 // fakePod is a simulated pod behind a counting wrapper.
-func fakePod() (*netdriver.Fake, *reliability.Driver) {
-	f := netdriver.SimulatedPod(netdriver.SimLink{Name: "eth0"})
+func fakePod() (*netdrivertest.Fake, *reliability.Driver) {
+	f := netdrivertest.SimulatedPod(netdrivertest.SimLink{Name: "eth0"})
 	return f, &reliability.Driver{Inner: f}
 }
 

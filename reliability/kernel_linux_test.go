@@ -8,10 +8,12 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/virtnet/virtnet/netdriver/kernel"
+
 	"github.com/stretchr/testify/require"
 
-	"github.com/virtnet/virtnet/internal/netdriver"
 	"github.com/virtnet/virtnet/internal/testutil"
+	"github.com/virtnet/virtnet/netdriver"
 )
 
 // podMAC is the pod link's MAC in every test pod, so that the caches of
@@ -48,7 +50,7 @@ func newPod(tb testing.TB, cfg testutil.PodConfig) *testutil.Pod {
 // NAT tables and the sysctls phase1 sets.
 func kernelState(tb testing.TB, nsPath string) []string {
 	tb.Helper()
-	d, err := netdriver.Open(nsPath)
+	d, err := kernel.Open(nsPath)
 	require.NoError(tb, err)
 	defer d.Close()
 	links, err := d.LinkList()

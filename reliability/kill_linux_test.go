@@ -12,10 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/virtnet/virtnet/netdriver/kernel"
+
 	"github.com/stretchr/testify/require"
 	"github.com/vishvananda/netns"
 
-	"github.com/virtnet/virtnet/internal/netdriver"
 	"github.com/virtnet/virtnet/internal/testutil"
 	"github.com/virtnet/virtnet/phase1"
 	"github.com/virtnet/virtnet/reliability"
@@ -27,7 +28,7 @@ func cleanRun(t *testing.T, sc scenario) (state []string, files map[string]strin
 	t.Helper()
 	pod := newPod(t, sc.pod)
 	s := testutil.NewStore(t)
-	nl, err := netdriver.Open(pod.Pod.Path)
+	nl, err := kernel.Open(pod.Pod.Path)
 	require.NoError(t, err)
 	defer nl.Close()
 	d := &reliability.Driver{Inner: nl}
@@ -108,7 +109,7 @@ func TestNamespaceVanishes(t *testing.T) {
 				// its name is gone.
 				keep, err := os.Open(pod.Pod.Path)
 				require.NoError(t, err)
-				nl, err := netdriver.Open(pod.Pod.Path)
+				nl, err := kernel.Open(pod.Pod.Path)
 				require.NoError(t, err)
 				d := &reliability.Driver{Inner: nl, Before: func(c reliability.Call) error {
 					if c.Mutating && c.Seq == at {

@@ -11,9 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/virtnet/virtnet/netdriver/kernel"
+
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/cache"
-	"github.com/virtnet/virtnet/internal/netdriver"
 	"github.com/virtnet/virtnet/phase1"
 	"github.com/virtnet/virtnet/reliability"
 )
@@ -61,7 +62,7 @@ func killHelper() int {
 		return 2
 	}
 	path := os.Getenv(envNetNS)
-	nl, err := netdriver.Open(path)
+	nl, err := kernel.Open(path)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "helper:", err)
 		return 2

@@ -8,7 +8,7 @@ import (
 	"net"
 	"net/netip"
 
-	"github.com/virtnet/virtnet/internal/netdriver"
+	"github.com/virtnet/virtnet/netdriver"
 )
 
 // LinkByName implements [netdriver.Driver] through the hooks.
@@ -163,17 +163,6 @@ func (d *Driver) SetLearning(name string, on bool) error {
 		return err
 	}
 	err = d.Inner.SetLearning(name, on)
-	d.after(c, err)
-	return err
-}
-
-// SetNoARP implements [netdriver.Driver] through the hooks.
-func (d *Driver) SetNoARP(name string, on bool) error {
-	c, err := d.before("SetNoARP", true)
-	if err != nil {
-		return err
-	}
-	err = d.Inner.SetNoARP(name, on)
 	d.after(c, err)
 	return err
 }

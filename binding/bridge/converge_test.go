@@ -3,7 +3,8 @@ package bridge_test
 import (
 	"testing"
 
-	"github.com/virtnet/virtnet/internal/netdriver"
+	"github.com/virtnet/virtnet/netdriver/netdrivertest"
+
 	"github.com/virtnet/virtnet/internal/testutil/phase1test"
 )
 
@@ -19,8 +20,8 @@ spec:
 `
 
 var scenarios = []phase1test.Scenario{
-	{Name: "bridge", VMI: vmiManifest, MinCalls: 6, Links: []netdriver.SimLink{{Name: "eth0"}}},
-	{Name: "bridge-no-ipam", VMI: vmiManifest, MinCalls: 6, Links: []netdriver.SimLink{{Name: "eth0", NoIPAM: true}}},
+	{Name: "bridge", VMI: vmiManifest, MinCalls: 6, Links: []netdrivertest.SimLink{{Name: "eth0"}}},
+	{Name: "bridge-no-ipam", VMI: vmiManifest, MinCalls: 6, Links: []netdrivertest.SimLink{{Name: "eth0", NoIPAM: true}}},
 }
 
 // TestConverge: phase1 with the bridge binding with and without IPAM runs twice without a

@@ -11,7 +11,7 @@ import (
 	"github.com/virtnet/virtnet/binding"
 	"github.com/virtnet/virtnet/cache"
 	"github.com/virtnet/virtnet/internal/names"
-	"github.com/virtnet/virtnet/internal/netdriver"
+	"github.com/virtnet/virtnet/netdriver"
 )
 
 // NeedsRecord is true: Render takes the MAC, MTU, bridge and tap from

@@ -3,8 +3,10 @@ package macvtap_test
 import (
 	"testing"
 
-	"github.com/virtnet/virtnet/internal/netdriver"
+	"github.com/virtnet/virtnet/netdriver/netdrivertest"
+
 	"github.com/virtnet/virtnet/internal/testutil/phase1test"
+	"github.com/virtnet/virtnet/netdriver"
 )
 
 const vmiManifest = `
@@ -19,7 +21,7 @@ spec:
 `
 
 var scenarios = []phase1test.Scenario{
-	{Name: "macvtap", VMI: vmiManifest, Links: []netdriver.SimLink{{Name: "net1", Type: netdriver.TypeMacvtap}}},
+	{Name: "macvtap", VMI: vmiManifest, Links: []netdrivertest.SimLink{{Name: "net1", Type: netdriver.TypeMacvtap}}},
 }
 
 // TestConverge: phase1 with the macvtap binding (the VMI's MAC on the macvtap link) runs twice without a

@@ -4,17 +4,19 @@ import (
 	"context"
 	"testing"
 
+	"github.com/virtnet/virtnet/netdriver/netdrivertest"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/virtnet/virtnet/api"
-	"github.com/virtnet/virtnet/internal/netdriver"
+	"github.com/virtnet/virtnet/netdriver"
 )
 
 // TestWithNetdriverFake runs the phase1 half against the shared stateful
 // fake: setup twice, then cleanup twice.
 func TestWithNetdriverFake(t *testing.T) {
-	f := netdriver.NewFake()
-	f.SeedPodLink(netdriver.PodLink{Name: "net1", Type: netdriver.TypeMacvtap, MAC: mustMAC("02:aa:bb:cc:dd:01"), MTU: 9000})
+	f := netdrivertest.NewFake()
+	f.SeedPodLink(netdrivertest.PodLink{Name: "net1", Type: netdriver.TypeMacvtap, MAC: mustMAC("02:aa:bb:cc:dd:01"), MTU: 9000})
 	v, p := vmi(t, func(i *api.Interface) { i.MacAddress = "02:00:00:00:00:42" })
 	in := input(v, p)
 	ctx := context.Background()

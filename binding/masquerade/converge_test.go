@@ -3,7 +3,8 @@ package masquerade_test
 import (
 	"testing"
 
-	"github.com/virtnet/virtnet/internal/netdriver"
+	"github.com/virtnet/virtnet/netdriver/netdrivertest"
+
 	"github.com/virtnet/virtnet/internal/testutil/phase1test"
 )
 
@@ -19,7 +20,7 @@ spec:
 `
 
 var scenarios = []phase1test.Scenario{
-	{Name: "masquerade", VMI: vmiManifest, MinCalls: 6, Links: []netdriver.SimLink{{Name: "eth0"}}},
+	{Name: "masquerade", VMI: vmiManifest, MinCalls: 6, Links: []netdrivertest.SimLink{{Name: "eth0"}}},
 }
 
 // TestConverge: phase1 with the masquerade binding with ports runs twice without a

@@ -11,13 +11,13 @@ import (
 	"github.com/virtnet/virtnet/binding"
 	"github.com/virtnet/virtnet/binding/masquerade"
 	"github.com/virtnet/virtnet/cache"
-	"github.com/virtnet/virtnet/internal/netdriver"
+	"github.com/virtnet/virtnet/netdriver"
 )
 
 // TestPlanNAT covers issue 12 items 10 and 11: the migration-port returns
 // follow status.migrationTransport, and the Istio annotation selects
 // KubeVirt v0.53's Istio rules (the traffic they make is tested in
-// internal/netdriver's TestNATIstioTraffic).
+// netdriver/kernel's TestNATIstioTraffic).
 func TestPlanNAT(t *testing.T) {
 	manifest := func(extra string) string {
 		return `kind: VirtualMachineInstance

@@ -6,7 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/virtnet/virtnet/api"
-	"github.com/virtnet/virtnet/internal/netdriver"
+	"github.com/virtnet/virtnet/netdriver"
 )
 
 // TestNATPortsOnce: a port declared twice (KubeVirt v0.53 and api.Validate

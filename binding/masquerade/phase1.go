@@ -12,7 +12,7 @@ import (
 	"github.com/virtnet/virtnet/binding"
 	"github.com/virtnet/virtnet/cache"
 	"github.com/virtnet/virtnet/internal/names"
-	"github.com/virtnet/virtnet/internal/netdriver"
+	"github.com/virtnet/virtnet/netdriver"
 )
 
 // migrationPorts are libvirt's migration ports; connections to them from

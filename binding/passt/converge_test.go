@@ -3,7 +3,8 @@ package passt_test
 import (
 	"testing"
 
-	"github.com/virtnet/virtnet/internal/netdriver"
+	"github.com/virtnet/virtnet/netdriver/netdrivertest"
+
 	"github.com/virtnet/virtnet/internal/testutil/phase1test"
 )
 
@@ -19,7 +20,7 @@ spec:
 `
 
 var scenarios = []phase1test.Scenario{
-	{Name: "passt", VMI: vmiManifest, Links: []netdriver.SimLink{{Name: "eth0"}}},
+	{Name: "passt", VMI: vmiManifest, Links: []netdrivertest.SimLink{{Name: "eth0"}}},
 }
 
 // TestConverge: phase1 with the passt binding (its sysctls) runs twice without a

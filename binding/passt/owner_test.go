@@ -4,10 +4,11 @@ import (
 	"context"
 	"testing"
 
+	"github.com/virtnet/virtnet/netdriver/netdrivertest"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/virtnet/virtnet/api"
-	"github.com/virtnet/virtnet/internal/netdriver"
 )
 
 // TestPingGroupFollowsTapOwner: passt runs as the user phase1 gives the
@@ -25,7 +26,7 @@ func TestPingGroupFollowsTapOwner(t *testing.T) {
 		{"explicit group wins", Binding{PingGroup: 2000}, 1000, "2000 2000"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := netdriver.NewFake()
+			f := netdrivertest.NewFake()
 			v, p := vmi(t, nil)
 			in := input(v, p)
 			in.TapOwner = tc.owner

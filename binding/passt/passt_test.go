@@ -7,14 +7,16 @@ import (
 	"log/slog"
 	"testing"
 
+	"github.com/virtnet/virtnet/netdriver/netdrivertest"
+
 	"github.com/stretchr/testify/require"
 	"libvirt.org/go/libvirtxml"
 
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/binding"
 	"github.com/virtnet/virtnet/cache"
-	"github.com/virtnet/virtnet/internal/netdriver"
 	"github.com/virtnet/virtnet/internal/testutil"
+	"github.com/virtnet/virtnet/netdriver"
 )
 
 // sysctlDriver is the smallest netdriver.Driver Prepare needs: sysctls in
@@ -195,7 +197,7 @@ func TestPrepareErrors(t *testing.T) {
 // TestWithNetdriverFake runs Prepare against the shared stateful fake,
 // which starts from the kernel's defaults.
 func TestWithNetdriverFake(t *testing.T) {
-	f := netdriver.NewFake()
+	f := netdrivertest.NewFake()
 	v, p := vmi(t, ports(api.Port{Port: 80}))
 	in := input(v, p)
 	require.NoError(t, Binding{}.Prepare(context.Background(), f, in, nil, nil))

@@ -9,7 +9,7 @@ import (
 
 	"github.com/virtnet/virtnet/binding"
 	"github.com/virtnet/virtnet/cache"
-	"github.com/virtnet/virtnet/internal/netdriver"
+	"github.com/virtnet/virtnet/netdriver"
 )
 
 // The sysctls Prepare may widen, as netdriver keys under /proc/sys/net.

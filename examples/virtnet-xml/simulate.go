@@ -7,9 +7,11 @@ import (
 	"net"
 	"net/netip"
 
+	"github.com/virtnet/virtnet/netdriver/netdrivertest"
+
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/cache"
-	"github.com/virtnet/virtnet/internal/netdriver"
+	"github.com/virtnet/virtnet/netdriver"
 	"github.com/virtnet/virtnet/phase1"
 )
 
@@ -25,12 +27,12 @@ const SimulatedMTU = 1440
 // is 0a:58 followed by its IPv4 address (as OVN-Kubernetes forms them),
 // MTU [SimulatedMTU]. A macvtap network gets a macvtap link without
 // addresses, as the macvtap CNI leaves it.
-func simulatedPod(vmi *api.VMI) (*netdriver.Fake, error) {
+func simulatedPod(vmi *api.VMI) (*netdrivertest.Fake, error) {
 	pairs, err := api.Pairs(vmi)
 	if err != nil {
 		return nil, err
 	}
-	fake := netdriver.NewFake()
+	fake := netdrivertest.NewFake()
 	for i, p := range pairs {
 		var ip, gw netip.Addr
 		if p.PodInterface == api.PrimaryPodInterface {
@@ -40,7 +42,7 @@ func simulatedPod(vmi *api.VMI) (*netdriver.Fake, error) {
 			ip, gw = netip.AddrFrom4([4]byte{192, 168, n, 7}), netip.AddrFrom4([4]byte{192, 168, n, 1})
 		}
 		a := ip.As4()
-		link := netdriver.PodLink{
+		link := netdrivertest.PodLink{
 			Name:      p.PodInterface,
 			MAC:       net.HardwareAddr{0x0a, 0x58, a[0], a[1], a[2], a[3]},
 			MTU:       SimulatedMTU,

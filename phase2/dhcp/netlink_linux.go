@@ -6,82 +6,104 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
+	"time"
 
-	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
+	"github.com/jsimonetti/rtnetlink/v2"
+	"github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
 
 	"github.com/virtnet/virtnet/internal/nsexec"
 )
 
-// nsHandle opens the server's namespace ("" is the current one: a nil
-// handle).
-func (s *Server) nsHandle() (*netns.NsHandle, error) {
-	if s.netns == "" {
-		return nil, nil
+// The server reads the kernel's state (addresses, neighbours) over
+// rtnetlink with jsimonetti/rtnetlink, read-only: phase2 links none of
+// phase1's kernel-changing code.
+
+// dial opens an rtnetlink socket in the server's namespace ("" is the
+// current one), joined to the multicast groups.
+func (s *Server) dial(groups uint32) (*rtnetlink.Conn, error) {
+	cfg := &netlink.Config{Groups: groups}
+	if s.netns != "" {
+		f, err := os.Open(s.netns)
+		if err != nil {
+			return nil, fmt.Errorf("open network namespace %s: %w", s.netns, err)
+		}
+		defer f.Close()
+		cfg.NetNS = int(f.Fd())
 	}
-	h, err := netns.GetFromPath(s.netns)
+	c, err := rtnetlink.Dial(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("open network namespace %s: %w", s.netns, err)
+		return nil, fmt.Errorf("rtnetlink: %w", err)
 	}
-	return &h, nil
+	return c, nil
+}
+
+// usableLinkLocal returns the address of m when it is a link-local IPv6
+// address of link index that finished duplicate address detection.
+func usableLinkLocal(m *rtnetlink.AddressMessage, index int) (netip.Addr, bool) {
+	if m == nil || m.Attributes == nil || m.Family != unix.AF_INET6 || int(m.Index) != index {
+		return netip.Addr{}, false
+	}
+	ip := m.Attributes.Local
+	if ip == nil {
+		ip = m.Attributes.Address
+	}
+	a, ok := netip.AddrFromSlice(ip)
+	flags := uint32(m.Flags) | m.Attributes.Flags
+	if !ok || !a.Is6() || !a.IsLinkLocalUnicast() || flags&(unix.IFA_F_TENTATIVE|unix.IFA_F_DADFAILED) != 0 {
+		return netip.Addr{}, false
+	}
+	return a, true
 }
 
 // waitLinkLocal returns a link-local address of link index that finished
-// duplicate address detection, waiting for one on a netlink address
+// duplicate address detection, waiting for one on an rtnetlink address
 // subscription (the kernel adds it when the bridge gets a carrier). It
 // returns ctx's error when ctx ends first.
 func (s *Server) waitLinkLocal(ctx context.Context, index int) (netip.Addr, error) {
-	ns, err := s.nsHandle()
+	// Subscribe first, then list: an address that comes up in between is
+	// in the subscription.
+	sub, err := s.dial(unix.RTMGRP_IPV6_IFADDR)
 	if err != nil {
 		return netip.Addr{}, err
 	}
-	if ns != nil {
-		defer ns.Close()
+	defer sub.Close()
+	stop := context.AfterFunc(ctx, func() { _ = sub.SetReadDeadline(time.Now()) })
+	defer stop()
+	list, err := s.dial(0)
+	if err != nil {
+		return netip.Addr{}, err
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	ch := make(chan netlink.AddrUpdate, 16)
-	errc := make(chan error, 1)
-	opts := netlink.AddrSubscribeOptions{
-		Namespace:    ns,
-		ListExisting: true,
-		ErrorCallback: func(err error) {
-			select {
-			case errc <- err:
-			default:
-			}
-			cancel()
-		},
+	addrs, err := list.Address.List()
+	list.Close()
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("list addresses: %w", err)
 	}
-	if err := netlink.AddrSubscribeWithOptions(ch, ctx.Done(), opts); err != nil {
-		return netip.Addr{}, fmt.Errorf("subscribe to addresses: %w", err)
+	for i := range addrs {
+		if a, ok := usableLinkLocal(&addrs[i], index); ok {
+			return a, nil
+		}
 	}
 	for {
-		select {
-		case <-ctx.Done():
-			select {
-			case err := <-errc:
-				return netip.Addr{}, fmt.Errorf("address subscription: %w", err)
-			default:
-				return netip.Addr{}, ctx.Err()
+		msgs, _, err := sub.Receive()
+		if ctx.Err() != nil {
+			return netip.Addr{}, ctx.Err()
+		}
+		if err != nil {
+			var nerr *netlink.OpError
+			if errors.As(err, &nerr) && errors.Is(nerr.Err, unix.ENOBUFS) {
+				// Updates were lost: the next ones still come, and the
+				// address the kernel reports again once it is usable.
+				continue
 			}
-		case u, ok := <-ch:
-			if !ok {
-				if ctx.Err() != nil {
-					continue
+			return netip.Addr{}, fmt.Errorf("address subscription: %w", err)
+		}
+		for _, m := range msgs {
+			if am, ok := m.(*rtnetlink.AddressMessage); ok {
+				if a, ok := usableLinkLocal(am, index); ok {
+					return a, nil
 				}
-				return netip.Addr{}, fmt.Errorf("address subscription ended")
-			}
-			if u.LinkIndex != index {
-				continue
-			}
-			a, ok := netip.AddrFromSlice(u.LinkAddress.IP)
-			if !ok || !a.Is6() || !a.IsLinkLocalUnicast() {
-				continue
-			}
-			if u.NewAddr && u.Flags&(unix.IFA_F_TENTATIVE|unix.IFA_F_DADFAILED) == 0 {
-				return a, nil
 			}
 		}
 	}
@@ -90,34 +112,26 @@ func (s *Server) waitLinkLocal(ctx context.Context, index int) (netip.Addr, erro
 // neighbors returns a lookup of the MAC the namespace's neighbour table
 // holds for an IPv6 address on link index, and a function closing it.
 func (s *Server) neighbors(index int) (func(netip.Addr) net.HardwareAddr, func(), error) {
-	ns, err := s.nsHandle()
+	c, err := s.dial(0)
 	if err != nil {
 		return nil, nil, err
 	}
-	var h *netlink.Handle
-	if ns == nil {
-		h, err = netlink.NewHandle(unix.NETLINK_ROUTE)
-	} else {
-		h, err = netlink.NewHandleAt(*ns, unix.NETLINK_ROUTE)
-		ns.Close()
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("netlink: %w", err)
-	}
 	lookup := func(ip netip.Addr) net.HardwareAddr {
-		ns, err := h.NeighList(index, unix.AF_INET6)
+		ns, err := c.Neigh.List()
 		if err != nil {
 			return nil
 		}
 		for _, n := range ns {
-			if a, ok := netip.AddrFromSlice(n.IP); ok && a == ip.WithZone("") && len(n.HardwareAddr) == 6 &&
-				n.State&(unix.NUD_FAILED|unix.NUD_INCOMPLETE) == 0 {
-				return n.HardwareAddr
+			if int(n.Index) != index || n.Attributes == nil || n.State&(unix.NUD_FAILED|unix.NUD_INCOMPLETE) != 0 {
+				continue
+			}
+			if a, ok := netip.AddrFromSlice(n.Attributes.Address); ok && a == ip.WithZone("") && len(n.Attributes.LLAddress) == 6 {
+				return n.Attributes.LLAddress
 			}
 		}
 		return nil
 	}
-	return lookup, h.Close, nil
+	return lookup, func() { c.Close() }, nil
 }
 
 // canRawICMPv6 reports whether a raw ICMPv6 socket can be opened in the

@@ -12,7 +12,7 @@
 //	go run ./bench/cmd/phase1bench -n 1,8,64 -runs 5 -scripts bench
 //
 // It prints one markdown table row per case (see -header): the median wall
-// time of phase1 (netdriver.Open, phase1.Run, Close) and of the script
+// time of phase1 (kernel.Open, phase1.Run, Close) and of the script
 // (`ip netns exec POD bash SCRIPT`), their ratio, the cost per interface,
 // and the kernel round trips per interface that netdriver counted.
 //
@@ -21,7 +21,7 @@
 // two ports, IPv4 and dual-stack, on identical fresh pods (sides alternated,
 // -settle after creating each pod), KubeVirt's NetConf.Setup call against
 // our phase1 call, with ApplyNAT's share of ours and the kernel's share of
-// that (the batches' sendmsg, netdriver.Netlink.NATKernelTime). KubeVirt's
+// that (the batches' sendmsg, kernel.Netlink.NATKernelTime). KubeVirt's
 // side runs in a private mount namespace: a fresh tmpfs /run for its
 // caches, its nftables files on /etc/nftables, and passwd/group files with
 // the qemu user its cache writes chown to.

@@ -17,9 +17,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/virtnet/virtnet/netdriver/kernel"
+
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/cache"
-	"github.com/virtnet/virtnet/internal/netdriver"
+	"github.com/virtnet/virtnet/netdriver"
 	"github.com/virtnet/virtnet/phase1"
 	"github.com/virtnet/virtnet/reliability"
 )
@@ -197,7 +199,7 @@ func runPhase1(vmi *api.VMI, pod string) (time.Duration, int64, error) {
 	}
 	path := "/var/run/netns/" + pod
 	start := time.Now()
-	d, err := netdriver.Open(path)
+	d, err := kernel.Open(path)
 	if err != nil {
 		return 0, 0, err
 	}

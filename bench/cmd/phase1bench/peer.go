@@ -17,9 +17,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/virtnet/virtnet/netdriver/kernel"
+
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/cache"
-	"github.com/virtnet/virtnet/internal/netdriver"
 	"github.com/virtnet/virtnet/phase1"
 	"github.com/virtnet/virtnet/reliability"
 )
@@ -175,7 +176,7 @@ func runOurs(vmi *api.VMI, pod string) (peerSample, error) {
 	took := map[string]time.Duration{}
 	calls := map[string]int{}
 	start := time.Now()
-	d, err := netdriver.Open(path)
+	d, err := kernel.Open(path)
 	if err != nil {
 		return s, err
 	}

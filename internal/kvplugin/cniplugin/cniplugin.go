@@ -18,6 +18,8 @@ import (
 	"os"
 	"strconv"
 
+	"github.com/virtnet/virtnet/netdriver/kernel"
+
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
@@ -28,7 +30,7 @@ import (
 	"github.com/virtnet/virtnet/cache"
 	"github.com/virtnet/virtnet/internal/kvplugin"
 	"github.com/virtnet/virtnet/internal/names"
-	"github.com/virtnet/virtnet/internal/netdriver"
+	"github.com/virtnet/virtnet/netdriver"
 	"github.com/virtnet/virtnet/phase1"
 )
 
@@ -277,7 +279,7 @@ func handOff(t *target, netns string, store *cache.Store) error {
 // lowerPortStart lets unprivileged processes of the pod bind ports from
 // 67 up (the sidecar's DHCP servers); a lower value is kept.
 func lowerPortStart(netns string) error {
-	d, closeFn, err := netdriver.OpenDriver(netns)
+	d, closeFn, err := kernel.OpenDriver(netns)
 	if err != nil {
 		return err
 	}
@@ -397,7 +399,7 @@ func check(t *target, netns string, store *cache.Store) error {
 	if err != nil {
 		return err
 	}
-	d, closeFn, err := netdriver.OpenDriver(netns)
+	d, closeFn, err := kernel.OpenDriver(netns)
 	if err != nil {
 		return err
 	}

@@ -1,5 +1,5 @@
 // Package phase1test proves that phase1 converges for a binding, on the
-// fake kernel (netdriver.SimulatedPod), so that each binding's package
+// fake kernel (netdrivertest.SimulatedPod), so that each binding's package
 // holds its own convergence cases ([Converge]) and phase1's tests keep
 // what is phase1's (several bindings in one VMI, locks, records):
 //
@@ -19,11 +19,12 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/virtnet/virtnet/netdriver/netdrivertest"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/cache"
-	"github.com/virtnet/virtnet/internal/netdriver"
 	"github.com/virtnet/virtnet/internal/testutil"
 	"github.com/virtnet/virtnet/phase1"
 )
@@ -33,7 +34,7 @@ type Scenario struct {
 	Name string
 	// VMI is the manifest.
 	VMI   string
-	Links []netdriver.SimLink
+	Links []netdrivertest.SimLink
 	// MinCalls is the fewest mutating kernel calls a clean run must make
 	// (a bound that keeps the fail-at-every-step case from passing
 	// vacuously); 0 means 1.
@@ -41,9 +42,9 @@ type Scenario struct {
 }
 
 // Pod is a fresh fake pod of the scenario.
-func (sc Scenario) Pod() *netdriver.Fake { return netdriver.SimulatedPod(sc.Links...) }
+func (sc Scenario) Pod() *netdrivertest.Fake { return netdrivertest.SimulatedPod(sc.Links...) }
 
-func run(ctx context.Context, vmi *api.VMI, f *netdriver.Fake, s *cache.Store, opts phase1.Options) error {
+func run(ctx context.Context, vmi *api.VMI, f *netdrivertest.Fake, s *cache.Store, opts phase1.Options) error {
 	opts.Driver = f
 	return phase1.Run(ctx, vmi, "", s, opts)
 }

@@ -15,99 +15,106 @@ import (
 // KubeVirt's upper-case names on purpose, so that an operator who knows
 // KubeVirt recognises them in `nft list table ip virtnet_nat`.
 const (
-	natChainPrerouting  = "prerouting"
-	natChainInput       = "input"
-	natChainOutput      = "output"
-	natChainPostrouting = "postrouting"
-	natChainPreInbound  = "KUBEVIRT_PREINBOUND"
-	natChainPostInbound = "KUBEVIRT_POSTINBOUND"
+	NATChainPrerouting  = "prerouting"
+	NATChainInput       = "input"
+	NATChainOutput      = "output"
+	NATChainPostrouting = "postrouting"
+	NATChainPreInbound  = "KUBEVIRT_PREINBOUND"
+	NATChainPostInbound = "KUBEVIRT_POSTINBOUND"
 )
 
-// natChains returns the chains in the order they are created and listed.
-func natChains() []string {
+// NATChains returns the chains in the order they are created and listed.
+func NATChains() []string {
 	return []string{
-		natChainPrerouting, natChainInput, natChainOutput, natChainPostrouting,
-		natChainPreInbound, natChainPostInbound,
+		NATChainPrerouting, NATChainInput, NATChainOutput, NATChainPostrouting,
+		NATChainPreInbound, NATChainPostInbound,
 	}
 }
 
 // ErrInvalidNAT is wrapped by every error about a malformed [NAT].
 var ErrInvalidNAT = errors.New("invalid NAT spec")
 
-// natAction is what a NAT rule does once it matches.
-type natAction int
+// NATAction is what a NAT rule does once it matches.
+type NATAction int
 
 const (
-	natMasquerade natAction = iota + 1
-	natSNAT
-	natDNAT
-	natJump
-	natReturn
+	NATMasquerade NATAction = iota + 1
+	NATSNAT
+	NATDNAT
+	NATJump
+	NATReturn
 )
 
-// natRule is one rule of the masquerade rule set as plain data: the real
+// NATRule is one rule of the masquerade rule set as plain data: the real
 // driver compiles it to nftables expressions, the fake lists it as it is.
 // Matches are applied (and printed) in field order: iifname, oifname,
 // saddr, daddr, protocol + destination ports; every rule has a counter.
 // An address or port list of one is a comparison, of more an anonymous
 // set (ports: an interval set of the runs of consecutive ports); lists are
-// sorted and free of duplicates (natRules makes them so), which is also
+// sorted and free of duplicates ([NAT.Rules] makes them so), which is also
 // the order the kernel lists a set's elements in.
-type natRule struct {
-	chain  string
-	family Family
-	iif    string
-	oif    string
-	saddr  []netip.Addr
-	daddr  []netip.Addr
-	proto  string   // "tcp", "udp" or "" (no port match)
-	dports []uint16 // with proto
-	action natAction
-	to     netip.Addr // SNAT/DNAT target
-	jump   string     // jump target chain
+type NATRule struct {
+	Chain  string
+	Family Family
+	// IIF and OIF match the input and output interface names ("" for
+	// any).
+	IIF string
+	OIF string
+	// SAddr and DAddr match source and destination addresses (none for
+	// any).
+	SAddr []netip.Addr
+	DAddr []netip.Addr
+	// Proto is "tcp", "udp" or "" (no port match); DPorts go with it.
+	Proto  string
+	DPorts []uint16
+	Action NATAction
+	// To is the SNAT or DNAT target.
+	To netip.Addr
+	// Jump is the target chain of [NATJump].
+	Jump string
 }
 
 // String renders the rule as `nft list` would, minus the counter values,
 // e.g. `ip saddr 127.0.0.1 tcp dport 8080 counter snat to 10.0.2.1`.
-func (r natRule) String() string {
+func (r NATRule) String() string {
 	l3 := "ip"
-	if r.family == IPv6 {
+	if r.Family == IPv6 {
 		l3 = "ip6"
 	}
 	var b []string
-	if r.iif != "" {
-		b = append(b, "iifname "+strconv.Quote(r.iif))
+	if r.IIF != "" {
+		b = append(b, "iifname "+strconv.Quote(r.IIF))
 	}
-	if r.oif != "" {
-		b = append(b, "oifname "+strconv.Quote(r.oif))
+	if r.OIF != "" {
+		b = append(b, "oifname "+strconv.Quote(r.OIF))
 	}
-	if len(r.saddr) > 0 {
-		b = append(b, l3+" saddr "+addrsString(r.saddr))
+	if len(r.SAddr) > 0 {
+		b = append(b, l3+" saddr "+addrsString(r.SAddr))
 	}
-	if len(r.daddr) > 0 {
-		b = append(b, l3+" daddr "+addrsString(r.daddr))
+	if len(r.DAddr) > 0 {
+		b = append(b, l3+" daddr "+addrsString(r.DAddr))
 	}
-	if r.proto != "" {
-		b = append(b, r.proto+" dport "+portsString(r.dports))
+	if r.Proto != "" {
+		b = append(b, r.Proto+" dport "+portsString(r.DPorts))
 	}
 	b = append(b, "counter")
-	switch r.action {
-	case natMasquerade:
+	switch r.Action {
+	case NATMasquerade:
 		b = append(b, "masquerade")
-	case natSNAT:
-		b = append(b, "snat to "+r.to.String())
-	case natDNAT:
-		b = append(b, "dnat to "+r.to.String())
-	case natJump:
-		b = append(b, "jump "+r.jump)
-	case natReturn:
+	case NATSNAT:
+		b = append(b, "snat to "+r.To.String())
+	case NATDNAT:
+		b = append(b, "dnat to "+r.To.String())
+	case NATJump:
+		b = append(b, "jump "+r.Jump)
+	case NATReturn:
 		b = append(b, "return")
 	}
 	return strings.Join(b, " ")
 }
 
-// short is String for messages: a rule with thousands of ports is cut.
-func (r natRule) short() string {
+// Short is String for messages: a rule with thousands of ports is cut.
+func (r NATRule) Short() string {
 	s := r.String()
 	if len(s) > 200 {
 		s = s[:200] + "…"
@@ -115,18 +122,18 @@ func (r natRule) short() string {
 	return s
 }
 
-// portRun is a run of consecutive ports, first to last.
-type portRun struct{ first, last uint16 }
+// PortRun is a run of consecutive ports, first to last.
+type PortRun struct{ First, Last uint16 }
 
-// portRuns splits sorted, unique ports into runs of consecutive ports.
-func portRuns(ports []uint16) []portRun {
-	var runs []portRun
+// PortRuns splits sorted, unique ports into runs of consecutive ports.
+func PortRuns(ports []uint16) []PortRun {
+	var runs []PortRun
 	for _, p := range ports {
-		if n := len(runs); n > 0 && runs[n-1].last+1 == p && runs[n-1].last != 65535 {
-			runs[n-1].last = p
+		if n := len(runs); n > 0 && runs[n-1].Last+1 == p && runs[n-1].Last != 65535 {
+			runs[n-1].Last = p
 			continue
 		}
-		runs = append(runs, portRun{p, p})
+		runs = append(runs, PortRun{p, p})
 	}
 	return runs
 }
@@ -140,13 +147,13 @@ func portsString(ports []uint16) string {
 	}
 	var b strings.Builder
 	b.WriteString("{ ")
-	for i, r := range portRuns(ports) {
+	for i, r := range PortRuns(ports) {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString(strconv.Itoa(int(r.first)))
-		if r.last != r.first {
-			b.WriteString("-" + strconv.Itoa(int(r.last)))
+		b.WriteString(strconv.Itoa(int(r.First)))
+		if r.Last != r.First {
+			b.WriteString("-" + strconv.Itoa(int(r.Last)))
 		}
 	}
 	b.WriteString(" }")
@@ -181,7 +188,7 @@ func IstioNonProxiedPorts() []uint16 { return []uint16{22} }
 // inbound connection on to the workload (127.0.0.6).
 var IstioPassthroughSource = netip.AddrFrom4([4]byte{127, 0, 0, 6})
 
-// natRules validates nat and returns its rule set in the order the rules
+// Rules validates nat and returns its rule set in the order the rules
 // are added, which is KubeVirt v0.53's order (KUBEVIRT_V053.md §3):
 //
 //  1. postrouting: ip saddr VM counter masquerade
@@ -214,8 +221,8 @@ var IstioPassthroughSource = netip.AddrFrom4([4]byte{127, 0, 0, 6})
 // 49152-49153 }`): the kernel stores a plain set of 2-byte keys as a
 // bitmap whose insert walks every element already added, so 65535 ports
 // in three sets took 229 s of kernel time; as one interval each, 1 ms.
-func natRules(nat NAT) ([]natRule, error) {
-	if err := validateNAT(nat); err != nil {
+func (nat NAT) Rules() ([]NATRule, error) {
+	if err := nat.Validate(); err != nil {
 		return nil, err
 	}
 	lo := netip.MustParseAddr("127.0.0.1")
@@ -232,24 +239,24 @@ func natRules(nat NAT) ([]natRule, error) {
 			dnatTo = sortedAddrs(append(dnatTo, p.PodAddress))
 		}
 	}
-	rules := []natRule{
-		{chain: natChainPostrouting, family: f, saddr: []netip.Addr{nat.VM}, action: natMasquerade},
-		{chain: natChainPrerouting, family: f, iif: nat.PodInterface, action: natJump, jump: natChainPreInbound},
-		{chain: natChainPostrouting, family: f, oif: nat.Bridge, action: natJump, jump: natChainPostInbound},
+	rules := []NATRule{
+		{Chain: NATChainPostrouting, Family: f, SAddr: []netip.Addr{nat.VM}, Action: NATMasquerade},
+		{Chain: NATChainPrerouting, Family: f, IIF: nat.PodInterface, Action: NATJump, Jump: NATChainPreInbound},
+		{Chain: NATChainPostrouting, Family: f, OIF: nat.Bridge, Action: NATJump, Jump: NATChainPostInbound},
 	}
 	returns := func(ports []uint16) {
 		if len(ports) == 0 {
 			return
 		}
-		for _, chain := range []string{natChainOutput, natChainPostInbound} {
-			rules = append(rules, natRule{chain: chain, family: f, saddr: []netip.Addr{lo}, proto: "tcp",
-				dports: sortedPorts(ports), action: natReturn})
+		for _, chain := range []string{NATChainOutput, NATChainPostInbound} {
+			rules = append(rules, NATRule{Chain: chain, Family: f, SAddr: []netip.Addr{lo}, Proto: "tcp",
+				DPorts: sortedPorts(ports), Action: NATReturn})
 		}
 	}
 	returns(nat.MigrationPorts)
 	inbound := func(ports []uint16) {
 		if len(ports) > 0 {
-			rules = append(rules, natRule{chain: natChainPreInbound, family: f, proto: "tcp", dports: sortedPorts(ports), action: natDNAT, to: nat.VM})
+			rules = append(rules, NATRule{Chain: NATChainPreInbound, Family: f, Proto: "tcp", DPorts: sortedPorts(ports), Action: NATDNAT, To: nat.VM})
 		}
 	}
 	if len(nat.Ports) == 0 {
@@ -257,11 +264,11 @@ func natRules(nat NAT) ([]natRule, error) {
 			returns(nat.Proxy.ReservedPorts)
 			inbound(nat.Proxy.NonProxiedPorts)
 		}
-		rules = append(rules, natRule{chain: natChainPostInbound, family: f, saddr: snatFrom, action: natSNAT, to: nat.Gateway})
+		rules = append(rules, NATRule{Chain: NATChainPostInbound, Family: f, SAddr: snatFrom, Action: NATSNAT, To: nat.Gateway})
 		if nat.Proxy == nil {
-			rules = append(rules, natRule{chain: natChainPreInbound, family: f, action: natDNAT, to: nat.VM})
+			rules = append(rules, NATRule{Chain: NATChainPreInbound, Family: f, Action: NATDNAT, To: nat.VM})
 		}
-		return append(rules, natRule{chain: natChainOutput, family: f, daddr: dnatTo, action: natDNAT, to: nat.VM}), nil
+		return append(rules, NATRule{Chain: NATChainOutput, Family: f, DAddr: dnatTo, Action: NATDNAT, To: nat.VM}), nil
 	}
 	for _, proto := range []string{"tcp", "udp"} {
 		var ports []uint16
@@ -274,11 +281,11 @@ func natRules(nat NAT) ([]natRule, error) {
 			continue
 		}
 		ports = sortedPorts(ports)
-		rules = append(rules, natRule{chain: natChainPostInbound, family: f, saddr: snatFrom, proto: proto, dports: ports, action: natSNAT, to: nat.Gateway})
+		rules = append(rules, NATRule{Chain: NATChainPostInbound, Family: f, SAddr: snatFrom, Proto: proto, DPorts: ports, Action: NATSNAT, To: nat.Gateway})
 		if nat.Proxy == nil {
-			rules = append(rules, natRule{chain: natChainPreInbound, family: f, proto: proto, dports: ports, action: natDNAT, to: nat.VM})
+			rules = append(rules, NATRule{Chain: NATChainPreInbound, Family: f, Proto: proto, DPorts: ports, Action: NATDNAT, To: nat.VM})
 		}
-		rules = append(rules, natRule{chain: natChainOutput, family: f, daddr: dnatTo, proto: proto, dports: ports, action: natDNAT, to: nat.VM})
+		rules = append(rules, NATRule{Chain: NATChainOutput, Family: f, DAddr: dnatTo, Proto: proto, DPorts: ports, Action: NATDNAT, To: nat.VM})
 	}
 	if nat.Proxy != nil {
 		// KubeVirt forwards a declared port that Envoy leaves alone as
@@ -302,7 +309,7 @@ func sortedPorts(ports []uint16) []uint16 {
 }
 
 // sortedAddrs sorts and deduplicates addrs in place (they are of one
-// family: byte order, as the kernel lists set elements).
+// Family: byte order, as the kernel lists set elements).
 func sortedAddrs(addrs []netip.Addr) []netip.Addr {
 	slices.SortFunc(addrs, func(a, b netip.Addr) int { return a.Compare(b) })
 	return slices.Compact(addrs)
@@ -319,17 +326,17 @@ func natProtocol(p string) string {
 
 // natListing is the listing [Driver.NATRules] returns for a table holding
 // exactly nat's rules: one "CHAIN: RULE" line per rule, chains in
-// natChains order, rules of a chain in the order they were added. The real
+// NATChains order, rules of a chain in the order they were added. The real
 // driver decodes the same lines from the kernel, the fake uses this.
 func natListing(nat NAT) ([]string, error) {
-	rules, err := natRules(nat)
+	rules, err := nat.Rules()
 	if err != nil {
 		return nil, err
 	}
 	var lines []string
-	for _, chain := range natChains() {
+	for _, chain := range NATChains() {
 		for _, r := range rules {
-			if r.chain == chain {
+			if r.Chain == chain {
 				lines = append(lines, chain+": "+r.String())
 			}
 		}
@@ -337,9 +344,9 @@ func natListing(nat NAT) ([]string, error) {
 	return lines, nil
 }
 
-// validateNAT checks every field of nat; errors wrap [ErrInvalidNAT] and
+// Validate checks every field of nat; errors wrap [ErrInvalidNAT] and
 // name the field and its value.
-func validateNAT(nat NAT) error {
+func (nat NAT) Validate() error {
 	bad := func(field string, value any) error {
 		return fmt.Errorf("netdriver: NAT field %s: bad value %q: %w", field, fmt.Sprint(value), ErrInvalidNAT)
 	}

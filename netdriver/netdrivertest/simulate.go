@@ -1,9 +1,11 @@
-package netdriver
+package netdrivertest
 
 import (
 	"fmt"
 	"net"
 	"net/netip"
+
+	"github.com/virtnet/virtnet/netdriver"
 )
 
 // SimLink is one pod link of a simulated pod.
@@ -33,10 +35,10 @@ func SimulatedPod(links ...SimLink) *Fake {
 		if !l.NoIPAM {
 			if i == 0 {
 				p.Addresses = []netip.Prefix{netip.MustParsePrefix("10.244.1.7/24")}
-				p.Routes = []Route{{Dst: netip.MustParsePrefix("0.0.0.0/0"), Gateway: netip.MustParseAddr("10.244.1.1")}}
+				p.Routes = []netdriver.Route{{Dst: netip.MustParsePrefix("0.0.0.0/0"), Gateway: netip.MustParseAddr("10.244.1.1")}}
 			} else {
 				p.Addresses = []netip.Prefix{netip.MustParsePrefix(fmt.Sprintf("192.168.%d.7/24", i%256))}
-				p.Routes = []Route{{
+				p.Routes = []netdriver.Route{{
 					Dst:     netip.MustParsePrefix(fmt.Sprintf("10.100.%d.0/24", i%256)),
 					Gateway: netip.MustParseAddr(fmt.Sprintf("192.168.%d.1", i%256)),
 				}}

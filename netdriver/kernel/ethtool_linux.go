@@ -1,4 +1,4 @@
-package netdriver
+package kernel
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package netdriver
+package netdrivertest
 
 import (
 	"fmt"
@@ -9,37 +9,39 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/virtnet/virtnet/netdriver"
+
 	"golang.org/x/sys/unix"
 )
 
-// Fake is a stateful in-memory [Driver] for unit tests. It behaves like the
+// Fake is a stateful in-memory [netdriver.Driver] for unit tests. It behaves like the
 // kernel where phase1 depends on it (EEXIST on a taken name, EBUSY when
 // renaming a link that is up, routes that vanish with their link's address
 // or when it goes down), records every mutating call in order, and can be
 // told to fail the Nth mutating call. It is safe for concurrent use.
 type Fake struct {
 	mu      sync.Mutex
-	links   map[string]*Link
+	links   map[string]*netdriver.Link
 	addrs   map[int][]netip.Prefix // by link index
-	routes  []Route                // static routes; Link is the index as name at use
+	routes  []netdriver.Route      // static routes; netdriver.Link is the index as name at use
 	rlinks  []int                  // link index of routes[i]
 	sysctls map[string]string
 	txcsum  map[int]bool
 	// learning holds the bridge-port learning flag of enslaved links.
 	learning map[int]bool
-	nat      map[Family]NAT
+	nat      map[netdriver.Family]netdriver.NAT
 	next     int
 	calls    []string
 	failAt   int
 	failErr  error
 }
 
-var _ Driver = (*Fake)(nil)
+var _ netdriver.Driver = (*Fake)(nil)
 
 // NewFake returns an empty namespace holding only "lo".
 func NewFake() *Fake {
 	f := &Fake{
-		links: map[string]*Link{},
+		links: map[string]*netdriver.Link{},
 		addrs: map[int][]netip.Prefix{},
 		// The kernel's defaults for the keys bindings read before
 		// writing; other keys read "0".
@@ -49,23 +51,23 @@ func NewFake() *Fake {
 		},
 		txcsum:   map[int]bool{},
 		learning: map[int]bool{},
-		nat:      map[Family]NAT{},
+		nat:      map[netdriver.Family]netdriver.NAT{},
 		next:     1,
 	}
-	f.addLink(&Link{Name: "lo", Type: TypeDevice, MTU: 65536, Up: true})
+	f.addLink(&netdriver.Link{Name: "lo", Type: netdriver.TypeDevice, MTU: 65536, Up: true})
 	return f
 }
 
 // PodLink describes a pod link as a CNI plugin leaves it, for [Fake.SeedPodLink].
 type PodLink struct {
 	Name      string
-	Type      string // TypeVeth when empty
+	Type      string // netdriver.TypeVeth when empty
 	MAC       net.HardwareAddr
 	MTU       int
 	Addresses []netip.Prefix
 	// Routes are added with Link set to Name; a route with an invalid
 	// Dst is skipped.
-	Routes []Route
+	Routes []netdriver.Route
 }
 
 // SeedPodLink adds an up link with its addresses and routes, bypassing
@@ -75,9 +77,9 @@ func (f *Fake) SeedPodLink(p PodLink) {
 	defer f.mu.Unlock()
 	typ := p.Type
 	if typ == "" {
-		typ = TypeVeth
+		typ = netdriver.TypeVeth
 	}
-	l := f.addLink(&Link{Name: p.Name, Type: typ, MAC: p.MAC, MTU: p.MTU, Up: true, TapOwner: -1, TapGroup: -1})
+	l := f.addLink(&netdriver.Link{Name: p.Name, Type: typ, MAC: p.MAC, MTU: p.MTU, Up: true, TapOwner: -1, TapGroup: -1})
 	f.addrs[l.Index] = append([]netip.Prefix(nil), p.Addresses...)
 	for _, r := range p.Routes {
 		if r.Dst.IsValid() {
@@ -104,14 +106,14 @@ func (f *Fake) Calls() []string {
 
 // Snapshot is a comparable picture of the Fake's namespace.
 type Snapshot struct {
-	Links   []Link
+	Links   []netdriver.Link
 	Addrs   map[string][]netip.Prefix
-	Routes  []Route
+	Routes  []netdriver.Route
 	Sysctls map[string]string
 	TXOff   []string
 	// Learning lists the enslaved links with MAC learning on.
 	Learning []string
-	NAT      map[Family][]string
+	NAT      map[netdriver.Family][]string
 }
 
 // Snapshot returns the namespace's state in a stable order (for tests
@@ -119,7 +121,7 @@ type Snapshot struct {
 func (f *Fake) Snapshot() Snapshot {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	s := Snapshot{Addrs: map[string][]netip.Prefix{}, Sysctls: map[string]string{}, NAT: map[Family][]string{}}
+	s := Snapshot{Addrs: map[string][]netip.Prefix{}, Sysctls: map[string]string{}, NAT: map[netdriver.Family][]string{}}
 	names := make([]string, 0, len(f.links))
 	for n := range f.links {
 		names = append(names, n)
@@ -147,15 +149,15 @@ func (f *Fake) Snapshot() Snapshot {
 		s.Sysctls[k] = v
 	}
 	for fam, nat := range f.nat {
-		s.NAT[fam], _ = natListing(nat)
+		s.NAT[fam], _ = netdriver.NATListing(nat)
 	}
 	return s
 }
 
-func (f *Fake) addLink(l *Link) *Link {
+func (f *Fake) addLink(l *netdriver.Link) *netdriver.Link {
 	l.Index = f.next
 	f.next++
-	if l.MAC == nil && l.Type != TypeDevice {
+	if l.MAC == nil && l.Type != netdriver.TypeDevice {
 		// Derived from the name so that recreating a link gives it the
 		// same MAC, which keeps snapshots of two runs comparable.
 		h := fnv.New32a()
@@ -181,23 +183,23 @@ func (f *Fake) step(format string, args ...any) error {
 	return nil
 }
 
-func (f *Fake) get(name string) (*Link, error) {
+func (f *Fake) get(name string) (*netdriver.Link, error) {
 	l, ok := f.links[name]
 	if !ok {
-		return nil, &LinkNotFoundError{Name: name}
+		return nil, &netdriver.LinkNotFoundError{Name: name}
 	}
 	return l, nil
 }
 
-func (f *Fake) copyLink(l *Link) *Link {
+func (f *Fake) copyLink(l *netdriver.Link) *netdriver.Link {
 	c := *l
 	c.MAC = slices.Clone(l.MAC)
 	c.AltNames = slices.Clone(l.AltNames)
 	return &c
 }
 
-// LinkByName implements [Driver].
-func (f *Fake) LinkByName(name string) (*Link, error) {
+// LinkByName implements [netdriver.Driver].
+func (f *Fake) LinkByName(name string) (*netdriver.Link, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	l, err := f.get(name)
@@ -207,11 +209,11 @@ func (f *Fake) LinkByName(name string) (*Link, error) {
 	return f.copyLink(l), nil
 }
 
-// LinkList implements [Driver].
-func (f *Fake) LinkList() ([]*Link, error) {
+// LinkList implements [netdriver.Driver].
+func (f *Fake) LinkList() ([]*netdriver.Link, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	out := make([]*Link, 0, len(f.links))
+	out := make([]*netdriver.Link, 0, len(f.links))
 	for _, l := range f.links {
 		out = append(out, f.copyLink(l))
 	}
@@ -219,7 +221,7 @@ func (f *Fake) LinkList() ([]*Link, error) {
 	return out, nil
 }
 
-func (f *Fake) add(kind string, l *Link) error {
+func (f *Fake) add(kind string, l *netdriver.Link) error {
 	if err := f.step("Add%s %s", kind, l.Name); err != nil {
 		return err
 	}
@@ -233,32 +235,32 @@ func (f *Fake) add(kind string, l *Link) error {
 	return nil
 }
 
-// AddBridge implements [Driver].
+// AddBridge implements [netdriver.Driver].
 func (f *Fake) AddBridge(name string, mtu int, mac net.HardwareAddr) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	err := f.add("Bridge", &Link{Name: name, Type: TypeBridge, MTU: mtu, MAC: slices.Clone(mac), TapOwner: -1, TapGroup: -1})
+	err := f.add("Bridge", &netdriver.Link{Name: name, Type: netdriver.TypeBridge, MTU: mtu, MAC: slices.Clone(mac), TapOwner: -1, TapGroup: -1})
 	if err == nil {
 		f.txcsum[f.links[name].Index] = true
 	}
 	return err
 }
 
-// AddDummy implements [Driver].
+// AddDummy implements [netdriver.Driver].
 func (f *Fake) AddDummy(name string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.add("Dummy", &Link{Name: name, Type: TypeDummy, NoARP: true, TapOwner: -1, TapGroup: -1})
+	return f.add("Dummy", &netdriver.Link{Name: name, Type: netdriver.TypeDummy, NoARP: true, TapOwner: -1, TapGroup: -1})
 }
 
-// AddTap implements [Driver].
-func (f *Fake) AddTap(tap Tap) error {
+// AddTap implements [netdriver.Driver].
+func (f *Fake) AddTap(tap netdriver.Tap) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.add("Tap", &Link{Name: tap.Name, Type: TypeTuntap, MTU: tap.MTU, TapOwner: tap.Owner, TapGroup: tap.Group, TapMultiQueue: tap.MultiQueue})
+	return f.add("Tap", &netdriver.Link{Name: tap.Name, Type: netdriver.TypeTuntap, MTU: tap.MTU, TapOwner: tap.Owner, TapGroup: tap.Group, TapMultiQueue: tap.MultiQueue})
 }
 
-// DeleteLink implements [Driver].
+// DeleteLink implements [netdriver.Driver].
 func (f *Fake) DeleteLink(name string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -283,7 +285,7 @@ func (f *Fake) DeleteLink(name string) error {
 	return nil
 }
 
-func (f *Fake) mutate(call, name string, fn func(*Link) error) error {
+func (f *Fake) mutate(call, name string, fn func(*netdriver.Link) error) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.step("%s %s", call, name); err != nil {
@@ -296,9 +298,9 @@ func (f *Fake) mutate(call, name string, fn func(*Link) error) error {
 	return fn(l)
 }
 
-// SetName implements [Driver].
+// SetName implements [netdriver.Driver].
 func (f *Fake) SetName(old, new string) error {
-	return f.mutate("SetName "+new, old, func(l *Link) error {
+	return f.mutate("SetName "+new, old, func(l *netdriver.Link) error {
 		if l.Up {
 			return fmt.Errorf("rename %q: %w", old, unix.EBUSY)
 		}
@@ -317,34 +319,34 @@ func (f *Fake) SetName(old, new string) error {
 	})
 }
 
-// SetUp implements [Driver].
+// SetUp implements [netdriver.Driver].
 func (f *Fake) SetUp(name string) error {
-	return f.mutate("SetUp", name, func(l *Link) error { l.Up = true; return nil })
+	return f.mutate("SetUp", name, func(l *netdriver.Link) error { l.Up = true; return nil })
 }
 
-// SetDown implements [Driver]: like the kernel, it drops the link's
+// SetDown implements [netdriver.Driver]: like the kernel, it drops the link's
 // static routes.
 func (f *Fake) SetDown(name string) error {
-	return f.mutate("SetDown", name, func(l *Link) error {
+	return f.mutate("SetDown", name, func(l *netdriver.Link) error {
 		l.Up = false
 		f.dropRoutes(l.Index, netip.Prefix{})
 		return nil
 	})
 }
 
-// SetMAC implements [Driver].
+// SetMAC implements [netdriver.Driver].
 func (f *Fake) SetMAC(name string, mac net.HardwareAddr) error {
-	return f.mutate("SetMAC "+mac.String(), name, func(l *Link) error { l.MAC = slices.Clone(mac); return nil })
+	return f.mutate("SetMAC "+mac.String(), name, func(l *netdriver.Link) error { l.MAC = slices.Clone(mac); return nil })
 }
 
-// SetMTU implements [Driver].
+// SetMTU implements [netdriver.Driver].
 func (f *Fake) SetMTU(name string, mtu int) error {
-	return f.mutate(fmt.Sprintf("SetMTU %d", mtu), name, func(l *Link) error { l.MTU = mtu; return nil })
+	return f.mutate(fmt.Sprintf("SetMTU %d", mtu), name, func(l *netdriver.Link) error { l.MTU = mtu; return nil })
 }
 
-// SetMaster implements [Driver].
+// SetMaster implements [netdriver.Driver].
 func (f *Fake) SetMaster(name, bridge string) error {
-	return f.mutate("SetMaster "+bridge, name, func(l *Link) error {
+	return f.mutate("SetMaster "+bridge, name, func(l *netdriver.Link) error {
 		if bridge == "" {
 			l.Master = ""
 			delete(f.learning, l.Index)
@@ -354,7 +356,7 @@ func (f *Fake) SetMaster(name, bridge string) error {
 		if err != nil {
 			return err
 		}
-		if b.Type != TypeBridge {
+		if b.Type != netdriver.TypeBridge {
 			return fmt.Errorf("set master %q of %q: %w", bridge, name, unix.EOPNOTSUPP)
 		}
 		if l.Master != bridge {
@@ -365,7 +367,7 @@ func (f *Fake) SetMaster(name, bridge string) error {
 	})
 }
 
-// Learning implements [Driver].
+// Learning implements [netdriver.Driver].
 func (f *Fake) Learning(name string) (bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -379,9 +381,9 @@ func (f *Fake) Learning(name string) (bool, error) {
 	return f.learning[l.Index], nil
 }
 
-// SetLearning implements [Driver].
+// SetLearning implements [netdriver.Driver].
 func (f *Fake) SetLearning(name string, on bool) error {
-	return f.mutate(fmt.Sprintf("SetLearning %v", on), name, func(l *Link) error {
+	return f.mutate(fmt.Sprintf("SetLearning %v", on), name, func(l *netdriver.Link) error {
 		if l.Master == "" {
 			return fmt.Errorf("set learning of %q: %w", name, unix.EOPNOTSUPP)
 		}
@@ -390,12 +392,12 @@ func (f *Fake) SetLearning(name string, on bool) error {
 	})
 }
 
-// AddAltName implements [Driver]. Alternative names share the namespace
+// AddAltName implements [netdriver.Driver]. Alternative names share the namespace
 // of link names: one taken by a link or another alternative name is
 // EEXIST.
 func (f *Fake) AddAltName(name, alt string) error {
-	return f.mutate("AddAltName "+alt, name, func(l *Link) error {
-		if len(alt) > MaxAltName || alt == "" {
+	return f.mutate("AddAltName "+alt, name, func(l *netdriver.Link) error {
+		if len(alt) > netdriver.MaxAltName || alt == "" {
 			return fmt.Errorf("add altname to %q: %w", name, unix.EINVAL)
 		}
 		for _, o := range f.links {
@@ -408,13 +410,8 @@ func (f *Fake) AddAltName(name, alt string) error {
 	})
 }
 
-// SetNoARP implements [Driver].
-func (f *Fake) SetNoARP(name string, on bool) error {
-	return f.mutate(fmt.Sprintf("SetNoARP %v", on), name, func(l *Link) error { l.NoARP = on; return nil })
-}
-
-// AddrList implements [Driver].
-func (f *Fake) AddrList(name string, family Family) ([]netip.Prefix, error) {
+// AddrList implements [netdriver.Driver].
+func (f *Fake) AddrList(name string, family netdriver.Family) ([]netip.Prefix, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	l, err := f.get(name)
@@ -423,14 +420,14 @@ func (f *Fake) AddrList(name string, family Family) ([]netip.Prefix, error) {
 	}
 	var out []netip.Prefix
 	for _, a := range f.addrs[l.Index] {
-		if a.Addr().Is4() == (family == IPv4) {
+		if a.Addr().Is4() == (family == netdriver.IPv4) {
 			out = append(out, a)
 		}
 	}
 	return out, nil
 }
 
-// AddrOwners implements [Driver].
+// AddrOwners implements [netdriver.Driver].
 func (f *Fake) AddrOwners(addr netip.Addr) ([]string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -446,9 +443,9 @@ func (f *Fake) AddrOwners(addr netip.Addr) ([]string, error) {
 	return out, nil
 }
 
-// AddrReplace implements [Driver].
+// AddrReplace implements [netdriver.Driver].
 func (f *Fake) AddrReplace(name string, addr netip.Prefix) error {
-	return f.mutate("AddrReplace "+addr.String(), name, func(l *Link) error {
+	return f.mutate("AddrReplace "+addr.String(), name, func(l *netdriver.Link) error {
 		as := f.addrs[l.Index]
 		for i, a := range as {
 			if a.Addr() == addr.Addr() {
@@ -461,10 +458,10 @@ func (f *Fake) AddrReplace(name string, addr netip.Prefix) error {
 	})
 }
 
-// AddrDel implements [Driver]: like the kernel, it drops the routes whose
+// AddrDel implements [netdriver.Driver]: like the kernel, it drops the routes whose
 // gateway was reachable only through that address.
 func (f *Fake) AddrDel(name string, addr netip.Prefix) error {
-	return f.mutate("AddrDel "+addr.String(), name, func(l *Link) error {
+	return f.mutate("AddrDel "+addr.String(), name, func(l *netdriver.Link) error {
 		as := f.addrs[l.Index]
 		for i, a := range as {
 			if a.Addr() == addr.Addr() {
@@ -480,7 +477,7 @@ func (f *Fake) AddrDel(name string, addr netip.Prefix) error {
 // dropRoutes removes the static routes of a link: all of them, or (when
 // via is valid) those whose gateway lies in via.
 func (f *Fake) dropRoutes(index int, via netip.Prefix) {
-	var rs []Route
+	var rs []netdriver.Route
 	var ls []int
 	for i, r := range f.routes {
 		if f.rlinks[i] == index && (!via.IsValid() || (r.Gateway.IsValid() && via.Contains(r.Gateway)) || r.Src.IsValid()) {
@@ -502,17 +499,17 @@ func (f *Fake) linkName(index int) string {
 
 // routesLocked returns the routes of a link index (0: all) and family (0:
 // both), the kernel's connected routes included.
-func (f *Fake) routesLocked(index int, family Family) []Route {
-	var out []Route
+func (f *Fake) routesLocked(index int, family netdriver.Family) []netdriver.Route {
+	var out []netdriver.Route
 	for _, l := range f.links {
 		if (index != 0 && l.Index != index) || !l.Up {
 			continue
 		}
 		for _, a := range f.addrs[l.Index] {
-			if family != 0 && a.Addr().Is4() != (family == IPv4) || a.Bits() == a.Addr().BitLen() {
+			if family != 0 && a.Addr().Is4() != (family == netdriver.IPv4) || a.Bits() == a.Addr().BitLen() {
 				continue
 			}
-			r := Route{Dst: a.Masked(), Link: l.Name, Kernel: true}
+			r := netdriver.Route{Dst: a.Masked(), Link: l.Name, Kernel: true}
 			if a.Addr().Is4() {
 				r.Src = a.Addr()
 			}
@@ -520,7 +517,7 @@ func (f *Fake) routesLocked(index int, family Family) []Route {
 		}
 	}
 	for i, r := range f.routes {
-		if (index != 0 && f.rlinks[i] != index) || (family != 0 && r.Dst.Addr().Is4() != (family == IPv4)) {
+		if (index != 0 && f.rlinks[i] != index) || (family != 0 && r.Dst.Addr().Is4() != (family == netdriver.IPv4)) {
 			continue
 		}
 		r.Link = f.linkName(f.rlinks[i])
@@ -529,8 +526,8 @@ func (f *Fake) routesLocked(index int, family Family) []Route {
 	return out
 }
 
-// RouteList implements [Driver].
-func (f *Fake) RouteList(name string, family Family) ([]Route, error) {
+// RouteList implements [netdriver.Driver].
+func (f *Fake) RouteList(name string, family netdriver.Family) ([]netdriver.Route, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	l, err := f.get(name)
@@ -540,9 +537,9 @@ func (f *Fake) RouteList(name string, family Family) ([]Route, error) {
 	return f.routesLocked(l.Index, family), nil
 }
 
-// RouteReplace implements [Driver].
-func (f *Fake) RouteReplace(r Route) error {
-	return f.mutate("RouteReplace "+r.Dst.String(), r.Link, func(l *Link) error {
+// RouteReplace implements [netdriver.Driver].
+func (f *Fake) RouteReplace(r netdriver.Route) error {
+	return f.mutate("RouteReplace "+r.Dst.String(), r.Link, func(l *netdriver.Link) error {
 		if r.Kernel {
 			return nil
 		}
@@ -559,9 +556,9 @@ func (f *Fake) RouteReplace(r Route) error {
 	})
 }
 
-// Sysctl implements [Driver]; unset keys read "0".
+// Sysctl implements [netdriver.Driver]; unset keys read "0".
 func (f *Fake) Sysctl(key string) (string, error) {
-	if _, err := sysctlPath(key); err != nil {
+	if _, err := netdriver.SysctlPath(key); err != nil {
 		return "", err
 	}
 	f.mu.Lock()
@@ -572,9 +569,9 @@ func (f *Fake) Sysctl(key string) (string, error) {
 	return "0", nil
 }
 
-// SetSysctl implements [Driver].
+// SetSysctl implements [netdriver.Driver].
 func (f *Fake) SetSysctl(key, value string) error {
-	if _, err := sysctlPath(key); err != nil {
+	if _, err := netdriver.SysctlPath(key); err != nil {
 		return err
 	}
 	f.mu.Lock()
@@ -586,7 +583,7 @@ func (f *Fake) SetSysctl(key, value string) error {
 	return nil
 }
 
-// TXChecksum implements [Driver]; links start with it on.
+// TXChecksum implements [netdriver.Driver]; links start with it on.
 func (f *Fake) TXChecksum(name string) (bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -598,17 +595,17 @@ func (f *Fake) TXChecksum(name string) (bool, error) {
 	return on || !ok, nil
 }
 
-// SetTXChecksum implements [Driver].
+// SetTXChecksum implements [netdriver.Driver].
 func (f *Fake) SetTXChecksum(name string, on bool) error {
-	return f.mutate(fmt.Sprintf("SetTXChecksum %v", on), name, func(l *Link) error {
+	return f.mutate(fmt.Sprintf("SetTXChecksum %v", on), name, func(l *netdriver.Link) error {
 		f.txcsum[l.Index] = on
 		return nil
 	})
 }
 
-// ApplyNAT implements [Driver].
-func (f *Fake) ApplyNAT(nat NAT) error {
-	if err := validateNAT(nat); err != nil {
+// ApplyNAT implements [netdriver.Driver].
+func (f *Fake) ApplyNAT(nat netdriver.NAT) error {
+	if err := nat.Validate(); err != nil {
 		return err
 	}
 	f.mu.Lock()
@@ -627,8 +624,8 @@ func (f *Fake) ApplyNAT(nat NAT) error {
 	return nil
 }
 
-// DeleteNAT implements [Driver].
-func (f *Fake) DeleteNAT(family Family) error {
+// DeleteNAT implements [netdriver.Driver].
+func (f *Fake) DeleteNAT(family netdriver.Family) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.step("DeleteNAT ipv%d", family); err != nil {
@@ -638,13 +635,13 @@ func (f *Fake) DeleteNAT(family Family) error {
 	return nil
 }
 
-// NATRules implements [Driver].
-func (f *Fake) NATRules(family Family) ([]string, error) {
+// NATRules implements [netdriver.Driver].
+func (f *Fake) NATRules(family netdriver.Family) ([]string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	nat, ok := f.nat[family]
 	if !ok {
 		return nil, nil
 	}
-	return natListing(nat)
+	return netdriver.NATListing(nat)
 }

@@ -1,4 +1,4 @@
-package netdriver_test
+package kernel_test
 
 import (
 	"context"
@@ -16,8 +16,10 @@ import (
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
-	"github.com/virtnet/virtnet/internal/netdriver"
 	"github.com/virtnet/virtnet/internal/testutil"
+	"github.com/virtnet/virtnet/netdriver"
+	"github.com/virtnet/virtnet/netdriver/kernel"
+	"github.com/virtnet/virtnet/netdriver/netdrivertest"
 )
 
 // The kernel tests of the NAT half of the real driver. They live in
@@ -25,9 +27,9 @@ import (
 // cases come from nat_test.go.
 
 // openDriver opens the real driver in ns.
-func openDriver(t *testing.T, ns *testutil.NS) *netdriver.Netlink {
+func openDriver(t *testing.T, ns *testutil.NS) *kernel.Netlink {
 	t.Helper()
-	d, err := netdriver.Open(ns.Path)
+	d, err := kernel.Open(ns.Path)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = d.Close() })
 	return d
@@ -45,7 +47,7 @@ func applyOrSkip(t *testing.T, d netdriver.Driver, nat netdriver.NAT) {
 
 func TestNATKernelListing(t *testing.T) {
 	testutil.RequireRoot(t)
-	for _, tc := range netdriver.NATListingCases {
+	for _, tc := range netdrivertest.NATListingCases {
 		t.Run(tc.Name, func(t *testing.T) {
 			ns := testutil.NewNS(t, "vn-nat")
 			d := openDriver(t, ns)
@@ -95,7 +97,7 @@ func TestNATReconcile(t *testing.T) {
 		require.NoError(t, err)
 		return got
 	}
-	fake := netdriver.NewFake()
+	fake := netdrivertest.NewFake()
 	want := func(nat netdriver.NAT) []string {
 		t.Helper()
 		require.NoError(t, fake.ApplyNAT(nat))
@@ -109,17 +111,17 @@ func TestNATReconcile(t *testing.T) {
 		require.NoError(t, d.DeleteNAT(fam), "delete without table")
 	}
 
-	first := netdriver.SampleNAT4(netdriver.NATPort{Protocol: "tcp", Port: 8080}, netdriver.NATPort{Protocol: "udp", Port: 53})
+	first := netdrivertest.SampleNAT4(netdriver.NATPort{Protocol: "tcp", Port: 8080}, netdriver.NATPort{Protocol: "udp", Port: 53})
 	applyOrSkip(t, d, first)
 	once := list(netdriver.IPv4)
 	require.Equal(t, want(first), once, "the kernel agrees with the fake")
 	require.NoError(t, d.ApplyNAT(first))
 	require.Equal(t, once, list(netdriver.IPv4), "apply twice")
 
-	six := netdriver.SampleNAT6(netdriver.NATPort{Protocol: "tcp", Port: 1})
+	six := netdrivertest.SampleNAT6(netdriver.NATPort{Protocol: "tcp", Port: 1})
 	require.NoError(t, d.ApplyNAT(six))
 
-	second := netdriver.SampleNAT4(netdriver.NATPort{Protocol: "tcp", Port: 9090})
+	second := netdrivertest.SampleNAT4(netdriver.NATPort{Protocol: "tcp", Port: 9090})
 	require.NoError(t, d.ApplyNAT(second))
 	got := list(netdriver.IPv4)
 	require.Equal(t, want(second), got, "other ports replace the old ones")
@@ -151,7 +153,7 @@ func TestNATReconcile(t *testing.T) {
 // The veth tap0 stands in for the VM's tap.
 type natTopology struct {
 	outside, pod, vm *testutil.NS
-	driver           *netdriver.Netlink // in pod
+	driver           *kernel.Netlink // in pod
 }
 
 // addr adds an address without DAD (IPv6 is usable at once) and sets the
@@ -283,8 +285,8 @@ func TestNATTraffic(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			top := newNATTopology(t)
-			applyOrSkip(t, top.driver, netdriver.SampleNAT4(tc.ports...))
-			require.NoError(t, top.driver.ApplyNAT(netdriver.SampleNAT6(tc.ports...)))
+			applyOrSkip(t, top.driver, netdrivertest.SampleNAT4(tc.ports...))
+			require.NoError(t, top.driver.ApplyNAT(netdrivertest.SampleNAT6(tc.ports...)))
 
 			serveTCP(t, top.vm, ":8080", "vm8080") // dual stack
 			serveTCP(t, top.vm, ":9090", "vm9090")
@@ -328,7 +330,7 @@ func TestNATTraffic(t *testing.T) {
 func TestNATLoopbackNeedsRouteLocalnet(t *testing.T) {
 	testutil.RequireRoot(t)
 	top := newNATTopology(t)
-	applyOrSkip(t, top.driver, netdriver.SampleNAT4(netdriver.NATPort{Protocol: "tcp", Port: 8080}))
+	applyOrSkip(t, top.driver, netdrivertest.SampleNAT4(netdriver.NATPort{Protocol: "tcp", Port: 8080}))
 	serveTCP(t, top.vm, ":8080", "vm8080")
 
 	requireReply(t, top.pod, "127.0.0.1:8080", "vm8080", "10.0.2.1")
@@ -352,7 +354,7 @@ func TestNATManyPorts(t *testing.T) {
 			for i := range ports {
 				ports[i] = netdriver.NATPort{Protocol: "tcp", Port: uint16(1 + i*tc.step)}
 			}
-			for _, nat := range []netdriver.NAT{netdriver.SampleNAT4(ports...), netdriver.SampleNAT6(ports...)} {
+			for _, nat := range []netdriver.NAT{netdrivertest.SampleNAT4(ports...), netdrivertest.SampleNAT6(ports...)} {
 				applyOrSkip(t, top.driver, nat)
 				want, err := netdriver.NATListing(nat)
 				require.NoError(t, err)
@@ -423,8 +425,8 @@ func serveEnvoy(t *testing.T, ns *testutil.NS, listen, source, target string) {
 func TestNATIstioTraffic(t *testing.T) {
 	testutil.RequireRoot(t)
 	top := newNATTopology(t)
-	applyOrSkip(t, top.driver, netdriver.SampleIstio4())
-	require.NoError(t, top.driver.ApplyNAT(netdriver.SampleIstio6()))
+	applyOrSkip(t, top.driver, netdrivertest.SampleIstio4())
+	require.NoError(t, top.driver.ApplyNAT(netdrivertest.SampleIstio6()))
 
 	serveTCP(t, top.vm, ":8080", "vm8080")
 	serveTCP(t, top.vm, ":22", "vm22")

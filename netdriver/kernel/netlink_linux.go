@@ -1,4 +1,4 @@
-package netdriver
+package kernel
 
 import (
 	"errors"
@@ -11,16 +11,19 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/virtnet/virtnet/netdriver"
+
 	"github.com/google/nftables"
 	mdnetlink "github.com/mdlayher/netlink"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 
-	"github.com/virtnet/virtnet/internal/nsexec"
 	"golang.org/x/sys/unix"
+
+	"github.com/virtnet/virtnet/internal/nsexec"
 )
 
-// Netlink is the real [Driver], bound to one network namespace.
+// Netlink is the real [netdriver.Driver], bound to one network namespace.
 type Netlink struct {
 	nsPath string
 	ns     netns.NsHandle
@@ -64,7 +67,7 @@ type Netlink struct {
 	nftb   *batchBuilder
 }
 
-var _ Driver = (*Netlink)(nil)
+var _ netdriver.Driver = (*Netlink)(nil)
 
 // Open returns a driver for the network namespace at nsPath (a file such as
 // /var/run/netns/NAME or /proc/PID/ns/net). Close it when done.
@@ -92,9 +95,9 @@ func Open(nsPath string) (*Netlink, error) {
 	return &Netlink{nsPath: nsPath, ns: ns, h: h, thr: thr, ethfd: -1, rtfd: -1, index: map[string]int{}}, nil
 }
 
-// OpenDriver is [Open] behind the [Driver] interface, with its Close; it
-// exists on every OS (elsewhere it returns [ErrNotSupported]).
-func OpenDriver(nsPath string) (Driver, func() error, error) {
+// OpenDriver is [Open] behind the [netdriver.Driver] interface, with its Close; it
+// exists on every OS (elsewhere it returns [netdriver.ErrNotSupported]).
+func OpenDriver(nsPath string) (netdriver.Driver, func() error, error) {
 	n, err := Open(nsPath)
 	if err != nil {
 		return nil, nil, err
@@ -152,7 +155,7 @@ func (n *Netlink) link(name string) (netlink.Link, error) {
 		var nf netlink.LinkNotFoundError
 		if errors.As(err, &nf) || errors.Is(err, unix.ENODEV) {
 			n.forget(name)
-			return nil, &LinkNotFoundError{Name: name}
+			return nil, &netdriver.LinkNotFoundError{Name: name}
 		}
 		return nil, fmt.Errorf("link %q: %w", name, err)
 	}
@@ -207,14 +210,14 @@ func linkType(l netlink.Link) string {
 	case "bridge", "dummy", "tuntap", "veth", "macvtap":
 		return l.Type()
 	case "device":
-		return TypeDevice
+		return netdriver.TypeDevice
 	}
 	return l.Type()
 }
 
-func (n *Netlink) convert(l netlink.Link, masters map[int]string) (*Link, error) {
+func (n *Netlink) convert(l netlink.Link, masters map[int]string) (*netdriver.Link, error) {
 	a := l.Attrs()
-	out := &Link{
+	out := &netdriver.Link{
 		Name:     a.Name,
 		Index:    a.Index,
 		Type:     linkType(l),
@@ -264,8 +267,8 @@ func macvlanModeName(m netlink.MacvlanMode) string {
 	return "default"
 }
 
-// LinkByName implements [Driver].
-func (n *Netlink) LinkByName(name string) (*Link, error) {
+// LinkByName implements [netdriver.Driver].
+func (n *Netlink) LinkByName(name string) (*netdriver.Link, error) {
 	l, err := n.link(name)
 	if err != nil {
 		return nil, err
@@ -273,8 +276,8 @@ func (n *Netlink) LinkByName(name string) (*Link, error) {
 	return n.convert(l, nil)
 }
 
-// LinkList implements [Driver].
-func (n *Netlink) LinkList() ([]*Link, error) {
+// LinkList implements [netdriver.Driver].
+func (n *Netlink) LinkList() ([]*netdriver.Link, error) {
 	n.count(1)
 	ls, err := retryDump(n.h.LinkList)
 	if err != nil {
@@ -284,7 +287,7 @@ func (n *Netlink) LinkList() ([]*Link, error) {
 	for _, l := range ls {
 		masters[l.Attrs().Index] = l.Attrs().Name
 	}
-	out := make([]*Link, 0, len(ls))
+	out := make([]*netdriver.Link, 0, len(ls))
 	for _, l := range ls {
 		c, err := n.convert(l, masters)
 		if err != nil {
@@ -295,7 +298,7 @@ func (n *Netlink) LinkList() ([]*Link, error) {
 	return out, nil
 }
 
-// AddBridge implements [Driver].
+// AddBridge implements [netdriver.Driver].
 func (n *Netlink) AddBridge(name string, mtu int, mac net.HardwareAddr) error {
 	attrs := netlink.NewLinkAttrs()
 	attrs.Name, attrs.MTU, attrs.HardwareAddr = name, mtu, mac
@@ -306,7 +309,7 @@ func (n *Netlink) AddBridge(name string, mtu int, mac net.HardwareAddr) error {
 	return nil
 }
 
-// AddDummy implements [Driver].
+// AddDummy implements [netdriver.Driver].
 func (n *Netlink) AddDummy(name string) error {
 	attrs := netlink.NewLinkAttrs()
 	attrs.Name = name
@@ -317,9 +320,9 @@ func (n *Netlink) AddDummy(name string) error {
 	return nil
 }
 
-// AddTap implements [Driver]. The tap is persistent and owned by
+// AddTap implements [netdriver.Driver]. The tap is persistent and owned by
 // tap.Owner/tap.Group so that the unprivileged QEMU can open it.
-func (n *Netlink) AddTap(tap Tap) error {
+func (n *Netlink) AddTap(tap netdriver.Tap) error {
 	n.count(4) // the four ioctls
 	if err := n.thr.Do(func() error { return addTap(tap) }); err != nil {
 		return fmt.Errorf("add tap %q: %w", tap.Name, err)
@@ -335,7 +338,7 @@ func (n *Netlink) AddTap(tap Tap) error {
 // TUNSETIFF, its owner and group set, made persistent, the file closed
 // (the device stays). A failure before TUNSETPERSIST leaves nothing: the
 // device goes away with the file.
-func addTap(tap Tap) error {
+func addTap(tap netdriver.Tap) error {
 	flags := uint16(unix.IFF_TAP | unix.IFF_VNET_HDR | unix.IFF_NO_PI)
 	if tap.MultiQueue {
 		// One queue is opened to create the device; QEMU attaches the
@@ -373,10 +376,10 @@ func addTap(tap Tap) error {
 	return nil
 }
 
-// DeleteLink implements [Driver].
+// DeleteLink implements [netdriver.Driver].
 func (n *Netlink) DeleteLink(name string) error {
 	l, err := n.link(name)
-	if IsLinkNotFound(err) {
+	if netdriver.IsLinkNotFound(err) {
 		return nil
 	}
 	if err != nil {
@@ -392,7 +395,7 @@ func (n *Netlink) DeleteLink(name string) error {
 
 func (n *Netlink) set(name, what string, f func(netlink.Link) error) error {
 	if err := n.withRef(name, f); err != nil {
-		if IsLinkNotFound(err) {
+		if netdriver.IsLinkNotFound(err) {
 			return fmt.Errorf("%s: %w", what, err)
 		}
 		return fmt.Errorf("%s of %q: %w", what, name, err)
@@ -400,7 +403,7 @@ func (n *Netlink) set(name, what string, f func(netlink.Link) error) error {
 	return nil
 }
 
-// SetName implements [Driver].
+// SetName implements [netdriver.Driver].
 func (n *Netlink) SetName(old, new string) error {
 	var idx int
 	err := n.set(old, "rename to "+new, func(l netlink.Link) error {
@@ -416,27 +419,27 @@ func (n *Netlink) SetName(old, new string) error {
 	return err
 }
 
-// SetUp implements [Driver].
+// SetUp implements [netdriver.Driver].
 func (n *Netlink) SetUp(name string) error {
 	return n.set(name, "set up", n.h.LinkSetUp)
 }
 
-// SetDown implements [Driver].
+// SetDown implements [netdriver.Driver].
 func (n *Netlink) SetDown(name string) error {
 	return n.set(name, "set down", n.h.LinkSetDown)
 }
 
-// SetMAC implements [Driver].
+// SetMAC implements [netdriver.Driver].
 func (n *Netlink) SetMAC(name string, mac net.HardwareAddr) error {
 	return n.set(name, "set MAC "+mac.String(), func(l netlink.Link) error { return n.h.LinkSetHardwareAddr(l, mac) })
 }
 
-// SetMTU implements [Driver].
+// SetMTU implements [netdriver.Driver].
 func (n *Netlink) SetMTU(name string, mtu int) error {
 	return n.set(name, fmt.Sprintf("set MTU %d", mtu), func(l netlink.Link) error { return n.h.LinkSetMTU(l, mtu) })
 }
 
-// SetMaster implements [Driver].
+// SetMaster implements [netdriver.Driver].
 func (n *Netlink) SetMaster(name, bridge string) error {
 	if bridge == "" {
 		return n.set(name, "set nomaster", n.h.LinkSetNoMaster)
@@ -448,7 +451,7 @@ func (n *Netlink) SetMaster(name, bridge string) error {
 	return n.set(name, "set master "+bridge, func(l netlink.Link) error { return n.h.LinkSetMasterByIndex(l, b.Attrs().Index) })
 }
 
-// Learning implements [Driver].
+// Learning implements [netdriver.Driver].
 func (n *Netlink) Learning(name string) (bool, error) {
 	var on bool
 	err := n.withRef(name, func(l netlink.Link) (err error) {
@@ -461,31 +464,21 @@ func (n *Netlink) Learning(name string) (bool, error) {
 	return on, nil
 }
 
-// SetLearning implements [Driver].
+// SetLearning implements [netdriver.Driver].
 func (n *Netlink) SetLearning(name string, on bool) error {
 	return n.set(name, fmt.Sprintf("set learning %v", on), func(l netlink.Link) error { return n.h.LinkSetLearning(l, on) })
 }
 
-// AddAltName implements [Driver].
+// AddAltName implements [netdriver.Driver].
 func (n *Netlink) AddAltName(name, alt string) error {
-	if len(alt) > MaxAltName {
-		return fmt.Errorf("add altname to %q: %d bytes, at most %d", name, len(alt), MaxAltName)
+	if len(alt) > netdriver.MaxAltName {
+		return fmt.Errorf("add altname to %q: %d bytes, at most %d", name, len(alt), netdriver.MaxAltName)
 	}
 	return n.set(name, fmt.Sprintf("add altname %q", alt), func(l netlink.Link) error { return n.h.LinkAddAltName(l, alt) })
 }
 
-// SetNoARP implements [Driver].
-func (n *Netlink) SetNoARP(name string, on bool) error {
-	return n.set(name, fmt.Sprintf("set noarp %v", on), func(l netlink.Link) error {
-		if on {
-			return n.h.LinkSetARPOff(l)
-		}
-		return n.h.LinkSetARPOn(l)
-	})
-}
-
-func nlFamily(f Family) int {
-	if f == IPv6 {
+func nlFamily(f netdriver.Family) int {
+	if f == netdriver.IPv6 {
 		return netlink.FAMILY_V6
 	}
 	return netlink.FAMILY_V4
@@ -508,10 +501,10 @@ func ipNet(p netip.Prefix) *net.IPNet {
 	return &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), bits)}
 }
 
-// AddrList implements [Driver]: addresses of universe (global) scope.
-func (n *Netlink) AddrList(name string, family Family) ([]netip.Prefix, error) {
+// AddrList implements [netdriver.Driver]: addresses of universe (global) scope.
+func (n *Netlink) AddrList(name string, family netdriver.Family) ([]netip.Prefix, error) {
 	fam := unix.AF_INET
-	if family == IPv6 {
+	if family == netdriver.IPv6 {
 		fam = unix.AF_INET6
 	}
 	var out []netip.Prefix
@@ -520,7 +513,7 @@ func (n *Netlink) AddrList(name string, family Family) ([]netip.Prefix, error) {
 		return err
 	})
 	if err != nil {
-		if IsLinkNotFound(err) {
+		if netdriver.IsLinkNotFound(err) {
 			return nil, err
 		}
 		return nil, fmt.Errorf("list addresses of %q: %w", name, err)
@@ -528,11 +521,11 @@ func (n *Netlink) AddrList(name string, family Family) ([]netip.Prefix, error) {
 	return out, nil
 }
 
-// AddrOwners implements [Driver].
+// AddrOwners implements [netdriver.Driver].
 func (n *Netlink) AddrOwners(addr netip.Addr) ([]string, error) {
-	fam := IPv4
+	fam := netdriver.IPv4
 	if addr.Is6() {
-		fam = IPv6
+		fam = netdriver.IPv6
 	}
 	n.count(1)
 	addrs, err := retryDump(func() ([]netlink.Addr, error) { return n.h.AddrList(nil, nlFamily(fam)) })
@@ -553,7 +546,7 @@ func (n *Netlink) AddrOwners(addr netip.Addr) ([]string, error) {
 	return out, nil
 }
 
-// AddrReplace implements [Driver]. IPv6 addresses skip duplicate address
+// AddrReplace implements [netdriver.Driver]. IPv6 addresses skip duplicate address
 // detection so that they are usable at once.
 func (n *Netlink) AddrReplace(name string, addr netip.Prefix) error {
 	return n.set(name, "replace address "+addr.String(), func(l netlink.Link) error {
@@ -565,7 +558,7 @@ func (n *Netlink) AddrReplace(name string, addr netip.Prefix) error {
 	})
 }
 
-// AddrDel implements [Driver].
+// AddrDel implements [netdriver.Driver].
 func (n *Netlink) AddrDel(name string, addr netip.Prefix) error {
 	err := n.set(name, "delete address "+addr.String(), func(l netlink.Link) error {
 		return n.h.AddrDel(l, &netlink.Addr{IPNet: ipNet(addr)})
@@ -576,9 +569,9 @@ func (n *Netlink) AddrDel(name string, addr netip.Prefix) error {
 	return err
 }
 
-// RouteList implements [Driver]: the link's routes in the main table,
+// RouteList implements [netdriver.Driver]: the link's routes in the main table,
 // without IPv6 link-local and multicast routes.
-func (n *Netlink) RouteList(name string, family Family) ([]Route, error) {
+func (n *Netlink) RouteList(name string, family netdriver.Family) ([]netdriver.Route, error) {
 	l, _, err := n.ref(name)
 	if err != nil {
 		return nil, err
@@ -591,11 +584,11 @@ func (n *Netlink) RouteList(name string, family Family) ([]Route, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list routes of %q: %w", name, err)
 	}
-	var out []Route
+	var out []netdriver.Route
 	for _, r := range rs {
 		dst, ok := prefixOf(r.Dst)
 		if !ok {
-			if family == IPv6 {
+			if family == netdriver.IPv6 {
 				dst = netip.MustParsePrefix("::/0")
 			} else {
 				dst = netip.MustParsePrefix("0.0.0.0/0")
@@ -604,7 +597,7 @@ func (n *Netlink) RouteList(name string, family Family) ([]Route, error) {
 		if dst.Addr().IsLinkLocalUnicast() && dst.Addr().Is6() || dst.Addr().IsMulticast() {
 			continue
 		}
-		rt := Route{Dst: dst, Link: name, Priority: r.Priority, Kernel: r.Protocol == unix.RTPROT_KERNEL}
+		rt := netdriver.Route{Dst: dst, Link: name, Priority: r.Priority, Kernel: r.Protocol == unix.RTPROT_KERNEL}
 		if a, ok := netip.AddrFromSlice(r.Gw); ok {
 			rt.Gateway = a.Unmap()
 		}
@@ -616,8 +609,8 @@ func (n *Netlink) RouteList(name string, family Family) ([]Route, error) {
 	return out, nil
 }
 
-// RouteReplace implements [Driver].
-func (n *Netlink) RouteReplace(r Route) error {
+// RouteReplace implements [netdriver.Driver].
+func (n *Netlink) RouteReplace(r netdriver.Route) error {
 	return n.set(r.Link, "replace route "+r.Dst.String(), func(l netlink.Link) error {
 		nr := &netlink.Route{LinkIndex: l.Attrs().Index, Dst: ipNet(r.Dst), Priority: r.Priority}
 		if r.Gateway.IsValid() {
@@ -632,9 +625,9 @@ func (n *Netlink) RouteReplace(r Route) error {
 	})
 }
 
-// Sysctl implements [Driver].
+// Sysctl implements [netdriver.Driver].
 func (n *Netlink) Sysctl(key string) (string, error) {
-	p, err := sysctlPath(key)
+	p, err := netdriver.SysctlPath(key)
 	if err != nil {
 		return "", err
 	}
@@ -651,9 +644,9 @@ func (n *Netlink) Sysctl(key string) (string, error) {
 	return strings.TrimSpace(string(v)), nil
 }
 
-// SetSysctl implements [Driver].
+// SetSysctl implements [netdriver.Driver].
 func (n *Netlink) SetSysctl(key, value string) error {
-	p, err := sysctlPath(key)
+	p, err := netdriver.SysctlPath(key)
 	if err != nil {
 		return err
 	}
@@ -664,7 +657,7 @@ func (n *Netlink) SetSysctl(key, value string) error {
 	return nil
 }
 
-// TXChecksum implements [Driver].
+// TXChecksum implements [netdriver.Driver].
 func (n *Netlink) TXChecksum(name string) (bool, error) {
 	var v uint32
 	n.count(1)
@@ -679,7 +672,7 @@ func (n *Netlink) TXChecksum(name string) (bool, error) {
 	return v != 0, nil
 }
 
-// SetTXChecksum implements [Driver].
+// SetTXChecksum implements [netdriver.Driver].
 func (n *Netlink) SetTXChecksum(name string, on bool) error {
 	var v uint32
 	if on {
@@ -795,8 +788,8 @@ func (n *Netlink) closeNFT() {
 	}
 }
 
-// ApplyNAT implements [Driver].
-func (n *Netlink) ApplyNAT(nat NAT) error {
+// ApplyNAT implements [netdriver.Driver].
+func (n *Netlink) ApplyNAT(nat netdriver.NAT) error {
 	batch, err := n.natBatch(nat)
 	if err != nil {
 		return err
@@ -805,14 +798,14 @@ func (n *Netlink) ApplyNAT(nat NAT) error {
 		took, err := sendBatch(n.nftnl, batch)
 		n.natKernel.Add(int64(took))
 		if err != nil {
-			return fmt.Errorf("netdriver: apply NAT table %s %s: %w", familyName(nat.Family), NATTable, err)
+			return fmt.Errorf("netdriver: apply NAT table %s %s: %w", familyName(nat.Family), netdriver.NATTable, err)
 		}
 		return nil
 	})
 }
 
 // natBatch builds nat's batch on the driver's builder.
-func (n *Netlink) natBatch(nat NAT) ([]mdnetlink.Message, error) {
+func (n *Netlink) natBatch(nat netdriver.NAT) ([]mdnetlink.Message, error) {
 	n.nftbMu.Lock()
 	defer n.nftbMu.Unlock()
 	if n.nftb == nil {
@@ -829,13 +822,13 @@ func (n *Netlink) natBatch(nat NAT) ([]mdnetlink.Message, error) {
 	return batch, err
 }
 
-// DeleteNAT implements [Driver].
-func (n *Netlink) DeleteNAT(family Family) error {
+// DeleteNAT implements [netdriver.Driver].
+func (n *Netlink) DeleteNAT(family netdriver.Family) error {
 	return n.nftDo(func(c *nftables.Conn) error { return deleteNAT(c, family) })
 }
 
-// NATRules implements [Driver].
-func (n *Netlink) NATRules(family Family) ([]string, error) {
+// NATRules implements [netdriver.Driver].
+func (n *Netlink) NATRules(family netdriver.Family) ([]string, error) {
 	var lines []string
 	err := n.nftDo(func(c *nftables.Conn) (err error) {
 		lines, err = listNAT(c, family)

@@ -1,4 +1,4 @@
-package netdriver_test
+package kernel_test
 
 import (
 	"fmt"
@@ -9,8 +9,9 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
-	"github.com/virtnet/virtnet/internal/netdriver"
 	"github.com/virtnet/virtnet/internal/testutil"
+	"github.com/virtnet/virtnet/netdriver"
+	"github.com/virtnet/virtnet/netdriver/kernel"
 )
 
 // TestAddTapKernel: the real driver's taps are persistent taps of the
@@ -19,7 +20,7 @@ import (
 // same name is refused and leaves the first as it was.
 func TestAddTapKernel(t *testing.T) {
 	ns := testutil.NewNS(t, "vn-tap")
-	d, err := netdriver.Open(ns.Path)
+	d, err := kernel.Open(ns.Path)
 	require.NoError(t, err)
 	t.Cleanup(func() { d.Close() })
 
@@ -57,14 +58,14 @@ func TestAddTapKernel(t *testing.T) {
 // calls and after Close of another driver of the same namespace.
 func TestInsideCallsKernel(t *testing.T) {
 	ns := testutil.NewNS(t, "vn-ins")
-	d, err := netdriver.Open(ns.Path)
+	d, err := kernel.Open(ns.Path)
 	require.NoError(t, err)
 	t.Cleanup(func() { d.Close() })
-	other, err := netdriver.Open(ns.Path)
+	other, err := kernel.Open(ns.Path)
 	require.NoError(t, err)
 	require.NoError(t, other.Close())
 
-	home, err := netdriver.Open("/proc/self/ns/net")
+	home, err := kernel.Open("/proc/self/ns/net")
 	require.NoError(t, err)
 	t.Cleanup(func() { home.Close() })
 	homeFwd, err := home.Sysctl("ipv4/ip_forward")
@@ -103,7 +104,7 @@ func TestInsideCallsKernel(t *testing.T) {
 func TestLinkQueriesMatchDumps(t *testing.T) {
 	ns := testutil.NewNS(t, "vn-lq")
 	h := ns.Handle
-	d, err := netdriver.Open(ns.Path)
+	d, err := kernel.Open(ns.Path)
 	require.NoError(t, err)
 	t.Cleanup(func() { d.Close() })
 

@@ -1,8 +1,12 @@
-package netdriver
+package kernel
 
 import (
 	"errors"
 	"testing"
+
+	"github.com/virtnet/virtnet/netdriver/netdrivertest"
+
+	"github.com/virtnet/virtnet/netdriver"
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/expr"
@@ -22,7 +26,7 @@ func TestSendBatchReportsKernelErrors(t *testing.T) {
 	d, err := Open(ns.Path)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = d.Close() })
-	_, err = d.NATRules(IPv4) // dials the socket
+	_, err = d.NATRules(netdriver.IPv4) // dials the socket
 	require.NoError(t, err)
 
 	var batch []mdnetlink.Message
@@ -35,7 +39,7 @@ func TestSendBatchReportsKernelErrors(t *testing.T) {
 		return nil, nil
 	}))
 	require.NoError(t, err)
-	table := c.AddTable(natTable(IPv4))
+	table := c.AddTable(natTable(netdriver.IPv4))
 	c.AddRule(&nftables.Rule{Table: table, Chain: &nftables.Chain{Name: "nope", Table: table},
 		Exprs: []expr.Any{&expr.Verdict{Kind: expr.VerdictAccept}}})
 	require.NoError(t, c.Flush())
@@ -47,13 +51,13 @@ func TestSendBatchReportsKernelErrors(t *testing.T) {
 	require.Error(t, err)
 	require.True(t, errors.Is(err, unix.ENOENT), "got %v", err)
 
-	rules, err := d.NATRules(IPv4)
+	rules, err := d.NATRules(netdriver.IPv4)
 	require.NoError(t, err)
 	require.Nil(t, rules, "the failed batch created no table")
-	require.NoError(t, d.ApplyNAT(SampleNAT4()))
-	rules, err = d.NATRules(IPv4)
+	require.NoError(t, d.ApplyNAT(netdrivertest.SampleNAT4()))
+	rules, err = d.NATRules(netdriver.IPv4)
 	require.NoError(t, err)
-	want, err := NATListing(SampleNAT4())
+	want, err := netdriver.NATListing(netdrivertest.SampleNAT4())
 	require.NoError(t, err)
 	require.Equal(t, want, rules)
 }
@@ -62,7 +66,7 @@ func TestSendBatchReportsKernelErrors(t *testing.T) {
 // same messages as a fresh builder's for the same rule set, and an
 // invalid rule set leaves nothing behind for the next batch.
 func TestBatchBuilderReuse(t *testing.T) {
-	fresh := func(nat NAT) []mdnetlink.Message {
+	fresh := func(nat netdriver.NAT) []mdnetlink.Message {
 		b, err := newBatchBuilder()
 		require.NoError(t, err)
 		batch, err := b.build(nat)
@@ -79,12 +83,12 @@ func TestBatchBuilderReuse(t *testing.T) {
 	}
 	b, err := newBatchBuilder()
 	require.NoError(t, err)
-	bad := SampleNAT4()
+	bad := netdrivertest.SampleNAT4()
 	bad.Bridge = ""
-	for _, nat := range []NAT{SampleNAT4(NATPort{Protocol: "tcp", Port: 80}), SampleNAT6(), bad, SampleIstio4(), SampleNAT4(NATPort{Protocol: "tcp", Port: 80})} {
+	for _, nat := range []netdriver.NAT{netdrivertest.SampleNAT4(netdriver.NATPort{Protocol: "tcp", Port: 80}), netdrivertest.SampleNAT6(), bad, netdrivertest.SampleIstio4(), netdrivertest.SampleNAT4(netdriver.NATPort{Protocol: "tcp", Port: 80})} {
 		got, err := b.build(nat)
 		if nat.Bridge == "" {
-			require.ErrorIs(t, err, ErrInvalidNAT)
+			require.ErrorIs(t, err, netdriver.ErrInvalidNAT)
 			continue
 		}
 		require.NoError(t, err)

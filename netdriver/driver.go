@@ -109,8 +109,6 @@ type Driver interface {
 	Learning(name string) (bool, error)
 	// SetLearning is `bridge link set dev NAME learning on|off`.
 	SetLearning(name string, on bool) error
-	// SetNoARP is `ip link set NAME arp off|on`.
-	SetNoARP(name string, on bool) error
 	// AddAltName is `ip link property add dev NAME altname ALT` (at most
 	// [MaxAltName] bytes; an alternative name is unique in the namespace
 	// and follows the link through renames).
@@ -225,9 +223,9 @@ var ErrNotSupported = errors.New("netdriver: not supported on this OS")
 // IsLinkNotFound reports whether err says a link does not exist.
 func IsLinkNotFound(err error) bool { return errors.Is(err, ErrLinkNotFound) }
 
-// sysctlPath maps a key under /proc/sys/net to its file, refusing keys
+// SysctlPath maps a key under /proc/sys/net to its file, refusing keys
 // that would leave that directory.
-func sysctlPath(key string) (string, error) {
+func SysctlPath(key string) (string, error) {
 	clean := filepath.Clean("/" + key)
 	if key == "" || strings.Contains(key, "..") || clean != "/"+key {
 		return "", fmt.Errorf("sysctl key %q is not a path under /proc/sys/net", key)

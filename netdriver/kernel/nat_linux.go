@@ -1,4 +1,4 @@
-package netdriver
+package kernel
 
 import (
 	"encoding/binary"
@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/virtnet/virtnet/netdriver"
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/expr"
@@ -24,20 +26,20 @@ import (
 // nf_conntrack and nf_nat (CONFIG_NF_TABLES, CONFIG_NFT_NAT,
 // CONFIG_NFT_MASQ, CONFIG_NF_CONNTRACK; built in or auto-loaded on first
 // use). For the output-chain DNAT of 127.0.0.1 to reach the VM,
-// net.ipv4.conf.<bridge>.route_localnet must be 1: see [NATSysctls].
+// net.ipv4.conf.<bridge>.route_localnet must be 1: see [netdriver.NATSysctls].
 
 // natTable returns virtnet's table of a family.
-func natTable(family Family) *nftables.Table {
-	t := &nftables.Table{Name: NATTable, Family: nftables.TableFamilyIPv4}
-	if family == IPv6 {
+func natTable(family netdriver.Family) *nftables.Table {
+	t := &nftables.Table{Name: netdriver.NATTable, Family: nftables.TableFamilyIPv4}
+	if family == netdriver.IPv6 {
 		t.Family = nftables.TableFamilyIPv6
 	}
 	return t
 }
 
 // familyName is the nft name of a table family, for messages.
-func familyName(family Family) string {
-	if family == IPv6 {
+func familyName(family netdriver.Family) string {
+	if family == netdriver.IPv6 {
 		return "ip6"
 	}
 	return "ip"
@@ -49,8 +51,8 @@ func familyName(family Family) string {
 // kernel applies the batch atomically: a packet sees either the old rule
 // set or the new one, never an empty table, and a failed batch leaves the
 // old rules in place. Re-running converges.
-func queueNAT(conn *nftables.Conn, nat NAT) error {
-	rules, err := natRules(nat)
+func queueNAT(conn *nftables.Conn, nat netdriver.NAT) error {
+	rules, err := nat.Rules()
 	if err != nil {
 		return err
 	}
@@ -63,9 +65,9 @@ func queueNAT(conn *nftables.Conn, nat NAT) error {
 	for _, r := range rules {
 		exprs, err := natExprs(conn, table, r, &sets)
 		if err != nil {
-			return fmt.Errorf("netdriver: NAT table %s %s: rule %q: %w", familyName(nat.Family), NATTable, r.short(), err)
+			return fmt.Errorf("netdriver: NAT table %s %s: rule %q: %w", familyName(nat.Family), netdriver.NATTable, r.Short(), err)
 		}
-		conn.AddRule(&nftables.Rule{Table: table, Chain: chains[r.chain], Exprs: exprs})
+		conn.AddRule(&nftables.Rule{Table: table, Chain: chains[r.Chain], Exprs: exprs})
 	}
 	return nil
 }
@@ -115,18 +117,18 @@ func newBatchBuilder() (*batchBuilder, error) {
 }
 
 // build returns nat's batch.
-func (b *batchBuilder) build(nat NAT) ([]mdnetlink.Message, error) {
+func (b *batchBuilder) build(nat netdriver.NAT) ([]mdnetlink.Message, error) {
 	b.batch = nil
 	if err := queueNAT(b.c, nat); err != nil {
 		return nil, err
 	}
 	if err := b.c.Flush(); err != nil && !errors.Is(err, batchCaptured{}) {
-		return nil, fmt.Errorf("netdriver: NAT table %s %s: %w", familyName(nat.Family), NATTable, err)
+		return nil, fmt.Errorf("netdriver: NAT table %s %s: %w", familyName(nat.Family), netdriver.NATTable, err)
 	}
 	batch := b.batch
 	b.batch = nil
 	if len(batch) < 2 {
-		return nil, fmt.Errorf("netdriver: NAT table %s %s: no batch was built", familyName(nat.Family), NATTable)
+		return nil, fmt.Errorf("netdriver: NAT table %s %s: no batch was built", familyName(nat.Family), netdriver.NATTable)
 	}
 	return batch, nil
 }
@@ -198,14 +200,14 @@ func addNATChains(conn *nftables.Conn, table *nftables.Table) map[string]*nftabl
 		return &nftables.Chain{Name: name, Table: table, Type: nftables.ChainTypeNAT, Hooknum: hook, Priority: prio}
 	}
 	chains := map[string]*nftables.Chain{
-		natChainPrerouting:  base(natChainPrerouting, nftables.ChainHookPrerouting, nftables.ChainPriorityNATDest),
-		natChainInput:       base(natChainInput, nftables.ChainHookInput, nftables.ChainPriorityNATSource),
-		natChainOutput:      base(natChainOutput, nftables.ChainHookOutput, nftables.ChainPriorityNATDest),
-		natChainPostrouting: base(natChainPostrouting, nftables.ChainHookPostrouting, nftables.ChainPriorityNATSource),
-		natChainPreInbound:  {Name: natChainPreInbound, Table: table},
-		natChainPostInbound: {Name: natChainPostInbound, Table: table},
+		netdriver.NATChainPrerouting:  base(netdriver.NATChainPrerouting, nftables.ChainHookPrerouting, nftables.ChainPriorityNATDest),
+		netdriver.NATChainInput:       base(netdriver.NATChainInput, nftables.ChainHookInput, nftables.ChainPriorityNATSource),
+		netdriver.NATChainOutput:      base(netdriver.NATChainOutput, nftables.ChainHookOutput, nftables.ChainPriorityNATDest),
+		netdriver.NATChainPostrouting: base(netdriver.NATChainPostrouting, nftables.ChainHookPostrouting, nftables.ChainPriorityNATSource),
+		netdriver.NATChainPreInbound:  {Name: netdriver.NATChainPreInbound, Table: table},
+		netdriver.NATChainPostInbound: {Name: netdriver.NATChainPostInbound, Table: table},
 	}
-	for _, name := range natChains() {
+	for _, name := range netdriver.NATChains() {
 		conn.AddChain(chains[name])
 	}
 	return chains
@@ -214,15 +216,15 @@ func addNATChains(conn *nftables.Conn, table *nftables.Table) map[string]*nftabl
 // deleteNAT removes the family's virtnet_nat table. The batch adds the
 // table before deleting it, so a missing table is not an error and there
 // is no check-then-act race.
-func deleteNAT(conn *nftables.Conn, family Family) error {
-	if family != IPv4 && family != IPv6 {
-		return fmt.Errorf("netdriver: NAT field Family: bad value %q: %w", strconv.Itoa(int(family)), ErrInvalidNAT)
+func deleteNAT(conn *nftables.Conn, family netdriver.Family) error {
+	if family != netdriver.IPv4 && family != netdriver.IPv6 {
+		return fmt.Errorf("netdriver: NAT field Family: bad value %q: %w", strconv.Itoa(int(family)), netdriver.ErrInvalidNAT)
 	}
 	table := natTable(family)
 	conn.AddTable(table)
 	conn.DelTable(table)
 	if err := conn.Flush(); err != nil {
-		return fmt.Errorf("netdriver: delete NAT table %s %s: %w", familyName(family), NATTable, err)
+		return fmt.Errorf("netdriver: delete NAT table %s %s: %w", familyName(family), netdriver.NATTable, err)
 	}
 	return nil
 }
@@ -248,7 +250,7 @@ const (
 // batch: google/nftables v0.3.0 numbers sets from an unsynchronised
 // package-level counter when the ID is 0, a data race when two namespaces
 // are set up at once.
-func natExprs(conn *nftables.Conn, table *nftables.Table, r natRule, sets *uint32) ([]expr.Any, error) {
+func natExprs(conn *nftables.Conn, table *nftables.Table, r netdriver.NATRule, sets *uint32) ([]expr.Any, error) {
 	var e []expr.Any
 	ifname := func(key expr.MetaKey, name string) {
 		data := make([]byte, unix.IFNAMSIZ) // NUL-padded, as nft does
@@ -301,7 +303,7 @@ func natExprs(conn *nftables.Conn, table *nftables.Table, r natRule, sets *uint3
 	}
 	addrs := func(offset4, offset6 uint32, list []netip.Addr) error {
 		offset, keyType, n := offset4, nftables.TypeIPAddr, uint32(4)
-		if r.family == IPv6 {
+		if r.Family == netdriver.IPv6 {
 			offset, keyType, n = offset6, nftables.TypeIP6Addr, 16
 		}
 		values := make([][]byte, len(list))
@@ -311,42 +313,42 @@ func natExprs(conn *nftables.Conn, table *nftables.Table, r natRule, sets *uint3
 		e = append(e, &expr.Payload{DestRegister: natReg, Base: expr.PayloadBaseNetworkHeader, Offset: offset, Len: n})
 		return match(keyType, values)
 	}
-	if r.iif != "" {
-		ifname(expr.MetaKeyIIFNAME, r.iif)
+	if r.IIF != "" {
+		ifname(expr.MetaKeyIIFNAME, r.IIF)
 	}
-	if r.oif != "" {
-		ifname(expr.MetaKeyOIFNAME, r.oif)
+	if r.OIF != "" {
+		ifname(expr.MetaKeyOIFNAME, r.OIF)
 	}
-	if len(r.saddr) > 0 {
-		if err := addrs(ip4SaddrOffset, ip6SaddrOffset, r.saddr); err != nil {
+	if len(r.SAddr) > 0 {
+		if err := addrs(ip4SaddrOffset, ip6SaddrOffset, r.SAddr); err != nil {
 			return nil, err
 		}
 	}
-	if len(r.daddr) > 0 {
-		if err := addrs(ip4DaddrOffset, ip6DaddrOffset, r.daddr); err != nil {
+	if len(r.DAddr) > 0 {
+		if err := addrs(ip4DaddrOffset, ip6DaddrOffset, r.DAddr); err != nil {
 			return nil, err
 		}
 	}
-	if r.proto != "" {
+	if r.Proto != "" {
 		l4 := byte(unix.IPPROTO_TCP)
-		if r.proto == "udp" {
+		if r.Proto == "udp" {
 			l4 = unix.IPPROTO_UDP
 		}
 		e = append(e,
 			&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: natReg},
 			&expr.Cmp{Op: expr.CmpOpEq, Register: natReg, Data: []byte{l4}},
 			&expr.Payload{DestRegister: natReg, Base: expr.PayloadBaseTransportHeader, Offset: dportOffset, Len: 2})
-		if len(r.dports) == 1 {
-			e = append(e, &expr.Cmp{Op: expr.CmpOpEq, Register: natReg, Data: binary.BigEndian.AppendUint16(nil, r.dports[0])})
+		if len(r.DPorts) == 1 {
+			e = append(e, &expr.Cmp{Op: expr.CmpOpEq, Register: natReg, Data: binary.BigEndian.AppendUint16(nil, r.DPorts[0])})
 		} else {
 			// An interval set: each run of ports is a start element and,
 			// unless it ends at 65535, an end element one past its last
 			// port (the kernel's interval sets are half-open).
 			var elems []nftables.SetElement
-			for _, run := range portRuns(r.dports) {
-				elems = append(elems, nftables.SetElement{Key: binary.BigEndian.AppendUint16(nil, run.first)})
-				if run.last != 65535 {
-					elems = append(elems, nftables.SetElement{Key: binary.BigEndian.AppendUint16(nil, run.last+1), IntervalEnd: true})
+			for _, run := range netdriver.PortRuns(r.DPorts) {
+				elems = append(elems, nftables.SetElement{Key: binary.BigEndian.AppendUint16(nil, run.First)})
+				if run.Last != 65535 {
+					elems = append(elems, nftables.SetElement{Key: binary.BigEndian.AppendUint16(nil, run.Last+1), IntervalEnd: true})
 				}
 			}
 			if err := addSet(nftables.TypeInetService, true, elems); err != nil {
@@ -356,46 +358,46 @@ func natExprs(conn *nftables.Conn, table *nftables.Table, r natRule, sets *uint3
 	}
 	e = append(e, &expr.Counter{})
 	natFamily := uint32(unix.NFPROTO_IPV4)
-	if r.family == IPv6 {
+	if r.Family == netdriver.IPv6 {
 		natFamily = unix.NFPROTO_IPV6
 	}
-	switch r.action {
-	case natMasquerade:
+	switch r.Action {
+	case netdriver.NATMasquerade:
 		e = append(e, &expr.Masq{})
-	case natSNAT, natDNAT:
+	case netdriver.NATSNAT, netdriver.NATDNAT:
 		typ := expr.NATTypeSourceNAT
-		if r.action == natDNAT {
+		if r.Action == netdriver.NATDNAT {
 			typ = expr.NATTypeDestNAT
 		}
 		e = append(e,
-			&expr.Immediate{Register: natReg, Data: r.to.AsSlice()},
+			&expr.Immediate{Register: natReg, Data: r.To.AsSlice()},
 			&expr.NAT{Type: typ, Family: natFamily, RegAddrMin: natReg})
-	case natJump:
-		e = append(e, &expr.Verdict{Kind: expr.VerdictJump, Chain: r.jump})
-	case natReturn:
+	case netdriver.NATJump:
+		e = append(e, &expr.Verdict{Kind: expr.VerdictJump, Chain: r.Jump})
+	case netdriver.NATReturn:
 		e = append(e, &expr.Verdict{Kind: expr.VerdictReturn})
 	default:
-		return nil, fmt.Errorf("unknown action %d", r.action)
+		return nil, fmt.Errorf("unknown action %d", r.Action)
 	}
 	return e, nil
 }
 
 // listNAT returns the rules of the family's virtnet_nat table as
 // "CHAIN: RULE" lines in nft syntax without counter values (see
-// [natRule.String]), chains in natChains order and then any other chain by
+// [netdriver.NATRule.String]), chains in netdriver.NATChains order and then any other chain by
 // name, rules in kernel order. It decodes what the kernel holds, so rules
 // someone else added to the table show up too (unknown expressions as
 // "<TYPE>"). No table: nil, nil.
-func listNAT(conn *nftables.Conn, family Family) ([]string, error) {
+func listNAT(conn *nftables.Conn, family netdriver.Family) ([]string, error) {
 	table := natTable(family)
 	wrap := func(err error) error {
-		return fmt.Errorf("netdriver: list NAT table %s %s: %w", familyName(family), NATTable, err)
+		return fmt.Errorf("netdriver: list NAT table %s %s: %w", familyName(family), netdriver.NATTable, err)
 	}
 	tables, err := conn.ListTablesOfFamily(table.Family)
 	if err != nil {
 		return nil, wrap(err)
 	}
-	if !slices.ContainsFunc(tables, func(t *nftables.Table) bool { return t.Name == NATTable }) {
+	if !slices.ContainsFunc(tables, func(t *nftables.Table) bool { return t.Name == netdriver.NATTable }) {
 		return nil, nil
 	}
 	chains, err := conn.ListChainsOfTableFamily(table.Family)
@@ -403,12 +405,12 @@ func listNAT(conn *nftables.Conn, family Family) ([]string, error) {
 		return nil, wrap(err)
 	}
 	rank := func(name string) int {
-		if i := slices.Index(natChains(), name); i >= 0 {
+		if i := slices.Index(netdriver.NATChains(), name); i >= 0 {
 			return i
 		}
-		return len(natChains())
+		return len(netdriver.NATChains())
 	}
-	chains = slices.DeleteFunc(chains, func(c *nftables.Chain) bool { return c.Table.Name != NATTable })
+	chains = slices.DeleteFunc(chains, func(c *nftables.Chain) bool { return c.Table.Name != netdriver.NATTable })
 	slices.SortStableFunc(chains, func(a, b *nftables.Chain) int {
 		if ra, rb := rank(a.Name), rank(b.Name); ra != rb {
 			return ra - rb
@@ -434,7 +436,7 @@ func listNAT(conn *nftables.Conn, family Family) ([]string, error) {
 
 // natRuleText decodes the expressions of a rule into nft syntax. It knows
 // the shapes natExprs produces; anything else is printed as its Go type.
-func natRuleText(conn *nftables.Conn, table *nftables.Table, family Family, exprs []expr.Any) (string, error) {
+func natRuleText(conn *nftables.Conn, table *nftables.Table, family netdriver.Family, exprs []expr.Any) (string, error) {
 	l3 := familyName(family)
 	var (
 		out    []string
@@ -567,7 +569,7 @@ func valueText(loaded string, data []byte) string {
 
 // setText prints the elements of a (normally anonymous) set, sorted; an
 // interval set's ranges as `FIRST-LAST` (one port alone when a range holds
-// one), as natRule.String prints them.
+// one), as netdriver.NATRule.String prints them.
 func setText(conn *nftables.Conn, table *nftables.Table, loaded, name string) (string, error) {
 	set, err := conn.GetSetByName(table, name)
 	if err != nil {

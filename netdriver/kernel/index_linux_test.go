@@ -1,4 +1,4 @@
-package netdriver_test
+package kernel_test
 
 import (
 	"testing"
@@ -6,8 +6,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/vishvananda/netlink"
 
-	"github.com/virtnet/virtnet/internal/netdriver"
 	"github.com/virtnet/virtnet/internal/testutil"
+	"github.com/virtnet/virtnet/netdriver"
+	"github.com/virtnet/virtnet/netdriver/kernel"
 )
 
 // TestIndexCache: the real driver reuses the ifindex of names it looked
@@ -15,7 +16,7 @@ import (
 // recreated behind its back; reusing the index saves round trips.
 func TestIndexCache(t *testing.T) {
 	ns := testutil.NewNS(t, "vn-idx")
-	d, err := netdriver.Open(ns.Path)
+	d, err := kernel.Open(ns.Path)
 	require.NoError(t, err)
 	t.Cleanup(func() { d.Close() })
 

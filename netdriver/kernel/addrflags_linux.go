@@ -1,8 +1,10 @@
-package netdriver
+package kernel
 
 import (
 	"errors"
 	"fmt"
+
+	"github.com/virtnet/virtnet/netdriver"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -10,7 +12,7 @@ import (
 
 // AddrListFlags is [Netlink.AddrList] with each address's flags (`ip addr
 // show dev NAME`), in the kernel's order; one dump, as AddrList.
-func (n *Netlink) AddrListFlags(name string, family Family) ([]FlaggedAddr, error) {
+func (n *Netlink) AddrListFlags(name string, family netdriver.Family) ([]netdriver.FlaggedAddr, error) {
 	l, _, err := n.ref(name)
 	if err != nil {
 		return nil, err
@@ -20,30 +22,30 @@ func (n *Netlink) AddrListFlags(name string, family Family) ([]FlaggedAddr, erro
 	if err != nil {
 		return nil, fmt.Errorf("list addresses of %q: %w", name, err)
 	}
-	var out []FlaggedAddr
+	var out []netdriver.FlaggedAddr
 	for _, a := range addrs {
 		if a.Scope != unix.RT_SCOPE_UNIVERSE {
 			continue
 		}
 		if p, ok := prefixOf(a.IPNet); ok {
-			out = append(out, FlaggedAddr{Prefix: p, Flags: uint32(a.Flags)})
+			out = append(out, netdriver.FlaggedAddr{Prefix: p, Flags: uint32(a.Flags)})
 		}
 	}
 	return out, nil
 }
 
 // AddrReplaceFlags is `ip addr replace PREFIX dev NAME` with exactly the
-// settable flags of a.Flags ([SettableAddrFlags]; an IPv6 address without
+// settable flags of a.Flags ([netdriver.SettableAddrFlags]; an IPv6 address without
 // nodad goes through duplicate address detection again).
-func (n *Netlink) AddrReplaceFlags(name string, a FlaggedAddr) error {
+func (n *Netlink) AddrReplaceFlags(name string, a netdriver.FlaggedAddr) error {
 	return n.set(name, "replace address "+a.Prefix.String(), func(l netlink.Link) error {
-		return n.h.AddrReplace(l, &netlink.Addr{IPNet: ipNet(a.Prefix), Flags: int(a.Flags & SettableAddrFlags)})
+		return n.h.AddrReplace(l, &netlink.Addr{IPNet: ipNet(a.Prefix), Flags: int(a.Flags & netdriver.SettableAddrFlags)})
 	})
 }
 
 // RouteDel is `ip route del DST dev LINK metric M [proto kernel]` in the
 // main table; a missing route is not an error.
-func (n *Netlink) RouteDel(r Route) error {
+func (n *Netlink) RouteDel(r netdriver.Route) error {
 	err := n.set(r.Link, "delete route "+r.Dst.String(), func(l netlink.Link) error {
 		nr := &netlink.Route{LinkIndex: l.Attrs().Index, Dst: ipNet(r.Dst), Priority: r.Priority, Table: unix.RT_TABLE_MAIN}
 		if r.Gateway.IsValid() {
