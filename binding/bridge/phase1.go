@@ -8,6 +8,8 @@ import (
 	"net/netip"
 	"slices"
 
+	"github.com/virtnet/virtnet/binding/internal/kernelops"
+
 	"github.com/virtnet/virtnet/binding"
 	"github.com/virtnet/virtnet/cache"
 	"github.com/virtnet/virtnet/internal/names"
@@ -23,7 +25,7 @@ func (Binding) NeedsRecord() bool { return true }
 // place, a port of a k6t- bridge, phase1's bridge or tap or the renamed
 // NIC next to it) is refused with [binding.ErrPrepared].
 func (Binding) Discover(ctx context.Context, d netdriver.Driver, in binding.Input) (*cache.Link, error) {
-	return binding.DiscoverPodLink(d, in, in.Names.NIC)
+	return kernelops.DiscoverPodLink(d, in, in.Names.NIC)
 }
 
 // Plan computes the record: the VM takes the pod link's first IPv4
@@ -35,7 +37,7 @@ func (Binding) Plan(in binding.Input, link *cache.Link) (*cache.Interface, error
 	if link == nil {
 		return nil, errors.New("no discovery to plan from")
 	}
-	v4, _, err := binding.Addresses(link)
+	v4, _, err := kernelops.Addresses(link)
 	if err != nil {
 		return nil, err
 	}
@@ -147,20 +149,20 @@ func (Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input
 		return err
 	}
 	want := map[string]string{rec.Bridge: netdriver.TypeBridge, rec.Tap: netdriver.TypeTuntap}
-	if err := binding.Preflight(d, in, want); err != nil {
+	if err := kernelops.Preflight(d, in, want); err != nil {
 		return err
 	}
 	if !rec.IPAMDisabled {
 		// The NIC is the pod link renamed: not marked, only its type
 		// can be checked.
-		if nic, err := binding.Lookup(d, rec.NIC); err != nil {
+		if nic, err := kernelops.Lookup(d, rec.NIC); err != nil {
 			return err
 		} else if nic != nil && nic.Type != link.Type {
 			return &binding.ForeignLinkError{Name: rec.NIC, Type: nic.Type, Want: link.Type}
 		}
 	}
 	ll := names.BridgeLinkLocal(in.Pair.Index)
-	if err := binding.CheckAddressFree(d, ll.Addr(), rec.Bridge, rec.Bridge); err != nil {
+	if err := kernelops.CheckAddressFree(d, ll.Addr(), rec.Bridge, rec.Bridge); err != nil {
 		return err
 	}
 	if !rec.IPAMDisabled {
@@ -168,7 +170,7 @@ func (Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input
 		if err != nil {
 			return err
 		}
-		if err := binding.CheckAddressFree(d, podIP.Addr(), in.Names.Pod, in.Names.Pod, rec.NIC); err != nil {
+		if err := kernelops.CheckAddressFree(d, podIP.Addr(), in.Names.Pod, in.Names.Pod, rec.NIC); err != nil {
 			return err
 		}
 	}
@@ -182,7 +184,7 @@ func (Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input
 		return err
 	}
 	mac := names.BridgeMAC(in.VMI.Metadata.UID, in.Pair.Interface.Name)
-	if _, err := binding.EnsureBridge(d, in, rec.Bridge, rec.MTU, mac); err != nil {
+	if _, err := kernelops.EnsureBridge(d, in, rec.Bridge, rec.MTU, mac); err != nil {
 		return err
 	}
 	nicLink, err := d.LinkByName(nic)
@@ -194,14 +196,14 @@ func (Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input
 			return err
 		}
 	}
-	if err := binding.EnsureAddr(d, rec.Bridge, ll); err != nil {
+	if err := kernelops.EnsureAddr(d, rec.Bridge, ll); err != nil {
 		return err
 	}
-	if err := binding.EnsureTXChecksumOff(d, rec.Bridge); err != nil {
+	if err := kernelops.EnsureTXChecksumOff(d, rec.Bridge); err != nil {
 		return err
 	}
 	tap := netdriver.Tap{Name: rec.Tap, Owner: in.TapOwner, Group: in.TapOwner, MultiQueue: rec.Queues > 1, MTU: rec.MTU}
-	if err := binding.EnsureTap(d, in, tap, rec.Bridge); err != nil {
+	if err := kernelops.EnsureTap(d, in, tap, rec.Bridge); err != nil {
 		return err
 	}
 	if nicLink.Master != rec.Bridge {
@@ -238,7 +240,7 @@ func (Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input
 // dummy takes over (the record's IPv4 is the VM's view of it, which can
 // differ in its prefix).
 func podAddress(link *cache.Link) (netip.Prefix, error) {
-	v4, _, err := binding.Addresses(link)
+	v4, _, err := kernelops.Addresses(link)
 	if err != nil {
 		return netip.Prefix{}, err
 	}
@@ -269,11 +271,11 @@ func moveAddressToDummy(d netdriver.Driver, in binding.Input, link *cache.Link, 
 		return err
 	}
 	pod, nic := in.Names.Pod, rec.NIC
-	nicLink, err := binding.Lookup(d, nic)
+	nicLink, err := kernelops.Lookup(d, nic)
 	if err != nil {
 		return err
 	}
-	podLink, err := binding.Lookup(d, pod)
+	podLink, err := kernelops.Lookup(d, pod)
 	if err != nil {
 		return err
 	}
@@ -307,38 +309,38 @@ func moveAddressToDummy(d netdriver.Driver, in binding.Input, link *cache.Link, 
 			return err
 		}
 	}
-	if _, err := binding.EnsureDummy(d, in, pod); err != nil {
+	if _, err := kernelops.EnsureDummy(d, in, pod); err != nil {
 		return err
 	}
-	if err := binding.EnsureAddr(d, pod, podIP); err != nil {
+	if err := kernelops.EnsureAddr(d, pod, podIP); err != nil {
 		return err
 	}
-	return binding.EnsureSysctl(d, "ipv4/conf/all/arp_ignore", "1")
+	return kernelops.EnsureSysctl(d, "ipv4/conf/all/arp_ignore", "1")
 }
 
 // Cleanup returns the pod link to how the CNI left it: tap and bridge
 // deleted, the dummy deleted, the NIC renamed back with its MAC, MTU,
 // addresses and routes restored. Missing pieces are skipped; links under
 // phase1's names that phase1 did not create are left alone
-// ([binding.DeleteOwned]).
+// ([kernelops.DeleteOwned]).
 func (Binding) Cleanup(ctx context.Context, d netdriver.Driver, in binding.Input, link *cache.Link, rec *cache.Interface) error {
-	if err := binding.DeleteOwned(d, in, in.Names.Tap, netdriver.TypeTuntap); err != nil {
+	if err := kernelops.DeleteOwned(d, in, in.Names.Tap, netdriver.TypeTuntap); err != nil {
 		return err
 	}
-	if err := binding.DeleteOwned(d, in, in.Names.Bridge, netdriver.TypeBridge); err != nil {
+	if err := kernelops.DeleteOwned(d, in, in.Names.Bridge, netdriver.TypeBridge); err != nil {
 		return err
 	}
 	if link == nil {
 		return nil
 	}
 	pod := in.Names.Pod
-	if nic, err := binding.Lookup(d, in.Names.NIC); err != nil {
+	if nic, err := kernelops.Lookup(d, in.Names.NIC); err != nil {
 		return err
 	} else if nic != nil {
-		if err := binding.DeleteOwned(d, in, pod, netdriver.TypeDummy); err != nil {
+		if err := kernelops.DeleteOwned(d, in, pod, netdriver.TypeDummy); err != nil {
 			return err
 		}
-		if l, err := binding.Lookup(d, pod); err != nil {
+		if l, err := kernelops.Lookup(d, pod); err != nil {
 			return err
 		} else if l != nil {
 			return &binding.ForeignLinkError{Name: pod, Type: l.Type, Reason: fmt.Sprintf("holds the pod link's name: %s cannot be renamed back", in.Names.NIC)}
@@ -352,5 +354,5 @@ func (Binding) Cleanup(ctx context.Context, d netdriver.Driver, in binding.Input
 			return err
 		}
 	}
-	return binding.RestoreLink(ctx, d, link)
+	return kernelops.RestoreLink(ctx, d, link)
 }

@@ -8,6 +8,8 @@ import (
 	"net/netip"
 	"slices"
 
+	"github.com/virtnet/virtnet/binding/internal/kernelops"
+
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/binding"
 	"github.com/virtnet/virtnet/cache"
@@ -27,7 +29,7 @@ func (Binding) NeedsRecord() bool { return true }
 // phase1 already prepared (a port of a k6t- bridge, phase1's bridge or
 // tap next to it) is refused with [binding.ErrPrepared].
 func (Binding) Discover(ctx context.Context, d netdriver.Driver, in binding.Input) (*cache.Link, error) {
-	return binding.DiscoverPodLink(d, in)
+	return kernelops.DiscoverPodLink(d, in)
 }
 
 // Subnet is one family of the VM's masquerade network: the gateway (on the
@@ -82,7 +84,7 @@ func (Binding) Plan(in binding.Input, link *cache.Link) (*cache.Interface, error
 	if link == nil {
 		return nil, errors.New("no discovery to plan from")
 	}
-	pv4, pv6, err := binding.Addresses(link)
+	pv4, pv6, err := kernelops.Addresses(link)
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +138,7 @@ func (Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input
 	if _, err := d.LinkByName(in.Names.Pod); err != nil {
 		return &binding.PodLinkError{Name: in.Names.Pod, Reason: "gone", Err: err}
 	}
-	if err := binding.Preflight(d, in, map[string]string{rec.Bridge: netdriver.TypeBridge, rec.Tap: netdriver.TypeTuntap}); err != nil {
+	if err := kernelops.Preflight(d, in, map[string]string{rec.Bridge: netdriver.TypeBridge, rec.Tap: netdriver.TypeTuntap}); err != nil {
 		return err
 	}
 	type fam struct {
@@ -155,7 +157,7 @@ func (Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input
 		if err != nil {
 			return fmt.Errorf("record gateway %q: %w", f.gateway, err)
 		}
-		if err := binding.CheckAddressFree(d, gw, rec.Bridge, rec.Bridge); err != nil {
+		if err := kernelops.CheckAddressFree(d, gw, rec.Bridge, rec.Bridge); err != nil {
 			return err
 		}
 	}
@@ -163,7 +165,7 @@ func (Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input
 	if err != nil {
 		return fmt.Errorf("masquerade bridge MAC: %w", err)
 	}
-	br, err := binding.EnsureBridge(d, in, rec.Bridge, rec.MTU, mac)
+	br, err := kernelops.EnsureBridge(d, in, rec.Bridge, rec.MTU, mac)
 	if err != nil {
 		return err
 	}
@@ -171,7 +173,7 @@ func (Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input
 		// Skip duplicate address detection on the bridge: until its
 		// link-local address leaves DAD, inbound IPv6 to the VM is
 		// dropped (measured in the NAT tests). The bridge is ours alone.
-		if err := binding.EnsureSysctl(d, "ipv6/conf/"+rec.Bridge+"/accept_dad", "0"); err != nil {
+		if err := kernelops.EnsureSysctl(d, "ipv6/conf/"+rec.Bridge+"/accept_dad", "0"); err != nil {
 			return err
 		}
 	}
@@ -184,11 +186,11 @@ func (Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input
 		if err != nil {
 			return fmt.Errorf("record gateway %q: %w", f.gateway, err)
 		}
-		if err := binding.EnsureAddr(d, rec.Bridge, netip.PrefixFrom(gw, vm.Bits())); err != nil {
+		if err := kernelops.EnsureAddr(d, rec.Bridge, netip.PrefixFrom(gw, vm.Bits())); err != nil {
 			return err
 		}
 	}
-	if err := binding.EnsureTXChecksumOff(d, rec.Bridge); err != nil {
+	if err := kernelops.EnsureTXChecksumOff(d, rec.Bridge); err != nil {
 		return err
 	}
 	if !br.Up {
@@ -197,12 +199,12 @@ func (Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input
 		}
 	}
 	tap := netdriver.Tap{Name: rec.Tap, Owner: in.TapOwner, Group: in.TapOwner, MultiQueue: rec.Queues > 1, MTU: rec.MTU}
-	if err := binding.EnsureTap(d, in, tap, rec.Bridge); err != nil {
+	if err := kernelops.EnsureTap(d, in, tap, rec.Bridge); err != nil {
 		return err
 	}
 	for _, f := range fams {
 		for _, s := range netdriver.NATSysctls(f.family, rec.Bridge) {
-			if err := binding.EnsureSysctl(d, s.Key, s.Value); err != nil {
+			if err := kernelops.EnsureSysctl(d, s.Key, s.Value); err != nil {
 				return err
 			}
 		}
@@ -261,7 +263,7 @@ func PlanNAT(in binding.Input, link *cache.Link, family netdriver.Family, bridge
 		p := &netdriver.NATProxy{ReservedPorts: netdriver.IstioReservedPorts(), NonProxiedPorts: netdriver.IstioNonProxiedPorts()}
 		if family == netdriver.IPv4 {
 			p.Source = netdriver.IstioPassthroughSource
-			v4, _, err := binding.Addresses(link)
+			v4, _, err := kernelops.Addresses(link)
 			if err != nil {
 				return nat, err
 			}
@@ -296,15 +298,15 @@ func natPorts(ports []api.Port) []netdriver.NATPort {
 }
 
 // Cleanup removes the NAT tables, the tap and the bridge (only links
-// phase1 created: [binding.DeleteOwned]). The pod link was never changed.
+// phase1 created: [kernelops.DeleteOwned]). The pod link was never changed.
 func (Binding) Cleanup(ctx context.Context, d netdriver.Driver, in binding.Input, link *cache.Link, rec *cache.Interface) error {
 	for _, f := range []netdriver.Family{netdriver.IPv4, netdriver.IPv6} {
 		if err := d.DeleteNAT(f); err != nil {
 			return err
 		}
 	}
-	if err := binding.DeleteOwned(d, in, in.Names.Tap, netdriver.TypeTuntap); err != nil {
+	if err := kernelops.DeleteOwned(d, in, in.Names.Tap, netdriver.TypeTuntap); err != nil {
 		return err
 	}
-	return binding.DeleteOwned(d, in, in.Names.Bridge, netdriver.TypeBridge)
+	return kernelops.DeleteOwned(d, in, in.Names.Bridge, netdriver.TypeBridge)
 }

@@ -18,6 +18,7 @@ import (
 	"os"
 	"strconv"
 
+
 	"github.com/virtnet/virtnet/netdriver/kernel"
 
 	"github.com/containernetworking/cni/pkg/skel"
@@ -26,7 +27,6 @@ import (
 	"github.com/containernetworking/cni/pkg/version"
 
 	"github.com/virtnet/virtnet/api"
-	"github.com/virtnet/virtnet/binding"
 	"github.com/virtnet/virtnet/cache"
 	"github.com/virtnet/virtnet/internal/kvplugin"
 	"github.com/virtnet/virtnet/internal/names"
@@ -292,7 +292,7 @@ func lowerPortStart(netns string) error {
 	if n, err := strconv.Atoi(cur); err == nil && n <= unprivilegedPortStart {
 		return nil
 	}
-	return binding.EnsureSysctl(d, key, strconv.Itoa(unprivilegedPortStart))
+	return d.SetSysctl(key, strconv.Itoa(unprivilegedPortStart))
 }
 
 func printResult(c *netConf) error {

@@ -1,4 +1,4 @@
-package binding
+package kernelops
 
 import (
 	"context"
@@ -7,44 +7,13 @@ import (
 	"net"
 	"net/netip"
 	"slices"
+	"strings"
 	"time"
 
+	"github.com/virtnet/virtnet/binding"
 	"github.com/virtnet/virtnet/cache"
 	"github.com/virtnet/virtnet/netdriver"
 )
-
-// ForeignLinkError is a link with the name phase1 needs that phase1 did
-// not make: another type, or a tap not owned as asked.
-type ForeignLinkError struct {
-	Name   string
-	Type   string
-	Want   string
-	Reason string
-}
-
-func (e *ForeignLinkError) Error() string {
-	if e.Reason != "" {
-		return fmt.Sprintf("link %q is not ours: %s", e.Name, e.Reason)
-	}
-	return fmt.Sprintf("link %q exists with type %s, want %s: refusing to take it over", e.Name, e.Type, e.Want)
-}
-
-// PodLinkError is a pod link that is missing or not as the CNI leaves it.
-type PodLinkError struct {
-	Name   string
-	Reason string
-	Err    error
-}
-
-func (e *PodLinkError) Error() string {
-	// A link-not-found only repeats the name and the reason.
-	if e.Err != nil && !netdriver.IsLinkNotFound(e.Err) {
-		return fmt.Sprintf("pod link %q: %s: %v", e.Name, e.Reason, e.Err)
-	}
-	return fmt.Sprintf("pod link %q: %s", e.Name, e.Reason)
-}
-
-func (e *PodLinkError) Unwrap() error { return e.Err }
 
 // DiscoverLink reads a pod link: type, MAC, MTU, global addresses (IPv4
 // first) and its routes in the main table. It refuses a link of one of
@@ -60,12 +29,12 @@ func DiscoverLink(d netdriver.Driver, name string, wantTypes ...string) (*cache.
 
 // DiscoverPodLink is [DiscoverLink] for a binding that builds phase1's
 // bridge and tap next to the pod link: it also refuses, with a
-// [*PodLinkError] matching [ErrPrepared], a pod link phase1 already
+// [*binding.PodLinkError] matching [binding.ErrPrepared], a pod link phase1 already
 // prepared (marked, a port of a k6t- or marked bridge, or with phase1's
 // bridge or tap, or a link under one of the names in others, next to it),
 // so that a lost cache never makes phase1 record its own changes as the
 // CNI's.
-func DiscoverPodLink(d netdriver.Driver, in Input, others ...string) (*cache.Link, error) {
+func DiscoverPodLink(d netdriver.Driver, in binding.Input, others ...string) (*cache.Link, error) {
 	l, err := podLink(d, in.Names.Pod)
 	if err != nil {
 		return nil, err
@@ -80,7 +49,7 @@ func podLink(d netdriver.Driver, name string) (*netdriver.Link, error) {
 	l, err := d.LinkByName(name)
 	if err != nil {
 		if netdriver.IsLinkNotFound(err) {
-			return nil, &PodLinkError{Name: name, Reason: "not found in the pod namespace", Err: err}
+			return nil, &binding.PodLinkError{Name: name, Reason: "not found in the pod namespace", Err: err}
 		}
 		return nil, err
 	}
@@ -90,10 +59,10 @@ func podLink(d netdriver.Driver, name string) (*netdriver.Link, error) {
 func discover(d netdriver.Driver, l *netdriver.Link, wantTypes ...string) (*cache.Link, error) {
 	name := l.Name
 	if len(wantTypes) > 0 && !contains(wantTypes, l.Type) {
-		return nil, &PodLinkError{Name: name, Reason: fmt.Sprintf("has type %s, want one of %v", l.Type, wantTypes)}
+		return nil, &binding.PodLinkError{Name: name, Reason: fmt.Sprintf("has type %s, want one of %v", l.Type, wantTypes)}
 	}
 	if len(wantTypes) == 0 && (l.Type == netdriver.TypeDummy || l.Type == netdriver.TypeBridge || l.Type == netdriver.TypeTuntap) {
-		return nil, &PodLinkError{Name: name, Reason: fmt.Sprintf("is a %s, not a pod link as the CNI leaves it (was phase1 run before, and its cache removed?)", l.Type), Err: ErrPrepared}
+		return nil, &binding.PodLinkError{Name: name, Reason: fmt.Sprintf("is a %s, not a pod link as the CNI leaves it (was phase1 run before, and its cache removed?)", l.Type), Err: binding.ErrPrepared}
 	}
 	out := &cache.Link{Name: l.Name, Type: l.Type, MAC: l.MAC.String(), MTU: l.MTU}
 	ex, exact := d.(exactRestorer)
@@ -110,7 +79,7 @@ func discover(d netdriver.Driver, l *netdriver.Link, wantTypes ...string) (*cach
 			}
 		}
 		if err != nil {
-			return nil, &PodLinkError{Name: name, Reason: "list addresses", Err: err}
+			return nil, &binding.PodLinkError{Name: name, Reason: "list addresses", Err: err}
 		}
 		for _, a := range addrs {
 			out.Addresses = append(out.Addresses, a.Prefix.String())
@@ -123,7 +92,7 @@ func discover(d netdriver.Driver, l *netdriver.Link, wantTypes ...string) (*cach
 		}
 		routes, err := d.RouteList(name, fam)
 		if err != nil {
-			return nil, &PodLinkError{Name: name, Reason: "list routes", Err: err}
+			return nil, &binding.PodLinkError{Name: name, Reason: "list routes", Err: err}
 		}
 		for _, r := range routes {
 			out.Routes = append(out.Routes, CacheRoute(r))
@@ -192,8 +161,8 @@ func Lookup(d netdriver.Driver, name string) (*netdriver.Link, error) {
 // EnsureBridge makes phase1's bridge named name with the given MTU and
 // MAC (nil: keep what it has), marked ([Mark]), and returns it; a link
 // under that name that is not phase1's for this interface is a
-// [*ForeignLinkError].
-func EnsureBridge(d netdriver.Driver, in Input, name string, mtu int, mac net.HardwareAddr) (*netdriver.Link, error) {
+// [*binding.ForeignLinkError].
+func EnsureBridge(d netdriver.Driver, in binding.Input, name string, mtu int, mac net.HardwareAddr) (*netdriver.Link, error) {
 	l, err := Lookup(d, name)
 	if err != nil {
 		return nil, err
@@ -221,8 +190,8 @@ func EnsureBridge(d netdriver.Driver, in Input, name string, mtu int, mac net.Ha
 
 // EnsureTap makes the VM's tap, marked ([Mark]), enslaved to bridge and
 // up; a link under that name that is not phase1's for this interface, or
-// a tap owned by someone else, is a [*ForeignLinkError].
-func EnsureTap(d netdriver.Driver, in Input, tap netdriver.Tap, bridge string) error {
+// a tap owned by someone else, is a [*binding.ForeignLinkError].
+func EnsureTap(d netdriver.Driver, in binding.Input, tap netdriver.Tap, bridge string) error {
 	l, err := Lookup(d, tap.Name)
 	if err != nil {
 		return err
@@ -235,10 +204,10 @@ func EnsureTap(d netdriver.Driver, in Input, tap netdriver.Tap, bridge string) e
 		return err
 	}
 	if l.TapOwner >= 0 && l.TapOwner != tap.Owner || l.TapGroup >= 0 && l.TapGroup != tap.Group {
-		return &ForeignLinkError{Name: tap.Name, Reason: fmt.Sprintf("tap owned by %d:%d, want %d:%d", l.TapOwner, l.TapGroup, tap.Owner, tap.Group)}
+		return &binding.ForeignLinkError{Name: tap.Name, Reason: fmt.Sprintf("tap owned by %d:%d, want %d:%d", l.TapOwner, l.TapGroup, tap.Owner, tap.Group)}
 	}
 	if l.TapMultiQueue != tap.MultiQueue {
-		return &ForeignLinkError{Name: tap.Name, Reason: fmt.Sprintf("tap multi_queue=%v, want %v", l.TapMultiQueue, tap.MultiQueue)}
+		return &binding.ForeignLinkError{Name: tap.Name, Reason: fmt.Sprintf("tap multi_queue=%v, want %v", l.TapMultiQueue, tap.MultiQueue)}
 	}
 	if tap.MTU > 0 && l.MTU != tap.MTU {
 		if err := d.SetMTU(tap.Name, tap.MTU); err != nil {
@@ -269,10 +238,6 @@ func EnsureTXChecksumOff(d netdriver.Driver, name string) error {
 	}
 	return nil
 }
-
-// ErrNoAddress is returned when a binding needs an address the pod link
-// does not have.
-var ErrNoAddress = errors.New("pod link has no global address")
 
 func contains(list []string, s string) bool {
 	for _, x := range list {
@@ -308,7 +273,7 @@ const dadWait = 10 * time.Second
 func RestoreLink(ctx context.Context, d netdriver.Driver, link *cache.Link) error {
 	l, err := d.LinkByName(link.Name)
 	if err != nil {
-		return &PodLinkError{Name: link.Name, Reason: "cannot restore", Err: err}
+		return &binding.PodLinkError{Name: link.Name, Reason: "cannot restore", Err: err}
 	}
 	if l.Master != "" {
 		if err := d.SetMaster(link.Name, ""); err != nil {
@@ -385,7 +350,7 @@ func waitDAD(ctx context.Context, ex exactRestorer, name string) error {
 		pending := ""
 		for _, a := range addrs {
 			if a.Flags&netdriver.AddrFlagDADFailed != 0 {
-				return &PodLinkError{Name: name, Reason: fmt.Sprintf("restored address %s failed duplicate address detection", a.Prefix)}
+				return &binding.PodLinkError{Name: name, Reason: fmt.Sprintf("restored address %s failed duplicate address detection", a.Prefix)}
 			}
 			if a.Flags&netdriver.AddrFlagTentative != 0 {
 				pending = a.Prefix.String()
@@ -396,7 +361,7 @@ func waitDAD(ctx context.Context, ex exactRestorer, name string) error {
 		}
 		select {
 		case <-ctx.Done():
-			return &PodLinkError{Name: name, Reason: "restored address " + pending + " still tentative (duplicate address detection)", Err: ctx.Err()}
+			return &binding.PodLinkError{Name: name, Reason: "restored address " + pending + " still tentative (duplicate address detection)", Err: ctx.Err()}
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
@@ -433,18 +398,6 @@ func dropPrefixRoutes(d netdriver.Driver, ex exactRestorer, link *cache.Link, ad
 	return nil
 }
 
-// AddressInUseError is an address phase1 must give a link that another
-// link already holds.
-type AddressInUseError struct {
-	Addr netip.Addr
-	// Link holds the address; Want is the link phase1 gives it to.
-	Link, Want string
-}
-
-func (e *AddressInUseError) Error() string {
-	return fmt.Sprintf("address %s is already on link %q, phase1 needs it on %q", e.Addr, e.Link, e.Want)
-}
-
 // CheckAddressFree checks, before Prepare changes anything, that addr is
 // held by no link other than those in allowed; want names the link phase1
 // will give it to, for the error.
@@ -455,7 +408,7 @@ func CheckAddressFree(d netdriver.Driver, addr netip.Addr, want string, allowed 
 	}
 	for _, o := range owners {
 		if !contains(allowed, o) {
-			return &AddressInUseError{Addr: addr, Link: o, Want: want}
+			return &binding.AddressInUseError{Addr: addr, Link: o, Want: want}
 		}
 	}
 	return nil
@@ -489,4 +442,217 @@ func EnsureAddr(d netdriver.Driver, link string, p netip.Prefix) error {
 		return nil
 	}
 	return d.AddrReplace(link, p)
+}
+
+// ownership is what a link found under one of phase1's names is to it.
+type ownership int
+
+const (
+	ours ownership = iota
+	// adoptable: unmarked and as phase1 creates it, in a resumed pair.
+	adoptable
+	foreign
+)
+
+// classify tells whether l, found under a name phase1 uses for a link of
+// type typ, is phase1's. The reason explains a foreign link.
+func classify(d netdriver.Driver, in binding.Input, l *netdriver.Link, typ string) (ownership, string, error) {
+	if l.Type != typ {
+		return foreign, fmt.Sprintf("has type %s, want %s", l.Type, typ), nil
+	}
+	mark := in.Mark(typ)
+	switch {
+	case slices.Contains(l.AltNames, mark):
+		return ours, "", nil
+	case slices.ContainsFunc(l.AltNames, isMark):
+		return foreign, fmt.Sprintf("phase1 made it for another VMI or interface (altnames %q, want %q)", l.AltNames, mark), nil
+	case !in.Resumed:
+		return foreign, fmt.Sprintf("not created by phase1 (no altname %q)", mark), nil
+	}
+	why, err := notAsCreated(d, in, l)
+	if err != nil {
+		return foreign, "", err
+	}
+	if why != "" {
+		return foreign, fmt.Sprintf("not created by phase1 (no altname %q, and %s)", mark, why), nil
+	}
+	return adoptable, "", nil
+}
+
+// notAsCreated says how l differs from a link phase1 just created ("" when
+// it does not).
+func notAsCreated(d netdriver.Driver, in binding.Input, l *netdriver.Link) (string, error) {
+	switch {
+	case l.Up:
+		return "it is up", nil
+	case l.Master != "":
+		return "it is a port of " + l.Master, nil
+	case l.Type == netdriver.TypeTuntap && (l.TapOwner != in.TapOwner || l.TapGroup != in.TapOwner):
+		return fmt.Sprintf("it is owned by %d:%d", l.TapOwner, l.TapGroup), nil
+	}
+	for _, fam := range []netdriver.Family{netdriver.IPv4, netdriver.IPv6} {
+		addrs, err := d.AddrList(l.Name, fam)
+		if err != nil {
+			return "", err
+		}
+		if len(addrs) > 0 {
+			return "it has address " + addrs[0].String(), nil
+		}
+	}
+	if l.Type == netdriver.TypeBridge {
+		links, err := d.LinkList()
+		if err != nil {
+			return "", err
+		}
+		for _, o := range links {
+			if o.Master == l.Name {
+				return "it has port " + o.Name, nil
+			}
+		}
+	}
+	return "", nil
+}
+
+// own checks a link found under one of phase1's names, marking it when it
+// is an unmarked link as phase1 creates it in a resumed pair.
+func own(d netdriver.Driver, in binding.Input, l *netdriver.Link, typ string) error {
+	o, why, err := classify(d, in, l, typ)
+	switch {
+	case err != nil:
+		return err
+	case o == foreign:
+		return &binding.ForeignLinkError{Name: l.Name, Type: l.Type, Want: typ, Reason: why}
+	case o == adoptable:
+		in.Logger.Info("marking a link an interrupted run created", "link", l.Name)
+		if err := d.AddAltName(l.Name, in.Mark(typ)); err != nil {
+			return err
+		}
+		l.AltNames = append(l.AltNames, in.Mark(typ))
+	}
+	return nil
+}
+
+// create runs add, then marks the new link of type typ; if marking fails
+// the link is deleted again, so that no unmarked link of this run stays
+// behind.
+func create(d netdriver.Driver, in binding.Input, name, typ string, add func() error) (*netdriver.Link, error) {
+	if err := add(); err != nil {
+		return nil, err
+	}
+	if err := d.AddAltName(name, in.Mark(typ)); err != nil {
+		if derr := d.DeleteLink(name); derr != nil {
+			return nil, errors.Join(err, fmt.Errorf("delete unmarked %s: %w", name, derr))
+		}
+		return nil, err
+	}
+	return d.LinkByName(name)
+}
+
+// Preflight checks, before Prepare changes anything, that each named link
+// is either absent or phase1's for this interface with the given type
+// (see [Mark]), so that a foreign link is refused with nothing
+// half-applied. Names are checked in order.
+func Preflight(d netdriver.Driver, in binding.Input, want map[string]string) error {
+	names := make([]string, 0, len(want))
+	for n := range want {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		l, err := Lookup(d, name)
+		if err != nil {
+			return err
+		}
+		if l == nil {
+			continue
+		}
+		o, why, err := classify(d, in, l, want[name])
+		if err != nil {
+			return err
+		}
+		if o == foreign {
+			return &binding.ForeignLinkError{Name: name, Type: l.Type, Want: want[name], Reason: why}
+		}
+	}
+	return nil
+}
+
+// EnsureDummy makes phase1's dummy named name (`ip link add NAME type
+// dummy`, marked) or checks that the one there is phase1's.
+func EnsureDummy(d netdriver.Driver, in binding.Input, name string) (*netdriver.Link, error) {
+	l, err := Lookup(d, name)
+	if err != nil {
+		return nil, err
+	}
+	if l == nil {
+		return create(d, in, name, netdriver.TypeDummy, func() error { return d.AddDummy(name) })
+	}
+	return l, own(d, in, l, netdriver.TypeDummy)
+}
+
+// DeleteOwned deletes a link if it is phase1's for this interface with
+// type typ (see [Mark]); any other link under that name is left alone.
+func DeleteOwned(d netdriver.Driver, in binding.Input, name, typ string) error {
+	l, err := Lookup(d, name)
+	if err != nil || l == nil {
+		return err
+	}
+	o, why, err := classify(d, in, l, typ)
+	if err != nil {
+		return err
+	}
+	if o == foreign {
+		in.Logger.Warn("leaving a link phase1 did not create", "link", name, "reason", why)
+		return nil
+	}
+	return d.DeleteLink(name)
+}
+
+func isMark(alt string) bool { return strings.HasPrefix(alt, binding.MarkPrefix) }
+
+// isMarked reports whether phase1 (for any VMI) marked l.
+func isMarked(l *netdriver.Link) bool { return slices.ContainsFunc(l.AltNames, isMark) }
+
+// checkNotPrepared refuses a pod link that phase1 already prepared: one
+// that carries a mark, is a port of a k6t- or marked bridge, or has one of
+// phase1's marked links (bridge, tap) or any link under the names in
+// others (the bridge binding's renamed NIC) next to it.
+func checkNotPrepared(d netdriver.Driver, in binding.Input, l *netdriver.Link, others ...string) error {
+	fail := func(format string, args ...any) error {
+		return &binding.PodLinkError{Name: l.Name, Reason: fmt.Sprintf(format, args...), Err: binding.ErrPrepared}
+	}
+	if isMarked(l) {
+		return fail("carries phase1's mark (altnames %q)", l.AltNames)
+	}
+	if l.Master != "" {
+		if strings.HasPrefix(l.Master, "k6t-") {
+			return fail("is a port of bridge %s", l.Master)
+		}
+		m, err := Lookup(d, l.Master)
+		if err != nil {
+			return err
+		}
+		if m != nil && isMarked(m) {
+			return fail("is a port of phase1's bridge %s", l.Master)
+		}
+	}
+	for _, n := range []string{in.Names.Bridge, in.Names.Tap} {
+		o, err := Lookup(d, n)
+		if err != nil {
+			return err
+		}
+		if o != nil && isMarked(o) {
+			return fail("phase1's %s %s (altnames %q) is next to it", o.Type, n, o.AltNames)
+		}
+	}
+	for _, n := range others {
+		o, err := Lookup(d, n)
+		if err != nil {
+			return err
+		}
+		if o != nil {
+			return fail("%s %s, the name phase1 renames it to, exists next to it", o.Type, n)
+		}
+	}
+	return nil
 }
