@@ -28,9 +28,13 @@ type Interface struct {
 	Passt      *struct{} `json:"passt,omitempty"`
 	// Plugin (JSON "binding") names a KubeVirt 1.x network binding plugin
 	// (spec.configuration.network.binding.<name> of the KubeVirt CR)
-	// instead of a core binding method. virtnet's own plugins
-	// (cmd/virtnet-binding-sidecar) resolve it to a method; elsewhere an
-	// interface with only a plugin binding has no binding method.
+	// instead of a core binding method. The library looks its name up in
+	// the same registry as the core methods (phase1.Options.Registry,
+	// phase2.Options.Registry, prestart.Hook.Registry): an outside binding
+	// registered under the plugin's name runs through both phases. A name
+	// of a core method is refused ([Validate]). virtnet's own KubeVirt
+	// plugins (cmd/virtnet-binding-sidecar) resolve their names to a core
+	// method before anything else sees the VMI.
 	Plugin *PluginBinding `json:"binding,omitempty"`
 
 	MacAddress  string       `json:"macAddress,omitempty"`
@@ -66,11 +70,16 @@ func (i *Interface) Bindings() []string {
 	return out
 }
 
-// Binding returns the interface's binding method, or "" unless exactly one
-// binding key is set.
+// Binding returns the interface's binding: its core method when exactly
+// one core key is set and no plugin, the plugin's name when only a plugin
+// is set, "" otherwise. It is the key of the binding registry.
 func (i *Interface) Binding() string {
-	if b := i.Bindings(); len(b) == 1 {
+	b := i.Bindings()
+	switch {
+	case len(b) == 1 && i.Plugin == nil:
 		return b[0]
+	case len(b) == 0 && i.Plugin != nil:
+		return i.Plugin.Name
 	}
 	return ""
 }

@@ -207,10 +207,14 @@ func (v *validator) interfaces(vmi *VMI) {
 			v.add(p+".name", iface.Name, "no network with this name in spec.networks")
 		}
 		bindings := iface.Bindings()
-		switch len(bindings) {
-		case 0:
-			v.add(p, iface.Name, "needs one binding method: one of %s", strings.Join(BindingMethods(), ", "))
-		case 1:
+		switch {
+		case iface.Plugin != nil && len(bindings) > 0:
+			v.add(p+".binding", iface.Plugin.Name, "a binding plugin and the binding method %s at once", strings.Join(bindings, ","))
+		case iface.Plugin != nil:
+			v.plugin(p+".binding.name", iface.Plugin.Name)
+		case len(bindings) == 0:
+			v.add(p, iface.Name, "needs one binding method (one of %s) or a binding plugin (binding: {name: …})", strings.Join(BindingMethods(), ", "))
+		case len(bindings) == 1:
 			v.binding(p, iface, nw)
 		default:
 			v.add(p, strings.Join(bindings, ","), "more than one binding method")
@@ -268,6 +272,19 @@ func (v *validator) binding(p string, iface *Interface, net *Network) {
 		if net.Multus == nil {
 			v.add(p+"."+b, iface.Name, "%s binding needs a multus network", b)
 		}
+	}
+}
+
+// pluginNameRE is what a binding plugin's name may be: a key of the
+// KubeVirt CR's spec.configuration.network.binding (a DNS subdomain).
+var pluginNameRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$`)
+
+func (v *validator) plugin(p, name string) {
+	switch {
+	case !pluginNameRE.MatchString(name):
+		v.add(p, name, "not a binding plugin name (a DNS subdomain: 1 to 253 of a-z, 0-9, '-' and '.')")
+	case contains(BindingMethods(), name):
+		v.add(p, name, "the name of a core binding method: set %s: {} on the interface instead, or register the plugin under another name", name)
 	}
 }
 

@@ -62,6 +62,18 @@ func TestValidateInvalid(t *testing.T) {
 		{"two binding keys",
 			vmiYAML(`[{name: a, bridge: {}, masquerade: {}}]`, `[{name: a, pod: {}}]`),
 			[]problem{{ifp + "[0]", q("bridge,masquerade")}}},
+		{"binding plugin and method at once",
+			vmiYAML(`[{name: a, bridge: {}, binding: {name: my-tap}}]`, `[{name: a, pod: {}}]`),
+			[]problem{{ifp + "[0].binding", q("my-tap")}}},
+		{"binding plugin named like a core method",
+			vmiYAML(`[{name: a, binding: {name: passt}}]`, `[{name: a, pod: {}}]`),
+			[]problem{{ifp + "[0].binding.name", q("passt")}}},
+		{"binding plugin name not a DNS subdomain",
+			vmiYAML(`[{name: a, binding: {name: "My_Tap"}}]`, `[{name: a, pod: {}}]`),
+			[]problem{{ifp + "[0].binding.name", q("My_Tap")}}},
+		{"binding plugin without name",
+			vmiYAML(`[{name: a, binding: {name: ""}}]`, `[{name: a, pod: {}}]`),
+			[]problem{{ifp + "[0].binding.name", q("")}}},
 		{"bad MAC format",
 			vmiYAML(`[{name: a, bridge: {}, macAddress: "02:00:00:00:01"}]`, `[{name: a, pod: {}}]`),
 			[]problem{{ifp + "[0].macAddress", q("02:00:00:00:01")}}},
@@ -406,12 +418,34 @@ func TestValidateValid(t *testing.T) {
 			base64.StdEncoding.EncodeToString(make([]byte, 2048))+`, networkData: `+strings.Repeat("n", 2048)+`}}]`)},
 		{"special-looking but ordinary VM networks", masqCIDR("100.64.0.0/24", "fd00:169:254::/120")},
 		{"no network at all", "metadata: {name: t}\nspec: {domain: {devices: {autoattachPodInterface: false}}}\n"},
+		{"binding plugins on the pod and a multus network", vmiYAML(`[{name: p, binding: {name: my-tap}}, {name: m, binding: {name: example.com.tap}}]`,
+			`[{name: p, pod: {}}, {name: m, multus: {networkName: a}}]`)},
 		{"63-character names", vmiYAML(`[{name: `+strings.Repeat("b", 63)+`, passt: {}}]`, `[{name: `+strings.Repeat("b", 63)+`, pod: {}}]`)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := api.Load([]byte(tt.manifest))
 			require.NoError(t, err)
+		})
+	}
+}
+
+// TestInterfaceBinding: the registry key of an interface is its core
+// method or its plugin's name, "" when it has neither or both.
+func TestInterfaceBinding(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		iface api.Interface
+		want  string
+	}{
+		{"core", api.Interface{Bridge: &struct{}{}}, api.BindingBridge},
+		{"plugin", api.Interface{Plugin: &api.PluginBinding{Name: "my-tap"}}, "my-tap"},
+		{"neither", api.Interface{}, ""},
+		{"both", api.Interface{Slirp: &struct{}{}, Plugin: &api.PluginBinding{Name: "my-tap"}}, ""},
+		{"two core", api.Interface{Slirp: &struct{}{}, Passt: &struct{}{}}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.want, tc.iface.Binding())
 		})
 	}
 }

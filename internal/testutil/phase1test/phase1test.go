@@ -24,6 +24,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/virtnet/virtnet/api"
+	"github.com/virtnet/virtnet/binding"
 	"github.com/virtnet/virtnet/cache"
 	"github.com/virtnet/virtnet/internal/testutil"
 	"github.com/virtnet/virtnet/phase1"
@@ -39,13 +40,16 @@ type Scenario struct {
 	// (a bound that keeps the fail-at-every-step case from passing
 	// vacuously); 0 means 1.
 	MinCalls int
+	// Registry is the bindings the runs use; nil means registry.Default()
+	// (an outside binding's test adds itself to it).
+	Registry binding.Registry
 }
 
 // Pod is a fresh fake pod of the scenario.
 func (sc Scenario) Pod() *netdrivertest.Fake { return netdrivertest.SimulatedPod(sc.Links...) }
 
-func run(ctx context.Context, vmi *api.VMI, f *netdrivertest.Fake, s *cache.Store, opts phase1.Options) error {
-	opts.Driver = f
+func (sc Scenario) run(ctx context.Context, vmi *api.VMI, f *netdrivertest.Fake, s *cache.Store, opts phase1.Options) error {
+	opts.Driver, opts.Registry = f, sc.Registry
 	return phase1.Run(ctx, vmi, "", s, opts)
 }
 
@@ -68,9 +72,9 @@ func RunTwice(t *testing.T, sc Scenario) {
 	vmi := testutil.LoadVMI(t, sc.VMI)
 	f, s := sc.Pod(), testutil.NewStore(t)
 	ctx := context.Background()
-	require.NoError(t, run(ctx, vmi, f, s, phase1.Options{}))
+	require.NoError(t, sc.run(ctx, vmi, f, s, phase1.Options{}))
 	snap, cached, calls := f.Snapshot(), testutil.CacheFiles(t, s), len(f.Calls())
-	require.NoError(t, run(ctx, vmi, f, s, phase1.Options{}))
+	require.NoError(t, sc.run(ctx, vmi, f, s, phase1.Options{}))
 	require.Equal(t, snap, f.Snapshot())
 	require.Equal(t, cached, testutil.CacheFiles(t, s))
 	require.Equal(t, f.Calls()[:calls], f.Calls(), "the second run made mutating calls: %v", f.Calls()[calls:])
@@ -84,20 +88,20 @@ func FailAtEveryStep(t *testing.T, sc Scenario) {
 	ctx := context.Background()
 	injected := errors.New("injected")
 	clean, cleanStore := sc.Pod(), testutil.NewStore(t)
-	require.NoError(t, run(ctx, vmi, clean, cleanStore, phase1.Options{}))
+	require.NoError(t, sc.run(ctx, vmi, clean, cleanStore, phase1.Options{}))
 	want, wantFiles, n := clean.Snapshot(), testutil.CacheFiles(t, cleanStore), len(clean.Calls())
 	require.GreaterOrEqual(t, n, max(sc.MinCalls, 1), "mutating calls of a clean run: %v", clean.Calls())
 	for _, keep := range []bool{false, true} {
 		for i := 1; i <= n; i++ {
 			f, s := sc.Pod(), testutil.NewStore(t)
 			f.FailAt(i, injected)
-			err := run(ctx, vmi, f, s, phase1.Options{KeepOnFailure: keep})
+			err := sc.run(ctx, vmi, f, s, phase1.Options{KeepOnFailure: keep})
 			require.ErrorIs(t, err, injected, "call %d (%s)", i, clean.Calls()[i-1])
 			var pe *phase1.Error
 			require.ErrorAs(t, err, &pe)
 			require.Equal(t, phase1.StepPrepare, pe.Step)
 			f.FailAt(0, nil)
-			require.NoError(t, run(ctx, vmi, f, s, phase1.Options{}), "re-run after failing call %d", i)
+			require.NoError(t, sc.run(ctx, vmi, f, s, phase1.Options{}), "re-run after failing call %d", i)
 			require.Equal(t, want, f.Snapshot(), "keep=%v: state after failing call %d (%s)", keep, i, clean.Calls()[i-1])
 			require.Equal(t, wantFiles, testutil.CacheFiles(t, s), "keep=%v: caches after failing call %d", keep, i)
 		}
@@ -113,7 +117,7 @@ func RollbackLeavesCNIState(t *testing.T, sc Scenario) {
 	for i := 1; ; i++ {
 		f, s := sc.Pod(), testutil.NewStore(t)
 		f.FailAt(i, errors.New("injected"))
-		if run(ctx, vmi, f, s, phase1.Options{}) == nil {
+		if sc.run(ctx, vmi, f, s, phase1.Options{}) == nil {
 			require.Greater(t, i, 1, "no mutating call to fail")
 			break
 		}
@@ -132,7 +136,7 @@ func Cleanup(t *testing.T, sc Scenario) {
 	f, s := sc.Pod(), testutil.NewStore(t)
 	pristine := f.Snapshot()
 	ctx := context.Background()
-	opts := phase1.Options{Driver: f}
+	opts := phase1.Options{Driver: f, Registry: sc.Registry}
 	require.NoError(t, phase1.Cleanup(ctx, vmi, "", s, opts), "cleanup without run")
 	require.NoError(t, phase1.Run(ctx, vmi, "", s, opts))
 	require.NoError(t, phase1.Cleanup(ctx, vmi, "", s, opts))
