@@ -18,7 +18,6 @@ import (
 	"os"
 	"strconv"
 
-
 	"github.com/virtnet/virtnet/netdriver/kernel"
 
 	"github.com/containernetworking/cni/pkg/skel"
