@@ -3,9 +3,46 @@
 // lives in its own subpackage holding both of its halves side by side:
 //
 //   - [Phase1] (privileged, in the pod's network namespace): discover the pod
-//     link, plan the cache record, prepare the kernel, undo it;
+//     link, plan the cache record, prepare the kernel, undo it, through a
+//     netdriver.Driver and nothing else;
 //   - [Phase2] (unprivileged): render the libvirt device from the cache
 //     record.
+//
+// Optional interfaces say what else a binding needs: [DHCPServer] (the
+// launcher serves its guest DHCP) and [DeviceAliaser] (its device's alias
+// is not ua-<name>).
+//
+// # Bindings from outside this module
+//
+// A [Binding] written in another module imports only public packages
+// (api, binding, cache, netdriver, libvirtxml) and is registered in a
+// [Registry] under the name a VMI interface gives in KubeVirt 1.x's
+// binding: {name: …} (api.Interface.Plugin); phase1.Options.Registry,
+// phase2.Options.Registry and prestart.Hook.Registry take the registry.
+// examples/custom-binding is one, with its tests: its convergence under a
+// failure at every kernel call (internal/testutil/phase1test), its domain
+// against libvirt's schema, and a run on a pod the CNI plugins made. The
+// kernel steps virtnet's own bindings share (ownership marks, pod link
+// discovery and restore) are internal (binding/internal/kernelops): they
+// are those bindings' implementation, not the seam; what a caller matches
+// ([ForeignLinkError], [PodLinkError], [AddressInUseError], [ErrPrepared])
+// and the ownership mark ([Mark]) are here.
+//
+// # Why Prepare converges in place
+//
+// [Phase1.Prepare] reads the namespace and changes what differs from the
+// record, call by call, rather than returning a declarative plan that an
+// engine diffs and applies. The kernel is the only state that matters and
+// it changes under phase1 (a previous run killed half-way, a CNI CHECK,
+// the kernel adding a link-local address or a prefix route by itself):
+// a plan computed before the first call would be stale after it. Each
+// binding knows which of its steps the kernel undoes or redoes by itself
+// (an address's prefix route, a renamed link's altname), which a generic
+// diff would have to be taught binding by binding. And the property that
+// matters, convergence after a failure at any call, is tested directly:
+// every binding's package fails each kernel call of a clean run in turn
+// and re-runs (internal/testutil/phase1test), and the reliability suite
+// does it with SIGKILL on the real kernel.
 //
 // A binding's errors name what the binding owns: the link, the field, the
 // value. They do not repeat the interface or the binding's name, which

@@ -38,4 +38,17 @@
 // by a user other than root or the caller; a record or lock file that is
 // a symlink, not a regular file, world-writable or owned by such a user
 // ([*UnsafeError]); and names that could escape the root ([*NameError]).
+//
+// # Why there is no file system seam
+//
+// The store works on the real file system only (no afero-style interface
+// under it). What it promises is the kernel's: rename(2) atomicity, fsync
+// of a file and of its directory, O_NOFOLLOW opens and lstat/fstat checks
+// against a symlink swapped in, flock on the lock files. An in-memory file
+// system would test none of that, and a fake good enough to would be a
+// second implementation to trust. Tests use a temporary directory, the
+// SIGKILL tests kill real writers between the steps of a write, and
+// failures such as a full disk are injected at each step of a real write
+// ([WriteStep], through the store's test hook), so each promise above is
+// checked on the file system it is made for.
 package cache
