@@ -120,23 +120,41 @@ type Binding interface {
 
 // DHCPServer is an optional interface of a [Binding] whose guest gets its
 // addresses from a DHCP server the launcher runs on the pod side of the
-// interface (bridge, masquerade). prestart.Hook's network step starts one
-// for every interface whose binding implements DHCPServer and whose
-// ServesDHCP is true for its record; the server's configuration comes from
-// the record (phase2/dhcp.NewConfig), and a record without IPAM gets no
-// server. A binding that does not implement it gets no DHCP server
-// (prestart.TestBindingAsksForDHCP).
+// interface (bridge, masquerade). prestart.Hook's network step (and the
+// KubeVirt 1.x sidecar) starts one for every interface whose binding
+// implements DHCPServer and asks for a service; the server's configuration
+// comes from the record (phase2/dhcp.NewConfigFor: addresses, gateway,
+// routes, MTU, the bridge to serve on) and the VMI (DHCP options,
+// hostname), and a record without IPAM gets no server. A binding that does
+// not implement it gets no DHCP server (prestart.TestBindingAsksForDHCP).
 //
-// It answers yes or no rather than returning the server's configuration:
-// that is the record's (addresses, routes, MTU) and the VMI's (DHCP
-// options, hostname) in every case, and returning a dhcp.Config would make
-// this package import phase2/dhcp, which links the netlink code its
-// sockets need.
+// It answers with what to serve rather than a server configuration: that
+// is the record's and the VMI's in every case, and returning a dhcp.Config
+// would make this package, which every binding imports, import the DHCP
+// server.
 type DHCPServer interface {
-	// ServesDHCP reports whether the launcher serves DHCP for the
-	// interface of rec (nil when the binding's NeedsRecord is false).
-	ServesDHCP(rec *cache.Interface) bool
+	// DHCPService says what the launcher serves the guest of the
+	// interface of rec (nil when the binding's NeedsRecord is false); the
+	// zero value serves nothing.
+	DHCPService(rec *cache.Interface) DHCPService
 }
+
+// DHCPService is what a launcher's DHCP server offers one guest.
+type DHCPService struct {
+	// IPv4 serves DHCPv4: the record's IPv4 address, gateway, routes and
+	// MTU, the pod's DNS.
+	IPv4 bool
+	// IPv6 serves DHCPv6 and router advertisements with the record's IPv6
+	// address (alone when the record has no IPv4 address).
+	IPv6 bool
+	// RequireMAC makes the record's MAC required: the server answers only
+	// the VM. Without it, a record without a MAC is served to whoever
+	// asks on the bridge (masquerade's bridge has the VM alone on it).
+	RequireMAC bool
+}
+
+// Serves reports whether s serves anything.
+func (s DHCPService) Serves() bool { return s.IPv4 || s.IPv6 }
 
 // DeviceAliaser is an optional interface of a [Binding] whose device's
 // alias is not "ua-<interface name>" (SR-IOV's <hostdev>:

@@ -14,6 +14,12 @@ var _ binding.DHCPServer = Binding{}
 // Method is "bridge".
 func (Binding) Method() string { return api.BindingBridge }
 
-// ServesDHCP is true: the launcher serves the record's addresses to the
-// guest by DHCP on the bridge (none without IPAM).
-func (Binding) ServesDHCP(rec *cache.Interface) bool { return rec != nil }
+// DHCPService implements [binding.DHCPServer]: DHCPv4 with the pod's
+// address, to the VM's MAC only (the bridge also carries the pod's other
+// side); the pod's IPv6 address is not served, as in KubeVirt.
+func (Binding) DHCPService(rec *cache.Interface) binding.DHCPService {
+	if rec == nil {
+		return binding.DHCPService{}
+	}
+	return binding.DHCPService{IPv4: true, RequireMAC: true}
+}

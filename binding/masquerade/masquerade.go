@@ -14,6 +14,12 @@ var _ binding.DHCPServer = Binding{}
 // Method is "masquerade".
 func (Binding) Method() string { return api.BindingMasquerade }
 
-// ServesDHCP is true: the launcher serves the record's addresses to the
-// guest by DHCP on the bridge (none without IPAM).
-func (Binding) ServesDHCP(rec *cache.Interface) bool { return rec != nil }
+// DHCPService implements [binding.DHCPServer]: DHCPv4 and, with an IPv6
+// VM address, DHCPv6 and router advertisements, on a bridge the VM has to
+// itself.
+func (Binding) DHCPService(rec *cache.Interface) binding.DHCPService {
+	if rec == nil {
+		return binding.DHCPService{}
+	}
+	return binding.DHCPService{IPv4: true, IPv6: true}
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/virtnet/virtnet/binding"
 	"github.com/virtnet/virtnet/binding/registry"
 	"github.com/virtnet/virtnet/cache"
+	"github.com/virtnet/virtnet/phase2/dhcp"
 )
 
 // TestWhatBindingsNeed pins what each built-in binding tells the launcher
@@ -34,9 +35,14 @@ func TestWhatBindingsNeed(t *testing.T) {
 			b, err := reg.Lookup(tt.method)
 			require.NoError(t, err)
 			s, ok := b.(binding.DHCPServer)
-			require.Equal(t, tt.dhcp, ok && s.ServesDHCP(&cache.Interface{Interface: "net1"}), "serves DHCP with a record")
+			require.Equal(t, tt.dhcp, ok && s.DHCPService(&cache.Interface{Interface: "net1"}).Serves(), "serves DHCP with a record")
 			if ok {
-				require.False(t, s.ServesDHCP(nil), "no DHCP without a record")
+				require.False(t, s.DHCPService(nil).Serves(), "no DHCP without a record")
+				// What the launcher's server then offers matches what
+				// dhcp.NewConfig gives the core bindings.
+				got := s.DHCPService(&cache.Interface{Interface: "net1"})
+				want := dhcp.CoreService(tt.method)
+				require.Equal(t, want, dhcp.Service{IPv4: got.IPv4, IPv6: got.IPv6, RequireMAC: got.RequireMAC})
 			}
 			require.Equal(t, tt.alias, binding.DeviceAlias(b, "net1"))
 		})

@@ -101,30 +101,69 @@ type Config struct {
 	Ignored []string
 }
 
-// NewConfig builds the configuration of the DHCP server for one interface
-// from the VMI (hostname, subdomain, name), the interface (its
-// dhcpOptions; may be nil), the phase1 cache record and the content of the
-// pod's resolv.conf (read by the caller, usually /etc/resolv.conf inside
-// the pod; nil means empty and yields KubeVirt's defaults).
-//
-// It returns [ErrIPAMDisabled] when there is no address to serve (no IPv4
-// address, and no IPv6 one for masquerade), and a [*FieldError] naming the
-// field for any other bad input. A masquerade record with IPv6 only (a
-// single-stack IPv6 pod) gets DHCPv6 and router advertisements alone.
+// Service is what the server offers (binding.DHCPService, which the
+// launcher gets from the interface's binding).
+type Service struct {
+	// IPv4 serves DHCPv4; IPv6 serves DHCPv6 and router advertisements.
+	IPv4, IPv6 bool
+	// RequireMAC makes the record's MAC required: the server answers the
+	// VM only.
+	RequireMAC bool
+}
+
+// CoreService is what virtnet's own bindings ask for: bridge DHCPv4 to the
+// VM's MAC only, masquerade DHCPv4 and DHCPv6; nothing for the others.
+func CoreService(binding string) Service {
+	switch binding {
+	case api.BindingBridge:
+		return Service{IPv4: true, RequireMAC: true}
+	case api.BindingMasquerade:
+		return Service{IPv4: true, IPv6: true}
+	}
+	return Service{}
+}
+
+// NewConfig is [NewConfigFor] with the [CoreService] of the record's
+// binding (the interface's when the record names none).
 func NewConfig(vmi *api.VMI, iface *api.Interface, rec *cache.Interface, resolvConf []byte) (*Config, error) {
 	if rec == nil {
 		return nil, &FieldError{Field: "record", Value: "<nil>", Reason: "a cache record is required"}
 	}
-	binding := rec.Binding
-	if binding == "" && iface != nil {
-		binding = iface.Binding()
+	b := rec.Binding
+	if b == "" && iface != nil {
+		b = iface.Binding()
 	}
-	v6only := rec.IPv4 == "" && rec.IPv6 != "" && binding == api.BindingMasquerade
-	if rec.IPAMDisabled || (rec.IPv4 == "" && !v6only) {
+	svc := CoreService(b)
+	if !svc.IPv4 && !svc.IPv6 {
+		return nil, &FieldError{Field: "Binding", Value: b, Reason: "virtnet's own bindings serve DHCP only for bridge and masquerade"}
+	}
+	return NewConfigFor(vmi, iface, rec, resolvConf, svc)
+}
+
+// NewConfigFor builds the configuration of the DHCP server offering svc
+// for one interface from the VMI (hostname, subdomain, name), the
+// interface (its dhcpOptions; may be nil), the phase1 cache record and the
+// content of the pod's resolv.conf (read by the caller, usually
+// /etc/resolv.conf inside the pod; nil means empty and yields KubeVirt's
+// defaults).
+//
+// It returns [ErrIPAMDisabled] when there is no address to serve (no IPv4
+// address, and no IPv6 one when svc serves IPv6), and a [*FieldError]
+// naming the field for any other bad input. A record with IPv6 only (a
+// single-stack IPv6 pod on masquerade) gets DHCPv6 and router
+// advertisements alone; an IPv6 address svc does not serve is listed in
+// [Config.Ignored].
+func NewConfigFor(vmi *api.VMI, iface *api.Interface, rec *cache.Interface, resolvConf []byte, svc Service) (*Config, error) {
+	if rec == nil {
+		return nil, &FieldError{Field: "record", Value: "<nil>", Reason: "a cache record is required"}
+	}
+	if !svc.IPv4 && !svc.IPv6 {
+		return nil, &FieldError{Field: "Service", Value: "none", Reason: "neither DHCPv4 nor DHCPv6 asked for"}
+	}
+	serve4 := svc.IPv4 && rec.IPv4 != ""
+	v6only := !serve4 && rec.IPv6 != "" && svc.IPv6
+	if rec.IPAMDisabled || (!serve4 && !v6only) {
 		return nil, fmt.Errorf("interface %q: %w", rec.Interface, ErrIPAMDisabled)
-	}
-	if binding != api.BindingBridge && binding != api.BindingMasquerade {
-		return nil, &FieldError{Field: "Binding", Value: binding, Reason: "DHCP is served only for bridge and masquerade"}
 	}
 	if rec.Bridge == "" {
 		return nil, &FieldError{Field: "Bridge", Value: "", Reason: "the bridge to serve on is required"}
@@ -136,8 +175,8 @@ func NewConfig(vmi *api.VMI, iface *api.Interface, rec *cache.Interface, resolvC
 		if c.MAC, err = net.ParseMAC(rec.MAC); err != nil || len(c.MAC) != 6 {
 			return nil, &FieldError{Field: "MAC", Value: rec.MAC, Reason: "not a 48-bit MAC address"}
 		}
-	} else if binding == api.BindingBridge {
-		return nil, &FieldError{Field: "MAC", Value: "", Reason: "the VM's MAC is required for the bridge binding"}
+	} else if svc.RequireMAC {
+		return nil, &FieldError{Field: "MAC", Value: "", Reason: "the VM's MAC is required (the server answers the VM only)"}
 	}
 	if !v6only {
 		if err := c.ipv4(rec); err != nil {
@@ -191,8 +230,8 @@ func NewConfig(vmi *api.VMI, iface *api.Interface, rec *cache.Interface, resolvC
 	}
 
 	if rec.IPv6 != "" {
-		if binding != api.BindingMasquerade {
-			c.Ignored = append(c.Ignored, fmt.Sprintf("IPv6 %q: DHCPv6 is served only for masquerade", rec.IPv6))
+		if !svc.IPv6 {
+			c.Ignored = append(c.Ignored, fmt.Sprintf("IPv6 %q: the %s binding asks for no DHCPv6", rec.IPv6, rec.Binding))
 		} else if c.IPv6, err = newConfig6(rec); err != nil {
 			return nil, err
 		} else {

@@ -317,3 +317,52 @@ func TestWithSubdomain(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) { require.Equal(t, tc.want, WithSubdomain(tc.in, tc.sub)) })
 	}
 }
+
+// TestNewConfigFor: what is served follows the Service the binding asks
+// for, not its name: an outside binding's record is served as asked.
+func TestNewConfigFor(t *testing.T) {
+	custom := func() *cache.Interface {
+		r := masqRecord()
+		r.Binding = "example-tap"
+		return r
+	}
+	for _, tc := range []struct {
+		name    string
+		rec     *cache.Interface
+		svc     Service
+		wantErr string
+		check   func(t *testing.T, c *Config)
+	}{
+		{"outside binding, DHCPv4 only", custom(), Service{IPv4: true}, "", func(t *testing.T, c *Config) {
+			require.Equal(t, "10.0.2.2/24", c.Address.String())
+			require.Nil(t, c.MAC, "no MAC: any client on the bridge")
+			require.Nil(t, c.IPv6)
+			require.Contains(t, c.Ignored, `IPv6 "fd10:0:2::2/120": the example-tap binding asks for no DHCPv6`)
+		}},
+		{"outside binding, both families", custom(), Service{IPv4: true, IPv6: true}, "", func(t *testing.T, c *Config) {
+			require.NotNil(t, c.IPv6)
+			require.Equal(t, "fd10:0:2::2/120", c.IPv6.Address.String())
+		}},
+		{"IPv6 only asked for", custom(), Service{IPv6: true}, "", func(t *testing.T, c *Config) {
+			require.False(t, c.Address.IsValid(), "no DHCPv4 address")
+			require.NotNil(t, c.IPv6)
+		}},
+		{"MAC required and missing", custom(), Service{IPv4: true, RequireMAC: true}, `MAC "": the VM's MAC is required`, nil},
+		{"nothing asked for", custom(), Service{}, `Service "none"`, nil},
+		{"bridge's service on the bridge record", bridgeRecord(), CoreService(api.BindingBridge), "", func(t *testing.T, c *Config) {
+			require.Equal(t, "02:42:ac:10:00:18", c.MAC.String())
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := NewConfigFor(testVMI(), nil, tc.rec, nil, tc.svc)
+			if tc.wantErr != "" {
+				var fe *FieldError
+				require.ErrorAs(t, err, &fe)
+				require.ErrorContains(t, err, tc.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			tc.check(t, c)
+		})
+	}
+}

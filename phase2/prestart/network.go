@@ -40,7 +40,12 @@ func (Network) Run(ctx context.Context, st *State) error {
 	}
 	var resolv []byte
 	for _, it := range items {
-		if s, ok := it.Binding.(binding.DHCPServer); !ok || !s.ServesDHCP(it.Record) {
+		ds, ok := it.Binding.(binding.DHCPServer)
+		if !ok {
+			continue
+		}
+		svc := ds.DHCPService(it.Record)
+		if !svc.Serves() {
 			continue
 		}
 		if resolv == nil {
@@ -48,7 +53,8 @@ func (Network) Run(ctx context.Context, st *State) error {
 				return err
 			}
 		}
-		cfg, err := dhcp.NewConfig(h.VMI, it.Pair.Interface, it.Record, resolv)
+		cfg, err := dhcp.NewConfigFor(h.VMI, it.Pair.Interface, it.Record, resolv,
+			dhcp.Service{IPv4: svc.IPv4, IPv6: svc.IPv6, RequireMAC: svc.RequireMAC})
 		if errors.Is(err, dhcp.ErrIPAMDisabled) {
 			st.Log.Info("no IPAM: no DHCP server", "interface", it.Pair.Interface.Name)
 			continue

@@ -19,7 +19,9 @@ type noDHCP struct{ binding.Binding }
 // alwaysDHCP is an outside binding that asks for a DHCP server.
 type alwaysDHCP struct{ binding.Binding }
 
-func (alwaysDHCP) ServesDHCP(rec *cache.Interface) bool { return rec != nil }
+func (alwaysDHCP) DHCPService(rec *cache.Interface) binding.DHCPService {
+	return binding.DHCPService{IPv4: rec != nil}
+}
 
 // TestBindingAsksForDHCP: the network step starts a DHCP server for an
 // interface because its binding implements binding.DHCPServer, not

@@ -329,7 +329,12 @@ func (s *sidecar) startDHCP(ctx context.Context, vmi *api.VMI, items []phase2.It
 	var resolv []byte
 	for _, it := range items {
 		name := it.Pair.Interface.Name
-		if ds, ok := it.Binding.(binding.DHCPServer); !ok || !ds.ServesDHCP(it.Record) || s.dhcp[name] != nil {
+		ds, ok := it.Binding.(binding.DHCPServer)
+		if !ok || s.dhcp[name] != nil {
+			continue
+		}
+		svc := ds.DHCPService(it.Record)
+		if !svc.Serves() {
 			continue
 		}
 		if resolv == nil {
@@ -339,7 +344,8 @@ func (s *sidecar) startDHCP(ctx context.Context, vmi *api.VMI, items []phase2.It
 			}
 			resolv = append([]byte{}, b...)
 		}
-		cfg, err := dhcp.NewConfig(vmi, it.Pair.Interface, it.Record, resolv)
+		cfg, err := dhcp.NewConfigFor(vmi, it.Pair.Interface, it.Record, resolv,
+			dhcp.Service{IPv4: svc.IPv4, IPv6: svc.IPv6, RequireMAC: svc.RequireMAC})
 		if errors.Is(err, dhcp.ErrIPAMDisabled) {
 			s.log.Info("no IPAM: no DHCP server", "interface", name)
 			continue
