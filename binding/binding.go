@@ -110,7 +110,9 @@ type Phase2 interface {
 
 // Binding is one binding method with both halves.
 type Binding interface {
-	// Method is the VMI binding key ("bridge", "masquerade", …).
+	// Method is the key the binding is registered under: a VMI binding
+	// method ("bridge", "masquerade", …) or, for a binding from outside,
+	// the plugin name a VMI interface gives in binding: {name: …}.
 	Method() string
 	// NeedsRecord reports whether Render needs phase1's interface record.
 	NeedsRecord() bool
@@ -176,7 +178,8 @@ func DeviceAlias(b Binding, iface string) string {
 	return domxml.Alias(iface).Name
 }
 
-// Registry maps a binding method to its implementation.
+// Registry maps a binding method, or a binding plugin's name, to its
+// implementation (api.Interface.Binding is the key).
 type Registry map[string]Binding
 
 // Lookup returns the binding of a method or an *UnknownMethodError.
