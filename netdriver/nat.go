@@ -186,7 +186,7 @@ func IstioNonProxiedPorts() []uint16 { return []uint16{22} }
 
 // IstioPassthroughSource is the source address Envoy uses when it passes an
 // inbound connection on to the workload (127.0.0.6).
-var IstioPassthroughSource = netip.AddrFrom4([4]byte{127, 0, 0, 6})
+func IstioPassthroughSource() netip.Addr { return netip.AddrFrom4([4]byte{127, 0, 0, 6}) }
 
 // Rules validates nat and returns its rule set in the order the rules
 // are added, which is KubeVirt v0.53's order (KUBEVIRT_V053.md §3):

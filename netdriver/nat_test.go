@@ -11,7 +11,7 @@ import (
 )
 
 func TestNATListing(t *testing.T) {
-	for _, tc := range netdrivertest.NATListingCases {
+	for _, tc := range netdrivertest.NATListingCases() {
 		t.Run(tc.Name, func(t *testing.T) {
 			got, err := netdriver.NATListing(tc.NAT)
 			require.NoError(t, err)

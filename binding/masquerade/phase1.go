@@ -262,7 +262,7 @@ func PlanNAT(in binding.Input, link *cache.Link, family netdriver.Family, bridge
 	if in.VMI.IstioProxy() {
 		p := &netdriver.NATProxy{ReservedPorts: netdriver.IstioReservedPorts(), NonProxiedPorts: netdriver.IstioNonProxiedPorts()}
 		if family == netdriver.IPv4 {
-			p.Source = netdriver.IstioPassthroughSource
+			p.Source = netdriver.IstioPassthroughSource()
 			v4, _, err := kernelops.Addresses(link)
 			if err != nil {
 				return nat, err

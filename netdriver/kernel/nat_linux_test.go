@@ -47,7 +47,7 @@ func applyOrSkip(t *testing.T, d netdriver.Driver, nat netdriver.NAT) {
 
 func TestNATKernelListing(t *testing.T) {
 	testutil.RequireRoot(t)
-	for _, tc := range netdrivertest.NATListingCases {
+	for _, tc := range netdrivertest.NATListingCases() {
 		t.Run(tc.Name, func(t *testing.T) {
 			ns := testutil.NewNS(t, "vn-nat")
 			d := openDriver(t, ns)
@@ -432,7 +432,7 @@ func TestNATIstioTraffic(t *testing.T) {
 	serveTCP(t, top.vm, ":22", "vm22")
 	serveTCP(t, top.vm, ":15000", "vm15000")
 	serveTCP(t, top.outside, ":7000", "outside")
-	serveEnvoy(t, top.pod, "10.244.1.7:8080", netdriver.IstioPassthroughSource.String(), "10.244.1.7:8080")
+	serveEnvoy(t, top.pod, "10.244.1.7:8080", netdriver.IstioPassthroughSource().String(), "10.244.1.7:8080")
 	serveTCP(t, top.pod, "127.0.0.1:15000", "envoy-admin")
 
 	t.Run("inbound to 8080 reaches envoy, which reaches the VM from 127.0.0.6 via the gateway", func(t *testing.T) {
