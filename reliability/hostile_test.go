@@ -15,15 +15,15 @@ import (
 
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/cache"
+	"github.com/virtnet/virtnet/internal/faultinject"
 	"github.com/virtnet/virtnet/internal/testutil"
 	"github.com/virtnet/virtnet/phase1"
-	"github.com/virtnet/virtnet/reliability"
 )
 
 // fakePod is a simulated pod behind a counting wrapper.
-func fakePod() (*netdrivertest.Fake, *reliability.Driver) {
+func fakePod() (*netdrivertest.Fake, *faultinject.Driver) {
 	f := netdrivertest.SimulatedPod(netdrivertest.SimLink{Name: "eth0"})
-	return f, &reliability.Driver{Inner: f}
+	return f, &faultinject.Driver{Inner: f}
 }
 
 // TestHostileNamesNoKernelCall: interface and network names that could

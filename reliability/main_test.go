@@ -15,8 +15,8 @@ import (
 
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/cache"
+	"github.com/virtnet/virtnet/internal/faultinject"
 	"github.com/virtnet/virtnet/phase1"
-	"github.com/virtnet/virtnet/reliability"
 )
 
 // Environment of the helper mode: the test binary re-executed as a
@@ -67,13 +67,13 @@ func killHelper() int {
 		fmt.Fprintln(os.Stderr, "helper:", err)
 		return 2
 	}
-	kill := func(c reliability.Call) {
+	kill := func(c faultinject.Call) {
 		if c.Mutating && c.Seq == at {
 			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 			select {} // the signal is on its way
 		}
 	}
-	d := &reliability.Driver{Inner: nl}
+	d := &faultinject.Driver{Inner: nl}
 	if os.Getenv(envKillWhy) == "write" {
 		steps := 0
 		store = store.WithHook(func(cache.WriteStep, string, string) error {
@@ -84,9 +84,9 @@ func killHelper() int {
 			return nil
 		})
 	} else if after {
-		d.After = func(c reliability.Call, _ time.Duration, _ error) { kill(c) }
+		d.After = func(c faultinject.Call, _ time.Duration, _ error) { kill(c) }
 	} else {
-		d.Before = func(c reliability.Call) error { kill(c); return nil }
+		d.Before = func(c faultinject.Call) error { kill(c); return nil }
 	}
 	if err := phase1.Run(context.Background(), vmi, path, store, phase1.Options{Driver: d}); err != nil {
 		fmt.Fprintln(os.Stderr, "helper: phase1:", err)

@@ -21,9 +21,9 @@ import (
 
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/cache"
+	"github.com/virtnet/virtnet/internal/faultinject"
 	"github.com/virtnet/virtnet/netdriver"
 	"github.com/virtnet/virtnet/phase1"
-	"github.com/virtnet/virtnet/reliability"
 )
 
 const uid = "b3c4d5e6-0000-4000-8000-00000000be0c"
@@ -210,7 +210,7 @@ func runPhase1(vmi *api.VMI, pod string) (time.Duration, int64, error) {
 	}
 	stats := map[string]*stat{}
 	if profile {
-		drv = &reliability.Driver{Inner: d, After: func(c reliability.Call, took time.Duration, _ error) {
+		drv = &faultinject.Driver{Inner: d, After: func(c faultinject.Call, took time.Duration, _ error) {
 			s := stats[c.Method]
 			if s == nil {
 				s = &stat{}

@@ -21,8 +21,8 @@ import (
 
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/cache"
+	"github.com/virtnet/virtnet/internal/faultinject"
 	"github.com/virtnet/virtnet/phase1"
-	"github.com/virtnet/virtnet/reliability"
 )
 
 // peerVMI is the VMI both sides set up: masquerade with two ports, the
@@ -180,7 +180,7 @@ func runOurs(vmi *api.VMI, pod string) (peerSample, error) {
 	if err != nil {
 		return s, err
 	}
-	drv := &reliability.Driver{Inner: d, After: func(c reliability.Call, t time.Duration, _ error) {
+	drv := &faultinject.Driver{Inner: d, After: func(c faultinject.Call, t time.Duration, _ error) {
 		took[c.Method] += t
 		calls[c.Method]++
 	}}
