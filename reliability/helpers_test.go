@@ -33,6 +33,22 @@ spec:
   networks: [{name: default, pod: {}}]
 `
 
+const passtVMI = `
+kind: VirtualMachineInstance
+metadata: {name: vmi-passt, namespace: default, uid: ` + uid + `}
+spec:
+  domain: {devices: {interfaces: [{name: default, passt: {}, ports: [{name: http, port: 80}]}]}}
+  networks: [{name: default, pod: {}}]
+`
+
+const macvtapVMI = `
+kind: VirtualMachineInstance
+metadata: {name: vmi-macvtap, namespace: default, uid: ` + uid + `}
+spec:
+  domain: {devices: {interfaces: [{name: macvtap, macvtap: {}, macAddress: "02:5a:00:00:00:07"}]}}
+  networks: [{name: macvtap, multus: {networkName: macvtapnetwork}}]
+`
+
 // cacheFiles is testutil.CacheFiles without the VMIs' lock files, which
 // a killed run may leave: the records alone.
 func cacheFiles(tb testing.TB, s *cache.Store) map[string]string {

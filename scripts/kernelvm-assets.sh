@@ -132,7 +132,21 @@ while ((${#queue[@]})); do
 	esac
 	d="$(tr '\0' '\n' <"$out/modules/$n.ko" | sed -n 's/^depends=//p' | head -n1)"
 	d="${d//,/ }"
+	# A "softdep=pre: X" names a module (or an alias of one) that must be
+	# loaded first although no symbol says so: libcrc32c's init asks the
+	# crypto API for "crc32c" and fails (ENOENT) without crc32c_generic.
+	# Pre-softdeps that are a module's name, or a name with "_generic",
+	# become dependencies; others are left to the kernel.
+	for x in $(tr '\0' '\n' <"$out/modules/$n.ko" | sed -n 's/^softdep=pre: *//p'); do
+		x="${x//-/_}"
+		if [[ -n "${path_of[$x]:-}" ]]; then
+			d="$d $x"
+		elif [[ -n "${path_of[${x}_generic]:-}" ]]; then
+			d="$d ${x}_generic"
+		fi
+	done
 	d="${d//-/_}"
+	d="${d# }"
 	deps_of[$n]="$d"
 	for x in $d; do queue+=("$x"); done
 done
