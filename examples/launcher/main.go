@@ -171,6 +171,7 @@ func launch(ctx context.Context, c config, stdout, stderr io.Writer, log *slog.L
 		Hostname:      c.hostname,
 		NetNS:         ns,
 		InterfaceType: ifaceType,
+		Env:           prestart.Environ(),
 		Logger:        log,
 	}
 	running, err := hook.Run(hctx)

@@ -96,6 +96,36 @@ func TestLaunchInPod(t *testing.T) {
 	require.Contains(t, errb2.String(), "stopped")
 }
 
+// TestLaunchSRIOV: the launcher hands its environment to the hook, where
+// an SR-IOV interface finds its VF: the device plugin's variables give
+// the hostdev its PCI address.
+func TestLaunchSRIOV(t *testing.T) {
+	pod := testutil.NewPod(t)
+	dir := t.TempDir()
+	vmi := filepath.Join(dir, "vmi.yaml")
+	require.NoError(t, os.WriteFile(vmi, []byte(`
+kind: VirtualMachineInstance
+metadata: {name: vm-sriov, namespace: default, uid: 3c2b1a09-8f7e-4d6c-9b5a-493827160504}
+spec:
+  domain: {devices: {interfaces: [{name: s1, sriov: {}}]}}
+  networks: [{name: s1, multus: {networkName: sriov-net}}]
+`), 0o644))
+	t.Setenv("KUBEVIRT_RESOURCE_NAME_s1", "intel.com/sriov_netdevice")
+	t.Setenv("PCIDEVICE_INTEL_COM_SRIOV_NETDEVICE", "0000:3b:02.1")
+	xmlPath := filepath.Join(dir, "domain.xml")
+	var out, errb syncBuffer
+	require.Equal(t, 0, run(context.Background(), []string{"-vmi", vmi, "-netns", pod.Pod.Name, "-dir", filepath.Join(dir, "work"),
+		"-o", xmlPath, "-resolv", filepath.Join(dir, "none"), "-cleanup", "-once"}, &out, &errb), "stderr:\n%s", errb.String())
+	b, err := os.ReadFile(xmlPath)
+	require.NoError(t, err)
+	var dom libvirtxml.Domain
+	require.NoError(t, dom.Unmarshal(string(b)))
+	require.Len(t, dom.Devices.Hostdevs, 1)
+	src := dom.Devices.Hostdevs[0].SubsysPCI.Source.Address
+	require.Equal(t, [4]uint{0, 0x3b, 2, 1}, [4]uint{*src.Domain, *src.Bus, *src.Slot, *src.Function})
+	require.Equal(t, "ua-sriov-s1", dom.Devices.Hostdevs[0].Alias.Name)
+}
+
 // TestStdoutIsXML: without -o, stdout is the domain XML alone (progress
 // and logs go to stderr), so that `launcher > domain.xml` is XML; with the
 // default interface type and CAP_NET_ADMIN (root) the NIC is

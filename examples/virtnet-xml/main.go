@@ -128,7 +128,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		out = renderPlan(vmi, store, items, c.source())
 	} else {
-		render := binding.RenderOptions{InterfaceType: it, Env: launcherEnv()}
+		render := binding.RenderOptions{InterfaceType: it, Env: prestart.Environ()}
 		if c.netns == "" && c.cacheDir == "" {
 			// The simulated pod also stands in for the SR-IOV device
 			// plugin: its VFs come from made-up PCIDEVICE_* variables,
@@ -160,18 +160,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
-}
-
-// launcherEnv is this process's environment, where a virt-launcher finds
-// the SR-IOV device plugin's variables.
-func launcherEnv() map[string]string {
-	env := map[string]string{}
-	for _, kv := range os.Environ() {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			env[k] = v
-		}
-	}
-	return env
 }
 
 func loadVMI(file string) (*api.VMI, error) {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -73,7 +74,7 @@ type Hook struct {
 	InterfaceType InterfaceType
 	// Env is the launcher's environment, which SR-IOV interfaces find
 	// their VF's PCI address in (PCIDEVICE_*, KUBEVIRT_RESOURCE_NAME_*);
-	// nil means none.
+	// nil means none. [Environ] is this process's.
 	Env map[string]string
 	// Registry maps binding methods to implementations; nil means
 	// registry.Default(). An outside binding is added here.
@@ -320,4 +321,16 @@ func copyDomain(d *libvirtxml.Domain) (*libvirtxml.Domain, error) {
 		return nil, fmt.Errorf("unmarshal: %w", err)
 	}
 	return &c, nil
+}
+
+// Environ is this process's environment as [Hook.Env] takes it: a
+// virt-launcher finds the SR-IOV device plugin's variables there.
+func Environ() map[string]string {
+	env := map[string]string{}
+	for _, kv := range os.Environ() {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v
+		}
+	}
+	return env
 }
