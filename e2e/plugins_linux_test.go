@@ -50,25 +50,7 @@ func TestGuestThroughBindingPlugins(t *testing.T) {
 	t.Cleanup(func() { _ = os.RemoveAll(work) })
 	pod := testutil.NewPod(t)
 
-	seen := make(chan string, 4)
-	var ln net.Listener
-	require.NoError(t, pod.Node.Do(func() (err error) { ln, err = net.Listen("tcp4", "10.244.1.1:0"); return err }))
-	t.Cleanup(func() { _ = ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			host, _, _ := net.SplitHostPort(c.RemoteAddr().String())
-			_, _ = io.WriteString(c, host+"\n")
-			_ = c.Close()
-			select {
-			case seen <- host:
-			default:
-			}
-		}
-	}()
+	node, _ := serveSource(t, pod.Node, net.ParseIP("10.244.1.1"))
 
 	// The binding CNI plugin, as Multus calls it for KubeVirt's binding
 	// attachment of the pod network.
@@ -120,7 +102,7 @@ func TestGuestThroughBindingPlugins(t *testing.T) {
 	require.NoError(t, writeInitramfs(initrd, guestFiles{
 		busybox: filepath.Join(assets, "busybox"),
 		modules: mods,
-		files:   guestFilesFor(guestScript{modules: mods, ping: "10.0.2.1", node: ln.Addr().String(), nocloud: true}),
+		files:   guestFilesFor(guestScript{modules: mods, ping: "10.0.2.1", node: node, nocloud: true}),
 	}))
 	// What changes for TCG and a kernel boot (forTCG: no containerDisk,
 	// console to a file, no graphics), and the memory: the VMI's 128Mi
