@@ -2,12 +2,9 @@ package phase1_test
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"net"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/vishvananda/netlink"
@@ -46,62 +43,6 @@ func vmNS(t *testing.T, pod *testutil.NS, bridge string, mac, cidr, gw string) *
 	return vm
 }
 
-// listen opens a TCP (IPv4) listener inside ns that answers every
-// connection with the remote address it saw, then closes it.
-func listen(t *testing.T, ns *testutil.NS, addr string) { listenNet(t, ns, "tcp4", addr) }
-
-// listenNet is listen for a network ("tcp4" or "tcp6").
-func listenNet(t *testing.T, ns *testutil.NS, network, addr string) {
-	t.Helper()
-	var ln net.Listener
-	require.NoError(t, ns.Do(func() error {
-		var err error
-		ln, err = net.Listen(network, addr)
-		return err
-	}))
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			fmt.Fprintf(c, "%s\n", c.RemoteAddr())
-			c.Close()
-		}
-	}()
-}
-
-// dial connects over IPv4 from inside ns and returns what the peer saw as
-// our address, or an error after a bounded wait.
-func dial(ns *testutil.NS, addr string) (string, error) { return dialNet(ns, "tcp4", addr, 1) }
-
-// dialNet is dial for a network, with up to tries connection attempts
-// (the first SYN can be lost while IPv6 neighbours are resolved).
-func dialNet(ns *testutil.NS, network, addr string, tries int) (string, error) {
-	var c net.Conn
-	err := ns.Do(func() error {
-		var err error
-		for range tries {
-			if c, err = net.DialTimeout(network, addr, 2*time.Second); err == nil {
-				return nil
-			}
-		}
-		return err
-	})
-	if err != nil {
-		return "", err
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(3 * time.Second))
-	b, err := io.ReadAll(c)
-	if err != nil {
-		return "", err
-	}
-	host, _, _ := net.SplitHostPort(strings.TrimSpace(string(b)))
-	return host, nil
-}
-
 func realRun(t *testing.T, vmi *api.VMI, pod *testutil.Pod) *cache.Store {
 	t.Helper()
 	s := testutil.NewStore(t)
@@ -121,19 +62,19 @@ func TestMasqueradeTraffic(t *testing.T) {
 	require.NoError(t, err)
 	vm := vmNS(t, pod.Pod, rec.Bridge, rec.MAC, rec.IPv4, rec.Gateway)
 
-	listen(t, vm, "0.0.0.0:80")
-	listen(t, vm, "0.0.0.0:9090")
-	listen(t, pod.Node, "10.244.1.1:8000")
+	testutil.ServeSource(t, vm, "tcp4", "0.0.0.0:80")
+	testutil.ServeSource(t, vm, "tcp4", "0.0.0.0:9090")
+	testutil.ServeSource(t, pod.Node, "tcp4", "10.244.1.1:8000")
 
-	seen, err := dial(pod.Node, "10.244.1.7:80")
+	seen, err := testutil.DialSource(pod.Node, "tcp4", "10.244.1.7:80", 1)
 	require.NoError(t, err, "declared port 80 must reach the VM")
 	require.Equal(t, "10.244.1.1", seen)
-	_, err = dial(pod.Node, "10.244.1.7:9090")
+	_, err = testutil.DialSource(pod.Node, "tcp4", "10.244.1.7:9090", 1)
 	require.Error(t, err, "undeclared port 9090 must not reach the VM")
-	seen, err = dial(vm, "10.244.1.1:8000")
+	seen, err = testutil.DialSource(vm, "tcp4", "10.244.1.1:8000", 1)
 	require.NoError(t, err, "the VM must reach the outside")
 	require.Equal(t, "10.244.1.7", seen, "the outside sees the pod IP")
-	seen, err = dial(pod.Pod, "127.0.0.1:80")
+	seen, err = testutil.DialSource(pod.Pod, "tcp4", "127.0.0.1:80", 1)
 	require.NoError(t, err, "the pod's loopback reaches the VM on a declared port")
 	require.Equal(t, rec.Gateway, seen)
 
@@ -141,7 +82,7 @@ func TestMasqueradeTraffic(t *testing.T) {
 	before := testutil.CacheFiles(t, s)
 	require.NoError(t, phase1.Run(context.Background(), vmi, pod.Pod.Path, s, phase1.Options{}))
 	require.Equal(t, before, testutil.CacheFiles(t, s))
-	_, err = dial(pod.Node, "10.244.1.7:80")
+	_, err = testutil.DialSource(pod.Node, "tcp4", "10.244.1.7:80", 1)
 	require.NoError(t, err)
 }
 
@@ -253,8 +194,8 @@ func TestBridgeIPAMKernel(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, pod.PodMAC.String(), rec.MAC)
 	vm := vmNS(t, pod.Pod, "k6t-eth0", rec.MAC, rec.IPv4, rec.Gateway)
-	listen(t, pod.Node, "10.244.1.1:8000")
-	seen, err := dial(vm, "10.244.1.1:8000")
+	testutil.ServeSource(t, pod.Node, "tcp4", "10.244.1.1:8000")
+	seen, err := testutil.DialSource(vm, "tcp4", "10.244.1.1:8000", 1)
 	require.NoError(t, err, "the emulated VM reaches the pod's peer across eth0-nic")
 	require.Equal(t, "10.244.1.7", seen)
 
@@ -330,8 +271,8 @@ spec:
 	rec, err := s.ReadInterface(uid, "default")
 	require.NoError(t, err)
 	vm := vmNS(t, pod.Pod, rec.Bridge, rec.MAC, rec.IPv4, rec.Gateway)
-	listen(t, vm, "0.0.0.0:80")
-	_, err = dial(pod.Node, "10.244.1.7:80")
+	testutil.ServeSource(t, vm, "tcp4", "0.0.0.0:80")
+	_, err = testutil.DialSource(pod.Node, "tcp4", "10.244.1.7:80", 1)
 	require.NoError(t, err)
 
 	before := testutil.CacheFiles(t, s)
@@ -381,14 +322,14 @@ func TestMasqueradeDualStackKernel(t *testing.T) {
 	require.NoError(t, vm.Handle.AddrAdd(l, v6))
 	require.NoError(t, vm.Handle.RouteAdd(&netlink.Route{LinkIndex: l.Attrs().Index, Gw: net.ParseIP(rec.GatewayIPv6)}))
 
-	listenNet(t, vm, "tcp6", "[::]:80")
-	listenNet(t, pod.Node, "tcp6", "[fd00:10:244:1::1]:8000")
-	_, err = dialNet(pod.Node, "tcp6", "[fd00:10:244:1::7]:80", 3)
+	testutil.ServeSource(t, vm, "tcp6", "[::]:80")
+	testutil.ServeSource(t, pod.Node, "tcp6", "[fd00:10:244:1::1]:8000")
+	_, err = testutil.DialSource(pod.Node, "tcp6", "[fd00:10:244:1::7]:80", 3)
 	require.NoError(t, err, "declared port over IPv6 reaches the VM")
-	seen, err := dialNet(vm, "tcp6", "[fd00:10:244:1::1]:8000", 3)
+	seen, err := testutil.DialSource(vm, "tcp6", "[fd00:10:244:1::1]:8000", 3)
 	require.NoError(t, err, "the VM reaches the outside over IPv6")
 	require.Equal(t, "fd00:10:244:1::7", seen, "the outside sees the pod's IPv6 address")
-	seen, err = dial(vm, "10.244.1.1:8001")
+	seen, err = testutil.DialSource(vm, "tcp4", "10.244.1.1:8001", 1)
 	_ = seen
 	require.Error(t, err, "nothing listens on 8001: the check above is not vacuous")
 }

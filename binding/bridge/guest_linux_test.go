@@ -3,8 +3,6 @@ package bridge_test
 import (
 	"bufio"
 	"context"
-	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -12,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/vishvananda/netlink"
@@ -154,55 +151,6 @@ func (w tWriter) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// listen answers every TCP connection on addr inside ns with the remote
-// address it saw.
-func listen(t *testing.T, ns *testutil.NS, addr string) {
-	t.Helper()
-	var ln net.Listener
-	require.NoError(t, ns.Do(func() error {
-		var err error
-		ln, err = net.Listen("tcp4", addr)
-		return err
-	}))
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			fmt.Fprintf(c, "%s\n", c.RemoteAddr())
-			c.Close()
-		}
-	}()
-}
-
-// dial connects from inside ns (three bounded attempts) and returns the
-// address the peer saw.
-func dial(ns *testutil.NS, addr string) (string, error) {
-	var c net.Conn
-	err := ns.Do(func() error {
-		var err error
-		for range 3 {
-			if c, err = net.DialTimeout("tcp4", addr, 2*time.Second); err == nil {
-				return nil
-			}
-		}
-		return err
-	})
-	if err != nil {
-		return "", err
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(3 * time.Second))
-	b, err := io.ReadAll(c)
-	if err != nil {
-		return "", err
-	}
-	host, _, _ := net.SplitHostPort(strings.TrimSpace(string(b)))
-	return host, nil
-}
-
 const guestUID = "6a1a3c56-0c0e-4b8e-9d55-4a9c8b2a1f01"
 
 // secondaryVMI has one bridge interface on a Multus network (pod link
@@ -292,8 +240,8 @@ func TestGuestRouting(t *testing.T) {
 		require.NotContains(t, g.env, "router")
 		require.NotContains(t, g.env, "staticroutes")
 		require.Equal(t, []string{"192.168.1.0/24 dev eth0 scope link src 192.168.1.5"}, g.routes)
-		listen(t, node, "192.168.1.1:8000")
-		seen, err := dial(g.ns, "192.168.1.1:8000")
+		testutil.ServeSource(t, node, "tcp4", "192.168.1.1:8000")
+		seen, err := testutil.DialSource(g.ns, "tcp4", "192.168.1.1:8000", 3)
 		require.NoError(t, err, "the guest reaches its on-link neighbour")
 		require.Equal(t, "192.168.1.5", seen)
 	})
@@ -328,8 +276,8 @@ func TestGuestRouting(t *testing.T) {
 
 		vmi, rec := runPhase1(t, podVMI, podA.Pod, "default")
 		g := runGuest(t, vmi, podA.Pod, rec)
-		listen(t, podB.Pod, "10.244.2.3:8000")
-		seen, err := dial(g.ns, "10.244.2.3:8000")
+		testutil.ServeSource(t, podB.Pod, "tcp4", "10.244.2.3:8000")
+		seen, err := testutil.DialSource(g.ns, "tcp4", "10.244.2.3:8000", 3)
 		require.NoError(t, err, "the guest reaches the second pod on the node")
 		require.Equal(t, "10.244.2.2", seen, "the second pod sees the pod IP")
 		require.Equal(t, "10.244.2.2", g.env["ip"])
