@@ -86,7 +86,7 @@ func (s *Server) waitLinkLocal(ctx context.Context, index int) (netip.Addr, erro
 		}
 	}
 	for {
-		msgs, _, err := sub.Receive()
+		msgs, raw, err := sub.Receive()
 		if ctx.Err() != nil {
 			return netip.Addr{}, ctx.Err()
 		}
@@ -99,8 +99,9 @@ func (s *Server) waitLinkLocal(ctx context.Context, index int) (netip.Addr, erro
 			}
 			return netip.Addr{}, fmt.Errorf("address subscription: %w", err)
 		}
-		for _, m := range msgs {
-			if am, ok := m.(*rtnetlink.AddressMessage); ok {
+		for i, m := range msgs {
+			// A deletion (RTM_DELADDR) carries the address too.
+			if am, ok := m.(*rtnetlink.AddressMessage); ok && raw[i].Header.Type == unix.RTM_NEWADDR {
 				if a, ok := usableLinkLocal(am, index); ok {
 					return a, nil
 				}
@@ -117,11 +118,17 @@ func (s *Server) neighbors(index int) (func(netip.Addr) net.HardwareAddr, func()
 		return nil, nil, err
 	}
 	lookup := func(ip netip.Addr) net.HardwareAddr {
-		ns, err := c.Neigh.List()
+		// The kernel dumps the IPv6 neighbours only (Neigh.List asks for
+		// every family).
+		msgs, err := c.Execute(&rtnetlink.NeighMessage{Family: unix.AF_INET6}, unix.RTM_GETNEIGH, netlink.Request|netlink.Dump)
 		if err != nil {
 			return nil
 		}
-		for _, n := range ns {
+		for _, m := range msgs {
+			n, ok := m.(*rtnetlink.NeighMessage)
+			if !ok {
+				continue
+			}
 			if int(n.Index) != index || n.Attributes == nil || n.State&(unix.NUD_FAILED|unix.NUD_INCOMPLETE) != 0 {
 				continue
 			}
