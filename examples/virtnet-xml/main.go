@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/virtnet/virtnet/internal/buildinfo"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -72,11 +73,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fset.StringVar(&c.out, "o", "", "write the output to this file instead of stdout")
 	fset.StringVar(&c.ifaceType, "interface-type", "", "bridge or ethernet: how bridge and masquerade NICs attach (default: bridge with CAP_NET_ADMIN, else ethernet)")
 	fset.BoolVar(&c.plan, "plan", false, "print a per-interface diagram of the pod network instead of XML")
+	showVersion := fset.Bool("version", false, "print the version and exit")
 	if err := fset.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
 		return 2
+	}
+	if *showVersion {
+		fmt.Fprintln(stdout, buildinfo.About("virtnet-xml"))
+		return 0
 	}
 	if fset.NArg() > 0 {
 		fmt.Fprintf(stderr, "virtnet-xml: unexpected arguments %q\n", fset.Args())
