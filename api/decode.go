@@ -45,16 +45,30 @@ func Decode(data []byte) (*VMI, error) {
 // decode is Decode that also says whether the manifest was a
 // VirtualMachine, whose spec paths are under spec.template.spec.
 func decode(data []byte) (*VMI, bool, error) {
-	vmi, err := decodeManifest(data)
+	d, err := decodeManifest(data)
 	if err != nil {
 		return nil, false, err
 	}
-	return vmi.vmi, vmi.fromVM, nil
+	if len(d.fieldErrs) > 0 {
+		return nil, false, &DecodeError{Reason: "strict decoding", Err: errors.Join(d.fieldErrs...)}
+	}
+	return d.vmi, d.fromVM, nil
 }
 
+// decoded is a manifest decoded as far as it goes: with fieldErrs (unknown,
+// duplicate or mistyped fields) vmi holds every other field, so that Load
+// can validate them in the same pass.
 type decoded struct {
-	vmi    *VMI
-	fromVM bool
+	vmi       *VMI
+	fromVM    bool
+	fieldErrs []error
+}
+
+// isTypeError reports an error of the JSON decoder about a mistyped value,
+// after which it has decoded the rest of the document.
+func isTypeError(err error) bool {
+	var te *json.UnmarshalTypeError
+	return errors.As(err, &te)
 }
 
 func decodeManifest(data []byte) (decoded, error) {
@@ -98,13 +112,17 @@ func decodeManifest(data []byte) (decoded, error) {
 	if err != nil {
 		return decoded{}, &DecodeError{Reason: "not a Kubernetes object", Err: err}
 	}
-	if errs = append(strictErrs, errs...); len(errs) > 0 {
-		return decoded{}, &DecodeError{Reason: "strict decoding", Err: errors.Join(errs...)}
-	}
+	errs = append(strictErrs, errs...)
+	// The decoder skips a mistyped value and decodes the rest: with the
+	// mistyped fields already reported, its error adds nothing.
+	tolerated := func(err error) bool { return len(errs) > 0 && isTypeError(err) }
 	var vmi VMI
 	if head.Kind == KindVM {
 		var vm vmManifest
-		if err := kjson.UnmarshalCaseSensitivePreserveInts(js, &vm); err != nil {
+		if err := kjson.UnmarshalCaseSensitivePreserveInts(js, &vm); err != nil && !tolerated(err) {
+			if len(errs) > 0 {
+				return decoded{}, &DecodeError{Reason: "strict decoding", Err: errors.Join(errs...)}
+			}
 			return decoded{}, &DecodeError{Reason: "VirtualMachine", Err: err}
 		}
 		t := vm.Spec.Template
@@ -133,12 +151,15 @@ func decodeManifest(data []byte) (decoded, error) {
 			}
 			vmi.Spec.Domain.Firmware.UUID = VMFirmwareUUID(name)
 		}
-	} else if err := kjson.UnmarshalCaseSensitivePreserveInts(js, &vmi); err != nil {
+	} else if err := kjson.UnmarshalCaseSensitivePreserveInts(js, &vmi); err != nil && !tolerated(err) {
+		if len(errs) > 0 {
+			return decoded{}, &DecodeError{Reason: "strict decoding", Err: errors.Join(errs...)}
+		}
 		return decoded{}, &DecodeError{Reason: "VirtualMachineInstance", Err: err}
 	}
 	vmi.Kind = KindVMI
 	vmi.Unsupported = unsupported
-	return decoded{vmi: &vmi, fromVM: head.Kind == KindVM}, nil
+	return decoded{vmi: &vmi, fromVM: head.Kind == KindVM, fieldErrs: errs}, nil
 }
 
 // vmManifest is the part of a VirtualMachine that Decode reads.
@@ -187,19 +208,51 @@ func toJSON(data []byte) ([]byte, []error, error) {
 // A VirtualMachine's validation errors name the paths of the
 // VirtualMachine (spec.template.spec.domain…, not the VMI's spec.domain…),
 // so that they point into the file the user wrote.
+//
+// Every field error comes back in one pass: with unknown, duplicate or
+// mistyped fields, the rest of the manifest is still validated, and the
+// error holds both (a validation error about a field that was itself
+// mistyped, or about what holds it, is left out: it only repeats it).
 func Load(data []byte) (*VMI, error) {
-	vmi, fromVM, err := decode(data)
+	d, err := decodeManifest(data)
 	if err != nil {
 		return nil, err
 	}
+	vmi := d.vmi
 	SetDefaults(vmi)
-	if err := Validate(vmi); err != nil {
-		if fromVM {
-			rebaseSpecPaths(err, "spec.template.spec")
-		}
-		return nil, err
+	verr := Validate(vmi)
+	if verr != nil && d.fromVM {
+		rebaseSpecPaths(verr, "spec.template.spec")
 	}
-	return vmi, nil
+	if len(d.fieldErrs) == 0 {
+		if verr != nil {
+			return nil, verr
+		}
+		return vmi, nil
+	}
+	all := d.fieldErrs
+	for _, fe := range FieldErrors(verr) {
+		if !overlaps(fe.Path, d.fieldErrs) {
+			all = append(all, fe)
+		}
+	}
+	return nil, &DecodeError{Reason: "strict decoding", Err: errors.Join(all...)}
+}
+
+// overlaps reports whether path is, holds or lies under the path of one
+// of errs.
+func overlaps(path string, errs []error) bool {
+	under := func(p, parent string) bool {
+		rest, ok := strings.CutPrefix(p, parent)
+		return ok && (rest == "" || rest[0] == '.' || rest[0] == '[')
+	}
+	for _, e := range errs {
+		var fe *FieldError
+		if errors.As(e, &fe) && (under(path, fe.Path) || under(fe.Path, path)) {
+			return true
+		}
+	}
+	return false
 }
 
 // rebaseSpecPaths moves the FieldErrors of err from the VMI's "spec" to

@@ -106,3 +106,38 @@ spec:
 		})
 	}
 }
+
+// TestLoadEveryFieldErrorInOnePass: a manifest with a mistyped field, an
+// unknown one and a value validation refuses gets all three in one
+// error; a validation error that only repeats a mistyped field (the
+// interface left without a binding because its binding was mistyped) is
+// not added.
+func TestLoadEveryFieldErrorInOnePass(t *testing.T) {
+	const manifest = `
+apiVersion: kubevirt.io/v1
+kind: VirtualMachine
+metadata: {name: vm}
+spec:
+  template:
+    spec:
+      domain:
+        devices:
+          interfaces:
+          - {name: default, masquerade: [], colour: blue}
+          - {name: blue, bridge: {}, macAddress: "zz"}
+      networks:
+      - {name: default, pod: {}}
+      - {name: blue, multus: {networkName: blue-net}}
+`
+	_, err := Load([]byte(manifest))
+	require.Error(t, err)
+	var paths []string
+	for _, fe := range FieldErrors(err) {
+		paths = append(paths, fe.Path)
+	}
+	require.ElementsMatch(t, []string{
+		"spec.template.spec.domain.devices.interfaces[0].masquerade",
+		"spec.template.spec.domain.devices.interfaces[0].colour",
+		"spec.template.spec.domain.devices.interfaces[1].macAddress",
+	}, paths)
+}
