@@ -217,6 +217,9 @@ func TestInstallerPrivileged(t *testing.T) {
 // the Containerfile builds them (cross-compiled on the build platform, no
 // cgo), and the Containerfile builds that way.
 func TestImagesEveryArch(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cross-compiles the images' binaries for two architectures (-short)")
+	}
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("needs the go command")
 	}
