@@ -26,6 +26,11 @@ type Interface struct {
 	SRIOV      *struct{} `json:"sriov,omitempty"`
 	Macvtap    *struct{} `json:"macvtap,omitempty"`
 	Passt      *struct{} `json:"passt,omitempty"`
+	// PasstBinding is KubeVirt 1.x's core passt binding (v1.9:
+	// passtBinding: {}): the passt method rendered as KubeVirt v1.9 renders
+	// it (a vhost-user interface with a passt backend and shared memfd
+	// memory), where passt: {} keeps the older type='user' form.
+	PasstBinding *struct{} `json:"passtBinding,omitempty"`
 	// Plugin (JSON "binding") names a KubeVirt 1.x network binding plugin
 	// (spec.configuration.network.binding.<name> of the KubeVirt CR)
 	// instead of a core binding method. The library looks its name up in
@@ -46,6 +51,38 @@ type Interface struct {
 	// Tag is given to the guest with the interface's PCI address in the
 	// ConfigDrive device metadata.
 	Tag string `json:"tag,omitempty"`
+	// PortRanges (KubeVirt 1.x) are port ranges a masquerade interface
+	// of the pod network forwards, instead of ports.
+	PortRanges []PortRange `json:"portRanges,omitempty"`
+	// ACPIIndex (KubeVirt 1.x) is the NIC's ACPI index (<acpi index/>),
+	// from which guests name the interface (eno<index>); 0 is none.
+	ACPIIndex int `json:"acpiIndex,omitempty"`
+	// State (KubeVirt 1.x) is the interface's logical state: "" or
+	// [InterfaceStateUp], [InterfaceStateDown] (the NIC's link is down,
+	// <link state='down'/>) or [InterfaceStateAbsent] (the interface is
+	// being unplugged: neither prepared nor rendered; see [VMI.Present]).
+	State string `json:"state,omitempty"`
+}
+
+// Interface states (spec.domain.devices.interfaces[].state).
+const (
+	InterfaceStateUp     = "up"
+	InterfaceStateDown   = "down"
+	InterfaceStateAbsent = "absent"
+)
+
+// Absent reports whether the interface's state is absent.
+func (i *Interface) Absent() bool { return i.State == InterfaceStateAbsent }
+
+// LinkDown reports whether the interface's state is down.
+func (i *Interface) LinkDown() bool { return i.State == InterfaceStateDown }
+
+// PortRange is one entry of interfaces[].portRanges: ports Start to End,
+// both included, of Protocol (TCP or UDP; required).
+type PortRange struct {
+	Protocol string `json:"protocol,omitempty"`
+	Start    int32  `json:"start"`
+	End      int32  `json:"end"`
 }
 
 // Bindings returns the binding keys set on the interface, in
@@ -62,6 +99,7 @@ func (i *Interface) Bindings() []string {
 		{BindingSRIOV, i.SRIOV != nil},
 		{BindingMacvtap, i.Macvtap != nil},
 		{BindingPasst, i.Passt != nil},
+		{BindingPasst, i.PasstBinding != nil},
 	} {
 		if b.set {
 			out = append(out, b.name)
