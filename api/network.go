@@ -172,3 +172,18 @@ type MultusNetwork struct {
 // IsVirtio reports whether the interface's model is virtio (the default,
 // [DefaultModel]); domxml.VirtioModel names the libvirt model it becomes.
 func (i *Interface) IsVirtio() bool { return i.Model == "" || i.Model == DefaultModel }
+
+// Present splits pairs into those phase1 prepares and phase2 renders and
+// those whose interface is absent (KubeVirt 1.x's hot-unplug: state
+// absent), keeping their order. Absent pairs stay in [Pairs] so that the
+// pod interface names of the others do not move.
+func Present(pairs []Pair) (present, absent []Pair) {
+	for _, p := range pairs {
+		if p.Interface.Absent() {
+			absent = append(absent, p)
+		} else {
+			present = append(present, p)
+		}
+	}
+	return present, absent
+}

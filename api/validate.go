@@ -377,6 +377,11 @@ func (v *validator) state(p string, iface *Interface, nw *Network) {
 	if iface.State != "" && iface.SRIOV != nil {
 		v.add(p+".state", iface.State, "a link state on an SR-IOV interface")
 	}
+	if iface.State == InterfaceStateDown && iface.Binding() == BindingSlirp {
+		// Slirp's NIC is given on QEMU's command line, which has no
+		// link state: libvirt would have to set it after start.
+		v.add(p+".state", iface.State, "link state down on a slirp interface (its QEMU command line cannot say it)")
+	}
 }
 
 // pluginNameRE is what a binding plugin's name may be: a key of the

@@ -33,6 +33,8 @@ func (Binding) Render(in binding.RenderInput, dom *libvirtxml.Domain) error {
 		ROM:         rom,
 		Alias:       domxml.Alias(iface.Name),
 		Address:     addr,
+		Link:        nicxml.Link(iface),
+		ACPI:        nicxml.ACPI(iface),
 	}
 	devs := nicxml.Devices(dom)
 	devs.Interfaces = append(devs.Interfaces, di)

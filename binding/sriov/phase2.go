@@ -36,6 +36,7 @@ func (Binding) Render(in binding.RenderInput, dom *libvirtxml.Domain) error {
 		Boot:    nicxml.Boot(iface),
 		Alias:   &libvirtxml.DomainAlias{Name: Binding{}.DeviceAlias(iface.Name)},
 		Address: guest,
+		ACPI:    nicxml.ACPI(iface),
 	}
 	devs := nicxml.Devices(dom)
 	devs.Hostdevs = append(devs.Hostdevs, hd)
