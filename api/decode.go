@@ -36,7 +36,37 @@ const MaxManifestSize = 4 << 20
 // beyond [MaxAliasExpansion] times its size (a [*DecodeError] wrapping
 // [ErrAliasExpansion]). Decode applies no defaults and does not validate:
 // see [SetDefaults] and [Validate], or [Load] for all three.
-func Decode(data []byte) (*VMI, error) {
+//
+// Decode is for manifests people write (the CLIs, [Load]); a VMI that
+// KubeVirt itself serialised goes through [DecodeKubeVirt].
+func Decode(data []byte) (*VMI, error) { return decode(data, false) }
+
+// DecodeKubeVirt is [Decode] for a VMI that KubeVirt serialised (the one
+// virt-launcher hands a hook sidecar in OnDefineDomain, a VMI object a
+// launcher is given): a field that neither KubeVirt's schema nor virtnet
+// knows is accepted and listed, by path, in [VMI.Unknown] (a newer
+// KubeVirt adds and defaults fields; refusing them would stop every VM
+// the day KubeVirt is upgraded). Field names stay case-sensitive (a key
+// that differs from a known one in case only is still an error: it is a
+// known field misspelt, not a new one) and a field given twice is still
+// an error. The caller logs [VMI.Unknown]; virtnet renders nothing from
+// those fields.
+func DecodeKubeVirt(data []byte) (*VMI, error) { return decode(data, true) }
+
+// LoadKubeVirt is [Load] with [DecodeKubeVirt].
+func LoadKubeVirt(data []byte) (*VMI, error) {
+	vmi, err := DecodeKubeVirt(data)
+	if err != nil {
+		return nil, err
+	}
+	SetDefaults(vmi)
+	if err := Validate(vmi); err != nil {
+		return nil, err
+	}
+	return vmi, nil
+}
+
+func decode(data []byte, lenient bool) (*VMI, error) {
 	if len(data) > MaxManifestSize {
 		return nil, &DecodeError{Reason: fmt.Sprintf("manifest is %d bytes, more than %d", len(data), MaxManifestSize)}
 	}
@@ -93,7 +123,7 @@ func Decode(data []byte) (*VMI, error) {
 	} else if err := kjson.UnmarshalCaseSensitivePreserveInts(js, &vmi); err != nil {
 		return nil, &DecodeError{Reason: "VirtualMachineInstance", Err: err}
 	}
-	errs, unsupported, err := strictCheck(js, root, prefix)
+	errs, unsupported, unknown, err := strictCheck(js, root, prefix, lenient)
 	if err != nil {
 		return nil, &DecodeError{Reason: "not a Kubernetes object", Err: err}
 	}
@@ -102,6 +132,7 @@ func Decode(data []byte) (*VMI, error) {
 	}
 	vmi.Kind = KindVMI
 	vmi.Unsupported = unsupported
+	vmi.Unknown = unknown
 	return &vmi, nil
 }
 
