@@ -31,7 +31,7 @@ func TestDecodeKubeVirt(t *testing.T) {
 	require.NotContains(t, err.Error(), "futureStatus", "status is KubeVirt's: not checked in either mode")
 
 	for name, doc := range map[string]string{
-		"case": `{"metadata":{"name":"n"},"spec":{"domain":{"devices":{"interfaces":[{"name":"default","Masquerade":{}}]}},"networks":[{"name":"default","pod":{}}]}}`,
+		"case":      `{"metadata":{"name":"n"},"spec":{"domain":{"devices":{"interfaces":[{"name":"default","Masquerade":{}}]}},"networks":[{"name":"default","pod":{}}]}}`,
 		"duplicate": `{"metadata":{"name":"n"},"spec":{"domain":{"devices":{"interfaces":[{"name":"default","masquerade":{},"masquerade":{}}]}},"networks":[{"name":"default","pod":{}}]}}`,
 	} {
 		t.Run(name, func(t *testing.T) {
