@@ -13,7 +13,7 @@ import (
 // Render appends the VF's <hostdev> (see the package doc).
 func (Binding) Render(in binding.RenderInput, dom *libvirtxml.Domain) error {
 	iface := in.Pair.Interface
-	a := allocate(in.VMI, in.Options.Env)[iface.Name]
+	a := allocate(in.VMI, in.Options.Env, in.Options.NetworkInfo)[iface.Name]
 	if a.err != nil {
 		return a.err
 	}
