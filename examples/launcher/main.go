@@ -30,7 +30,7 @@ func main() {
 
 type config struct {
 	vmiFile, netns, dir, out, resolv, netInfo, ifaceType, hostname string
-	once, cleanup, verbose                                bool
+	once, cleanup, verbose                                         bool
 }
 
 // netnsPath turns a namespace name into its path under /var/run/netns.
