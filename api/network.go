@@ -1,5 +1,7 @@
 package api
 
+import "encoding/json"
+
 // Binding methods: exactly one is set on each interface.
 const (
 	BindingBridge     = "bridge"
@@ -154,6 +156,9 @@ type Network struct {
 	Name   string         `json:"name"`
 	Pod    *PodNetwork    `json:"pod,omitempty"`
 	Multus *MultusNetwork `json:"multus,omitempty"`
+	// ResourceClaim is KubeVirt 1.x's DRA network (a Kubernetes resource
+	// claim); virtnet does not support it and [Validate] refuses it.
+	ResourceClaim json.RawMessage `json:"resourceClaim,omitempty"`
 }
 
 // PodNetwork is the pod's primary network.

@@ -88,7 +88,11 @@ func (v *validator) networks(vmi *VMI) {
 		} else {
 			seen[n.Name] = i
 		}
+		if n.ResourceClaim != nil {
+			v.add(p+".resourceClaim", n.Name, "DRA networks (resourceClaim) are not supported")
+		}
 		switch {
+		case n.ResourceClaim != nil && n.Pod == nil && n.Multus == nil:
 		case n.Pod == nil && n.Multus == nil:
 			v.add(p, n.Name, "needs one of pod or multus")
 		case n.Pod != nil && n.Multus != nil:
