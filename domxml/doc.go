@@ -45,12 +45,12 @@
 // # Fields
 //
 // Every field of the VMI subset ([api.VMI]) and what the domain does with
-// it, as KubeVirt v0.53 does, and the keys of interfaces[] and networks[]
-// in KubeVirt v1.9.0's schema (TestNetFieldTable renders those rows
-// through phase1 and phase2; TestNetFieldsCoverSchema fails on a key of
-// the schema without a row). TestFieldTable checks each row; the
+// it, as KubeVirt v0.53 does (TestFieldTable checks each row; the
 // comparison with KubeVirt's own converter, TestKubeVirtComparison, renders
-// each "rendered" row through both):
+// each "rendered" row of the domain's own fields through both), and every
+// key of interfaces[] and networks[] in KubeVirt's schema, v0.53.2's and
+// v1.9.0's (TestNetFieldTable renders those rows through phase1 and
+// phase2; TestNetFieldsCoverSchema fails on a key without a row):
 //
 //	metadata.name                                  rendered  <name> <namespace>_<name>; cloud-init image path
 //	metadata.namespace                             rendered  <name>
