@@ -38,8 +38,10 @@ type Interface struct {
 	// instead of a core binding method. The library looks its name up in
 	// the same registry as the core methods (phase1.Options.Registry,
 	// phase2.Options.Registry, prestart.Hook.Registry): an outside binding
-	// registered under the plugin's name runs through both phases. A name
-	// of a core method is refused ([Validate]). virtnet's own KubeVirt
+	// registered under the plugin's name runs through both phases. The
+	// names KubeVirt 1.x gives the plugins of its former core methods
+	// ([PluginAliases]: passt, macvtap, slirp) are those methods; the
+	// name of another core method is refused ([Validate]). virtnet's own KubeVirt
 	// plugins (cmd/virtnet-binding-sidecar) resolve their names to a core
 	// method before anything else sees the VMI.
 	Plugin *PluginBinding `json:"binding,omitempty"`

@@ -454,7 +454,7 @@ func (v *validator) ports(p string, iface *Interface, names map[string]string) {
 		// A port declared twice is one forward for masquerade and passt
 		// (KubeVirt v0.53 accepts it); slirp's QEMU would try to bind the
 		// host port twice and fail.
-		if first, dup := seen[k]; dup && iface.Slirp != nil {
+		if first, dup := seen[k]; dup && iface.Binding() == BindingSlirp {
 			v.add(pp+".port", port.Port, "%s port already declared at ports[%d]", proto, first)
 		} else if !dup {
 			seen[k] = j

@@ -215,3 +215,27 @@ func TestNetFieldsCoverSchema(t *testing.T) {
 		}
 	}
 }
+
+// TestPluginAliasesRenderAsCore: KubeVirt 1.x's spellings of its former
+// core methods, binding: {name: passt|macvtap|slirp}, go through the
+// registry to virtnet's methods and give the domain the v0.53 spelling
+// gives, byte for byte (issue 22 item 3).
+func TestPluginAliasesRenderAsCore(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		iface func(*api.VMI) *api.Interface
+		core  func(*api.Interface)
+	}{
+		{api.BindingPasst, deflt, func(i *api.Interface) { i.Passt = &struct{}{} }},
+		{api.BindingSlirp, deflt, func(i *api.Interface) { i.Slirp = &struct{}{} }},
+		{api.BindingMacvtap, sec, func(i *api.Interface) { i.Macvtap = &struct{}{} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			core := netDomain(t, func(v *api.VMI) { setBinding(tc.iface(v), tc.core) })
+			plugin := netDomain(t, func(v *api.VMI) {
+				setBinding(tc.iface(v), func(i *api.Interface) { i.Plugin = &api.PluginBinding{Name: tc.name} })
+			})
+			require.Equal(t, core, plugin)
+		})
+	}
+}
