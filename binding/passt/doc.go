@@ -68,7 +68,10 @@
 // (<range start='15000' exclude='yes'/>, …), and, as in v1.9, no UDP
 // port is forwarded unless declared. passt: {} and KubeVirt 1.x's
 // binding: {name: passt} (its passt plugin) keep the type='user' form
-// above. docs/kubevirt-1x-api.md says which libvirt takes which form.
+// above. The vhost-user form needs libvirt ≥ 11.1.0 (the first with a
+// passt backend on type='vhostuser'); libvirt 9.0's schema refuses it
+// (TestRenderVhostUser logs that). docs/kubevirt-1x-api.md says which
+// libvirt takes which form.
 //
 // # libvirt versions
 //

@@ -253,7 +253,7 @@ func TestRender(t *testing.T) {
 // NUMA cell; Istio's reserved ports excluded as v1.9 excludes them). Its
 // goldens are checked against this machine's libvirt schema where it
 // accepts them: libvirt 9.0's schema has no vhostuser interface with a
-// passt backend (that came with libvirt 10.x), so there the test only
+// passt backend (that came with libvirt 11.1.0), so there the test only
 // logs the schema's refusal.
 func TestRenderVhostUser(t *testing.T) {
 	uintp := func(u uint) *uint { return &u }
