@@ -48,6 +48,12 @@ type Pair struct {
 // Binding is the pair's binding method.
 func (p Pair) Binding() string { return p.Interface.Binding() }
 
+// Primary reports whether the pair's network is the VM's primary one: the
+// pod network or a Multus default network (KubeVirt's test is "not a
+// secondary Multus network"). Its tap is "tap0" whatever its pod interface
+// is called.
+func (p Pair) Primary() bool { return p.Network.Multus == nil || p.Network.Multus.Default }
+
 // Pairs matches every network of a validated VMI to its interface, in
 // spec.networks order (the order KubeVirt plugs them in). It fails if a
 // network has no interface.

@@ -3,7 +3,6 @@ package phase1_test
 import (
 	"context"
 	"net"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -123,8 +122,8 @@ func TestBridgeNoIPAMKernel(t *testing.T) {
 }
 
 // TestLongNameKernel: with KubeVirt 1.x's hashed pod interface names
-// (14 bytes), the bridge and NIC names exceed 15 bytes and take their
-// hashed short forms.
+// (14 bytes), the bridge and NIC take KubeVirt v1.9.0's names (the hash
+// without "pod": k6t-16477688c0e, 16477688c0e-nic).
 func TestLongNameKernel(t *testing.T) {
 	podIface := api.HashedPodInterface("blue")
 	pod := testutil.NewPodWith(t, testutil.PodConfig{Link: podIface, NoIPAM: true})
@@ -142,9 +141,8 @@ spec:
 	rec, err := s.ReadInterface(uid, "blue")
 	require.NoError(t, err)
 	require.Equal(t, podIface, rec.PodInterface)
-	require.Len(t, rec.Bridge, 15)
-	require.True(t, strings.HasPrefix(rec.Bridge, "k6t-"), rec.Bridge)
-	require.Equal(t, "tap"+podIface[3:], rec.Tap)
+	require.Equal(t, "k6t-16477688c0e", rec.Bridge)
+	require.Equal(t, "tap16477688c0e", rec.Tap)
 	br := mustNL(t, pod.Pod, rec.Bridge)
 	require.Equal(t, br.Attrs().Index, mustNL(t, pod.Pod, podIface).Attrs().MasterIndex)
 	require.Equal(t, br.Attrs().Index, mustNL(t, pod.Pod, rec.Tap).Attrs().MasterIndex)

@@ -286,7 +286,7 @@ func InputFor(vmi *api.VMI, p api.Pair, opts Options) binding.Input {
 			Pod:    p.PodInterface,
 			NIC:    names.NIC(p.PodInterface),
 			Bridge: names.Bridge(p.PodInterface),
-			Tap:    names.Tap(p.PodInterface),
+			Tap:    names.Tap(p.PodInterface, p.Primary()),
 		},
 		Logger: logger.With("interface", p.Interface.Name, "podInterface", p.PodInterface, "binding", p.Binding()),
 	}

@@ -237,7 +237,7 @@ func (s *sidecar) define(domainXML, vmiJSON []byte) ([]byte, []phase2.Item, *api
 		}
 		it := phase2.Item{Pair: pair, Binding: b}
 		if m := pair.Binding(); m == api.BindingBridge || m == api.BindingMasquerade {
-			src, err := kvplugin.ReadRecord(s.cfg.NetNS, m, pair.PodInterface)
+			src, err := kvplugin.ReadRecord(s.cfg.NetNS, m, pair.PodInterface, pair.Primary())
 			if err != nil {
 				return nil, nil, nil, fmt.Errorf("interface %q (plugin %s): %w (did virtnet-binding-cni run for it? see the networkAttachmentDefinition of the plugin)",
 					pair.Interface.Name, res.Plugins[pair.Interface.Name], err)
