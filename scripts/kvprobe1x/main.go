@@ -13,14 +13,21 @@ package main
 
 import (
 	"encoding/json"
+	"encoding/xml"
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	v1 "kubevirt.io/api/core/v1"
 
+	"kubevirt.io/kubevirt/pkg/network/cache"
 	"kubevirt.io/kubevirt/pkg/network/link"
 	"kubevirt.io/kubevirt/pkg/network/namescheme"
+	netsetup "kubevirt.io/kubevirt/pkg/network/setup"
+	kfs "kubevirt.io/kubevirt/pkg/os/fs"
+	"kubevirt.io/kubevirt/pkg/util"
+	"kubevirt.io/kubevirt/pkg/virt-launcher/virtwrap/api"
 )
 
 // namesCase is one network of the names list.
@@ -129,4 +136,128 @@ func main() {
 	}
 }
 
-func status(string) error { return fmt.Errorf("not yet") }
+// tmpCache is a KubeVirt cache creator rooted in a temporary directory.
+type tmpCache struct{ dir string }
+
+func (c tmpCache) New(p string) *cache.Cache { return cache.NewCustomCache(filepath.Join(c.dir, p), kfs.New()) }
+
+// gaInterface is one interface of qemu-guest-agent's
+// guest-network-get-interfaces reply.
+type gaInterface struct {
+	Name      string `json:"name"`
+	MAC       string `json:"hardware-address"`
+	Addresses []struct {
+		Type    string `json:"ip-address-type"`
+		Address string `json:"ip-address"`
+	} `json:"ip-addresses"`
+}
+
+// domainStatusInterfaces turns the guest agent's reply into the domain
+// status interfaces virt-launcher hands virt-handler. libvirt passes the
+// agent's interfaces through (virDomainGetGuestInfo); virt-launcher's
+// agent poller (convertToInterfaces, which takes a cgo libvirt type, so
+// it is not called here) skips "lo" and takes the first IPv4 address as
+// the main one, else the first address.
+func domainStatusInterfaces(b []byte) ([]api.InterfaceStatus, error) {
+	if len(b) == 0 {
+		return nil, nil
+	}
+	var ga []gaInterface
+	if err := json.Unmarshal(b, &ga); err != nil {
+		return nil, err
+	}
+	var out []api.InterfaceStatus
+	for _, g := range ga {
+		if g.Name == "lo" {
+			continue
+		}
+		s := api.InterfaceStatus{Mac: g.MAC, InterfaceName: g.Name}
+		for _, a := range g.Addresses {
+			if a.Type == "ipv4" && s.Ip == "" {
+				s.Ip = a.Address
+			}
+			s.IPs = append(s.IPs, a.Address)
+		}
+		if s.Ip == "" && len(s.IPs) > 0 {
+			s.Ip = s.IPs[0]
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// status runs virt-handler's NetStat.UpdateStatus on a case directory:
+// vmi.json (the VMI, with the previous status.interfaces), domain.xml,
+// podcache.json (pod IPs by interface name, what virt-handler's pod
+// interface cache holds) and guest-agent.json (may be absent).
+func status(dir string) error {
+	read := func(name string) ([]byte, error) {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if os.IsNotExist(err) {
+			return nil, nil
+		}
+		return b, err
+	}
+	b, err := read("vmi.json")
+	if err != nil {
+		return err
+	}
+	vmi := &v1.VirtualMachineInstance{}
+	if err := json.Unmarshal(b, vmi); err != nil {
+		return fmt.Errorf("vmi.json: %w", err)
+	}
+	dom := &api.Domain{}
+	if b, err = read("domain.xml"); err != nil {
+		return err
+	}
+	if err := xml.Unmarshal(b, &dom.Spec); err != nil {
+		return fmt.Errorf("domain.xml: %w", err)
+	}
+	if b, err = read("guest-agent.json"); err != nil {
+		return err
+	}
+	if dom.Status.Interfaces, err = domainStatusInterfaces(b); err != nil {
+		return fmt.Errorf("guest-agent.json: %w", err)
+	}
+	tmp, err := os.MkdirTemp("", "kvprobe1x-cache")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	creator := tmpCache{tmp}
+	if b, err = read("podcache.json"); err != nil {
+		return err
+	}
+	podIPs := map[string][]string{}
+	if len(b) > 0 {
+		if err := json.Unmarshal(b, &podIPs); err != nil {
+			return fmt.Errorf("podcache.json: %w", err)
+		}
+	}
+	for name, ips := range podIPs {
+		d := &cache.PodIfaceCacheData{PodIPs: ips}
+		if len(ips) > 0 {
+			d.PodIP = ips[0]
+		}
+		// Where cache.ReadPodInterfaceCache looks (WritePodInterfaceCache
+		// would give the file to KubeVirt's qemu user, absent here).
+		p := filepath.Join(tmp, util.VirtPrivateDir, "network-info-cache", string(vmi.UID), name)
+		b, err := json.Marshal(d)
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Dir(p), 0o750); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			return err
+		}
+	}
+	if err := netsetup.NewNetStateWithCustomFactory(creator).UpdateStatus(vmi, dom); err != nil {
+		return err
+	}
+	if vmi.Status.Interfaces == nil {
+		vmi.Status.Interfaces = []v1.VirtualMachineInstanceNetworkInterface{}
+	}
+	return emit(vmi.Status.Interfaces)
+}
