@@ -139,7 +139,9 @@ func main() {
 // tmpCache is a KubeVirt cache creator rooted in a temporary directory.
 type tmpCache struct{ dir string }
 
-func (c tmpCache) New(p string) *cache.Cache { return cache.NewCustomCache(filepath.Join(c.dir, p), kfs.New()) }
+func (c tmpCache) New(p string) *cache.Cache {
+	return cache.NewCustomCache(filepath.Join(c.dir, p), kfs.New())
+}
 
 // gaInterface is one interface of qemu-guest-agent's
 // guest-network-get-interfaces reply.
