@@ -104,3 +104,30 @@ func TestStatusPodIPs(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, map[string][]string{"default": {"fd00::7", "10.244.1.7"}, "blue": {"192.168.1.5"}}, got)
 }
+
+// FuzzStatus: no domain XML, guest agent report or previous status makes
+// Status panic, and at most 10 entries come from the guest agent alone.
+func FuzzStatus(f *testing.F) {
+	for _, c := range []string{"masquerade-guest-agent", "primary-moved-first", "primary-restored"} {
+		dom, _ := os.ReadFile(filepath.Join("testdata/status", c, "domain.xml"))
+		ga, _ := os.ReadFile(filepath.Join("testdata/status", c, "guest-agent.json"))
+		f.Add(dom, ga, "default", "blue")
+	}
+	f.Fuzz(func(t *testing.T, dom, ga []byte, prevName, prevMultus string) {
+		vmi := &api.VMI{}
+		vmi.Spec.Domain.Devices.Interfaces = []api.Interface{{Name: "default", Masquerade: &struct{}{}}, {Name: "blue", Bridge: &struct{}{}}}
+		vmi.Spec.Networks = []api.Network{{Name: "default", Pod: &api.PodNetwork{}}, {Name: "blue", Multus: &api.MultusNetwork{NetworkName: "b"}}}
+		vmi.Status.Interfaces = []api.InterfaceStatus{{Name: prevName, PodInterfaceName: "eth0"}, {Name: prevMultus, InfoSource: phase2.InfoSourceMultusStatus}}
+		got, err := phase2.Status(phase2.StatusInput{VMI: vmi, Domain: dom, GuestAgent: ga, PodIPs: map[string][]string{"default": {"10.244.1.7"}}})
+		if err != nil {
+			return
+		}
+		guestOnly := 0
+		for _, s := range got {
+			if s.Name == "" && s.InfoSource == phase2.InfoSourceGuestAgent {
+				guestOnly++
+			}
+		}
+		require.LessOrEqual(t, guestOnly, 10)
+	})
+}
