@@ -250,6 +250,18 @@ func (s *sidecar) define(domainXML, vmiJSON []byte) ([]byte, []phase2.Item, *api
 				// migration to another pod (the kernel does not use it).
 				rec.MAC = names.VMMAC(res.VMI.Metadata.UID, pair.Interface.Name).String()
 			}
+			if m == api.BindingBridge {
+				// The CNI plugin took the pod link's MAC; a VM that had
+				// another one on its previous pod (status.interfaces, after
+				// a migration) keeps it, as in KubeVirt v1.9.0.
+				hw, err := res.VMI.StatusMAC(pair.Interface.Name)
+				if err != nil {
+					return nil, nil, nil, err
+				}
+				if hw != nil {
+					rec.MAC = hw.String()
+				}
+			}
 			if pair.Interface.MacAddress != "" {
 				hw, err := net.ParseMAC(pair.Interface.MacAddress)
 				if err != nil {
