@@ -7,6 +7,7 @@
 # ours on identical fresh pods (a dev-time row; CI never needs it).
 # KUBEVIRT_1X_SRC=/path/to/kubevirt-v1.9.0 adds the same rows against
 # KubeVirt v1.9.0's phase1 (virt-handler's pkg/network/setup/netpod).
+case "${1:-}" in -h | --help) sed -n '2,/^[^#]/{/^#/{s/^# \{0,1\}//;p}}' "$0"; exit 0 ;; esac
 set -euo pipefail
 cd "$(dirname "$0")"
 runs=${RUNS:-3}

@@ -24,6 +24,7 @@
 #                     namespace); v1.9.0 runs the nft binary instead (Debian
 #                     package nftables) and the directory stays empty
 #   version           the peer's version, for the rows' labels
+case "${1:-}" in -h | --help) sed -n '2,/^[^#]/{/^#/{s/^# \{0,1\}//;p}}' "$0"; exit 0 ;; esac
 set -euo pipefail
 src=${1:?KUBEVIRT_SRC}
 out=${2:?OUTDIR}

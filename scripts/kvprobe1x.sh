@@ -16,6 +16,7 @@
 #   phase2/testdata/status/<case>/kubevirt-v1.9.0.json
 #       pkg/network/setup NetStat.UpdateStatus on the case's vmi.json, domain.xml, podcache.json and
 #       guest-agent.json (see phase2/testdata/status/README.md)
+case "${1:-}" in -h | --help) sed -n '2,/^[^#]/{/^#/{s/^# \{0,1\}//;p}}' "$0"; exit 0 ;; esac
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)

@@ -37,6 +37,7 @@ import (
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/version"
 
+	"github.com/virtnet/virtnet/internal/buildinfo"
 	"github.com/virtnet/virtnet/internal/kvplugin/cniplugin"
 )
 
@@ -46,6 +47,7 @@ func init() {
 }
 
 func main() {
+	buildinfo.HandleVersionFlag("virtnet-binding-cni")
 	skel.PluginMainFuncs(skel.CNIFuncs{Add: cniplugin.Add, Del: cniplugin.Del, Check: cniplugin.Check},
-		version.PluginSupports("0.4.0", "1.0.0", "1.1.0"), "virtnet-binding-cni")
+		version.PluginSupports("0.4.0", "1.0.0", "1.1.0"), buildinfo.About("virtnet-binding-cni"))
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/virtnet/virtnet/internal/buildinfo"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -48,7 +49,12 @@ func main() {
 	peer := flag.String("peer", "", "directory built by bench/kubevirt-peer.sh: time KubeVirt's phase1 (v0.53.2 or v1.9.0) against ours instead")
 	peerState := flag.String("peer-state", "", "with -peer: write each side's kernel state after the first run of each case into this directory")
 	settle := flag.Duration("settle", 0, "wait after creating each pod's namespaces (and 5 ms more per interface), so that the previous run's namespaces are gone")
+	showVersion := flag.Bool("version", false, "print the version and exit")
 	flag.Parse()
+	if *showVersion {
+		fmt.Println(buildinfo.About("phase1bench"))
+		return
+	}
 	settleTime = *settle
 	if *peer != "" {
 		if err := runPeer(*peer, *runs, *settle, *header, *peerState); err != nil {
