@@ -5,6 +5,8 @@
 # KUBEVIRT_SRC=/path/to/kubevirt-v0.53.2 adds the KubeVirt rows: its own
 # phase1, built from that tree by bench/kubevirt-peer.sh, timed against
 # ours on identical fresh pods (a dev-time row; CI never needs it).
+# KUBEVIRT_1X_SRC=/path/to/kubevirt-v1.9.0 adds the same rows against
+# KubeVirt v1.9.0's phase1 (virt-handler's pkg/network/setup/netpod).
 case "${1:-}" in -h | --help) sed -n '2,/^[^#]/{/^#/{s/^# \{0,1\}//;p}}' "$0"; exit 0 ;; esac
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -29,10 +31,13 @@ gobench() { # pkg regexp benchtime
 	go test "$1" -run '^$' -bench "$2" -benchtime "$3" -count 1 | grep '^Benchmark'
 }
 : >"$tmp/peer"
-if [ -n "${KUBEVIRT_SRC:-}" ]; then
-	bench/kubevirt-peer.sh "$KUBEVIRT_SRC" "$tmp/kubevirt" >&2
-	"$tmp/phase1bench" -peer "$tmp/kubevirt" -runs "$((runs > 5 ? runs : 5))" -settle 1s -header=false -cache-dir /dev/shm >"$tmp/peer"
-fi
+n=0
+for src in ${KUBEVIRT_SRC:-} ${KUBEVIRT_1X_SRC:-}; do
+	n=$((n + 1))
+	bench/kubevirt-peer.sh "$src" "$tmp/kubevirt$n" >&2
+	"$tmp/phase1bench" -peer "$tmp/kubevirt$n" -runs "$((runs > 5 ? runs : 5))" -settle 1s -header=false -cache-dir /dev/shm |
+		sed "s/^| /| $(cat "$tmp/kubevirt$n/version") /" >>"$tmp/peer"
+done
 gobench ./phase2 'Render1$|Render64$|Load64$' 2s >"$tmp/go"
 gobench ./examples/virtnet-xml 'DecodeRender$' 2s >>"$tmp/go"
 gobench ./netdriver/kernel 'ApplyNAT$' 40x >>"$tmp/go"
@@ -45,9 +50,9 @@ tail -n +3 "$tmp/p1-tmpfs" | awk -F' \\| ' '{gsub(/^\| /,"",$1); gsub(/ \|$/,"",
 	printf "| phase1 %s, cache on tmpfs | %s (script %s, ratio %s) | %s (script %s) | %s kernel requests/iface |\n", $1, $2, $3, $4, $5, $6, $7}'
 awk -F' \\| ' '{gsub(/^\| /,"",$1); gsub(/ \|$/,"",$7);
 	printf "| phase1 %s, cache on disk (fsync) | %s (script %s, ratio %s) | %s (script %s) | %s kernel requests/iface |\n", $1, $2, $3, $4, $5, $6, $7}' "$tmp/p1-disk"
-# peer rows: | case | ours | KubeVirt | ratio | ApplyNAT | kernel share | requests |
-awk -F' \\| ' '{gsub(/^\| /,"",$1); gsub(/ \|$/,"",$7);
-	printf "| phase1 %s vs KubeVirt v0.53.2, cache on tmpfs | %s (KubeVirt %s, ratio %s) | | ApplyNAT %s, of which kernel (sendmsg) %s; %s kernel requests |\n", $1, $2, $3, $4, $5, $6, $7}' "$tmp/peer"
+# peer rows: | version case | ours | KubeVirt | ratio | ApplyNAT | kernel share | requests |
+awk -F' \\| ' '{gsub(/^\| /,"",$1); gsub(/ \|$/,"",$7); v=$1; sub(/ .*/,"",v); sub(/^[^ ]* /,"",$1);
+	printf "| phase1 %s vs KubeVirt " v ", cache on tmpfs | %s (KubeVirt %s, ratio %s) | | ApplyNAT %s, of which kernel (sendmsg) %s; %s kernel requests |\n", $1, $2, $3, $4, $5, $6, $7}' "$tmp/peer"
 while read -r name iters rest; do
 	ns=$(awk '{for (i=1;i<NF;i++) if ($(i+1)=="ns/op") print $i}' <<<"$rest")
 	allocs=$(awk '{for (i=1;i<NF;i++) if ($(i+1)=="allocs/op") print $i}' <<<"$rest")

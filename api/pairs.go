@@ -48,6 +48,18 @@ type Pair struct {
 // Binding is the pair's binding method.
 func (p Pair) Binding() string { return p.Interface.Binding() }
 
+// Primary reports whether the pair's network is the VM's primary one: the
+// pod network or a Multus default network (KubeVirt's test is "not a
+// secondary Multus network"). Its tap is "tap0" whatever its pod interface
+// is called. A pair built without its network is primary if its pod
+// interface is eth0.
+func (p Pair) Primary() bool {
+	if p.Network == nil {
+		return p.PodInterface == PrimaryPodInterface
+	}
+	return p.Network.Multus == nil || p.Network.Multus.Default
+}
+
 // Pairs matches every network of a validated VMI to its interface, in
 // spec.networks order (the order KubeVirt plugs them in). It fails if a
 // network has no interface.

@@ -1,6 +1,10 @@
 package api
 
-import "strings"
+import (
+	"fmt"
+	"net"
+	"strings"
+)
 
 // Kinds of manifest that [Decode] accepts.
 const (
@@ -37,6 +41,59 @@ type VMIStatus struct {
 	// [MigrationTransportUnix] on every new VMI, and then no migration
 	// port is excluded from the masquerade binding's forwarding.
 	MigrationTransport string `json:"migrationTransport,omitempty"`
+	// Interfaces is status.interfaces as KubeVirt last reported it (see
+	// [InterfaceStatus]). The bridge binding gives the VM the MAC found
+	// here when the spec sets none (see [VMI.StatusMAC]).
+	Interfaces []InterfaceStatus `json:"interfaces,omitempty"`
+}
+
+// InterfaceStatus is one entry of a VMI's status.interfaces, KubeVirt
+// v1.9.0's VirtualMachineInstanceNetworkInterface: what virt-handler
+// reports of a VM interface (and of guest interfaces the guest agent
+// sees that no spec interface has, with an empty Name).
+type InterfaceStatus struct {
+	// Name is the spec interface's name; empty for a guest-only interface.
+	Name string `json:"name,omitempty"`
+	// MAC is the interface's MAC address.
+	MAC string `json:"mac,omitempty"`
+	// IP is the first of IPs.
+	IP string `json:"ipAddress,omitempty"`
+	// IPs are the interface's addresses, IPv4 ones first.
+	IPs []string `json:"ipAddresses,omitempty"`
+	// PodInterfaceName is the pod interface the network appears as (set by
+	// virt-controller).
+	PodInterfaceName string `json:"podInterfaceName,omitempty"`
+	// InterfaceName is the guest's name of the interface, from the guest
+	// agent.
+	InterfaceName string `json:"interfaceName,omitempty"`
+	// InfoSource lists where the entry comes from, comma-separated:
+	// "domain", "guest-agent", "multus-status".
+	InfoSource string `json:"infoSource,omitempty"`
+	// QueueCount is the interface's queue count in the domain (1 when the
+	// domain sets none).
+	QueueCount int32 `json:"queueCount,omitempty"`
+	// LinkState is the link state in the domain: "up" or "down".
+	LinkState string `json:"linkState,omitempty"`
+}
+
+// StatusMAC returns the MAC status.interfaces reports for the interface
+// named iface, parsed, and its field path; nil when there is none. A MAC
+// that does not parse is a [*FieldError] naming the path.
+func (v *VMI) StatusMAC(iface string) (net.HardwareAddr, error) {
+	for i, s := range v.Status.Interfaces {
+		if s.Name != iface || s.Name == "" {
+			continue
+		}
+		if s.MAC == "" {
+			return nil, nil
+		}
+		hw, err := net.ParseMAC(s.MAC)
+		if err != nil || len(hw) != 6 {
+			return nil, &FieldError{Path: fmt.Sprintf("status.interfaces[%d].mac", i), Value: s.MAC, Reason: "not a 6-byte MAC address"}
+		}
+		return hw, nil
+	}
+	return nil, nil
 }
 
 // MigrationTransportUnix is status.migrationTransport for a VMI whose

@@ -216,14 +216,14 @@ func attach(t *testing.T, n nad, method string) {
 	os.Stdout = devnull // ADD prints its result
 	defer func() { os.Stdout = stdout }()
 	require.NoError(t, cniplugin.Add(args), "ADD")
-	src, err := kvplugin.ReadRecord(pod.Pod.Path, method, "eth0")
+	src, err := kvplugin.ReadRecord(pod.Pod.Path, method, "eth0", true)
 	require.NoError(t, err, "the sidecar's hand-off record")
-	require.Equal(t, kvplugin.TapOf("eth0"), src.Link)
+	require.Equal(t, kvplugin.TapOf("eth0", true), src.Link)
 	require.NoError(t, cniplugin.Check(args), "CHECK")
 	require.NoError(t, cniplugin.Add(args), "ADD again")
 	require.NoError(t, cniplugin.Del(args), "DEL")
 	require.NoError(t, cniplugin.Del(args), "DEL again")
-	_, err = kvplugin.ReadRecord(pod.Pod.Path, method, "eth0")
+	_, err = kvplugin.ReadRecord(pod.Pod.Path, method, "eth0", true)
 	require.Error(t, err, "no record after DEL")
 }
 

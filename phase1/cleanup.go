@@ -81,6 +81,7 @@ func cleanupPairs(ctx context.Context, d netdriver.Driver, vmi *api.VMI, pairs [
 		// move when spec.networks is reordered.
 		p.PodInterface = pod.PodInterface
 		in := InputFor(vmi, p, opts)
+		keepRecordedNames(&in, rec)
 		in.Resumed = resumed(i)
 		if err := b.Cleanup(ctx, d, in, pod.Discovered, rec); err != nil {
 			errs = append(errs, &Error{Interface: name, Step: StepCleanup, Err: err})

@@ -3,7 +3,6 @@ package phase1_test
 import (
 	"context"
 	"net"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -170,8 +169,9 @@ func TestBridgeNoIPAMKernel(t *testing.T) {
 }
 
 // TestLongNameKernel: with KubeVirt 1.x's hashed pod interface names
-// (14 bytes), the bridge and NIC names exceed 15 bytes and take their
-// hashed short forms.
+// (14 bytes), the bridge and NIC take KubeVirt v1.9.0's names (the hash
+// without "pod": k6t-16477688c0e, 16477688c0e-nic); a pod prepared under
+// an earlier release's bridge name is resumed and cleaned up under it.
 func TestLongNameKernel(t *testing.T) {
 	podIface := api.HashedPodInterface("blue")
 	pod := testutil.NewPodWith(t, testutil.PodConfig{Link: podIface, NoIPAM: true})
@@ -189,12 +189,34 @@ spec:
 	rec, err := s.ReadInterface(uid, "blue")
 	require.NoError(t, err)
 	require.Equal(t, podIface, rec.PodInterface)
-	require.Len(t, rec.Bridge, 15)
-	require.True(t, strings.HasPrefix(rec.Bridge, "k6t-"), rec.Bridge)
-	require.Equal(t, "tap"+podIface[3:], rec.Tap)
+	require.Equal(t, "k6t-16477688c0e", rec.Bridge)
+	require.Equal(t, "tap16477688c0e", rec.Tap)
 	br := mustNL(t, pod.Pod, rec.Bridge)
 	require.Equal(t, br.Attrs().Index, mustNL(t, pod.Pod, podIface).Attrs().MasterIndex)
 	require.Equal(t, br.Attrs().Index, mustNL(t, pod.Pod, rec.Tap).Attrs().MasterIndex)
+
+	// #22.4, upgrades: a pod an earlier release prepared has its bridge
+	// under virtnet v0.1.0's short form (k6t-58d19be530f) and says so in
+	// its record. A re-run resumes under that name (no second bridge) and
+	// Cleanup removes it and frees the pod link.
+	const old = "k6t-58d19be530f"
+	h := pod.Pod.Handle
+	require.NoError(t, h.LinkSetDown(br))
+	require.NoError(t, h.LinkSetName(br, old))
+	require.NoError(t, h.LinkSetUp(br))
+	rec.Bridge = old
+	require.NoError(t, s.WriteInterface(uid, rec))
+	require.NoError(t, phase1.Run(context.Background(), vmi, pod.Pod.Path, s, phase1.Options{}))
+	_, err = h.LinkByName("k6t-16477688c0e")
+	require.Error(t, err, "no bridge under the new name")
+	br = mustNL(t, pod.Pod, old)
+	require.Equal(t, br.Attrs().Index, mustNL(t, pod.Pod, podIface).Attrs().MasterIndex)
+	require.NoError(t, phase1.Cleanup(context.Background(), vmi, pod.Pod.Path, s, phase1.Options{}))
+	_, err = h.LinkByName(old)
+	require.Error(t, err, "the old bridge is gone")
+	_, err = h.LinkByName(rec.Tap)
+	require.Error(t, err, "the tap is gone")
+	require.Zero(t, mustNL(t, pod.Pod, podIface).Attrs().MasterIndex, "the pod link is free")
 }
 
 func mustNL(t *testing.T, ns *testutil.NS, name string) netlink.Link {

@@ -148,7 +148,7 @@ func Run(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.Store
 	} else if n > 0 {
 		opts.Logger.Info("removed temporary files an interrupted run left", "count", n)
 	}
-	states, err := readRecords(store, uid, pairs)
+	states, recorded, err := readRecords(store, uid, pairs)
 	if err != nil {
 		return err
 	}
@@ -167,7 +167,7 @@ func Run(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.Store
 		if err := ctx.Err(); err != nil {
 			return &Error{Step: StepCanceled, Err: err}
 		}
-		if steps[i], err = planPair(ctx, d, vmi, p, states[i], opts); err != nil {
+		if steps[i], err = planPair(ctx, d, vmi, p, states[i], recorded[i], opts); err != nil {
 			return err
 		}
 	}
@@ -228,9 +228,11 @@ func Run(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.Store
 // readRecords reads every record of the VMI's pairs before any kernel
 // call, so that an unsafe, corrupt or foreign record of any interface
 // fails the run before it changed anything. It returns the pod-interface
-// record of each pair (nil when never written).
-func readRecords(store *cache.Store, uid string, pairs []api.Pair) ([]*cache.Progress, error) {
+// record of each pair (nil when never written) and its interface record
+// (nil when none).
+func readRecords(store *cache.Store, uid string, pairs []api.Pair) ([]*cache.Progress, []*cache.Interface, error) {
 	out := make([]*cache.Progress, len(pairs))
+	recs := make([]*cache.Interface, len(pairs))
 	for i, p := range pairs {
 		name := p.Interface.Name
 		fail := func(err error) error { return &Error{Interface: name, Step: StepRead, Err: err} }
@@ -239,21 +241,48 @@ func readRecords(store *cache.Store, uid string, pairs []api.Pair) ([]*cache.Pro
 		case errors.Is(err, cache.ErrNotExist):
 			pod = nil
 		case err != nil:
-			return nil, fail(err)
+			return nil, nil, fail(err)
 		}
-		if _, err := store.ReadInterface(uid, name); err != nil && !errors.Is(err, cache.ErrNotExist) {
-			return nil, fail(err)
+		rec, err := store.ReadInterface(uid, name)
+		switch {
+		case errors.Is(err, cache.ErrNotExist):
+			rec = nil
+		case err != nil:
+			return nil, nil, fail(err)
 		}
 		if pod != nil && (pod.Binding != p.Binding() || pod.PodInterface != p.PodInterface) {
-			return nil, fail(fmt.Errorf("cache says binding %s on %s, the VMI says %s on %s: clean up first",
+			return nil, nil, fail(fmt.Errorf("cache says binding %s on %s, the VMI says %s on %s: clean up first",
 				pod.Binding, pod.PodInterface, p.Binding(), p.PodInterface))
 		}
 		if pod != nil && pod.State == cache.Pending {
 			pod = nil
 		}
 		out[i] = pod
+		if pod != nil {
+			recs[i] = rec
+		}
 	}
-	return out, nil
+	return out, recs, nil
+}
+
+// keepRecordedNames has in use the link names the interface record was
+// made with, where it has them: a pod prepared by an earlier release,
+// whose names differ (virtnet v0.1.0 gave a hashed pod interface's bridge
+// and NIC hashed short forms, where KubeVirt v1.9.0's names are used
+// now), is resumed and cleaned up under its own names. A recorded name
+// that is not a link name is ignored.
+func keepRecordedNames(in *binding.Input, rec *cache.Interface) {
+	if rec == nil {
+		return
+	}
+	for _, n := range []struct {
+		rec string
+		dst *string
+	}{{rec.Bridge, &in.Names.Bridge}, {rec.Tap, &in.Names.Tap}, {rec.NIC, &in.Names.NIC}} {
+		if n.rec != "" && names.CheckLinkName(n.rec) == nil {
+			*n.dst = n.rec
+		}
+	}
 }
 
 // pairsOf validates the VMI and every name phase1 will give the kernel,
@@ -303,7 +332,7 @@ func InputFor(vmi *api.VMI, p api.Pair, opts Options) binding.Input {
 			Pod:    p.PodInterface,
 			NIC:    names.NIC(p.PodInterface),
 			Bridge: names.Bridge(p.PodInterface),
-			Tap:    names.Tap(p.PodInterface),
+			Tap:    names.Tap(p.PodInterface, p.Primary()),
 		},
 		Logger: logger.With("interface", p.Interface.Name, "podInterface", p.PodInterface, "binding", p.Binding()),
 	}
@@ -321,7 +350,7 @@ type pairRun struct {
 
 // planPair discovers the pair (unless a record says it was) and plans its
 // interface record; it changes nothing.
-func planPair(ctx context.Context, d netdriver.Driver, vmi *api.VMI, p api.Pair, pod *cache.Progress, opts Options) (pairRun, error) {
+func planPair(ctx context.Context, d netdriver.Driver, vmi *api.VMI, p api.Pair, pod *cache.Progress, recorded *cache.Interface, opts Options) (pairRun, error) {
 	name := p.Interface.Name
 	fail := func(step string, err error) error { return &Error{Interface: name, Step: step, Err: err} }
 	b, err := opts.Registry.Lookup(p.Binding())
@@ -330,6 +359,9 @@ func planPair(ctx context.Context, d netdriver.Driver, vmi *api.VMI, p api.Pair,
 	}
 	in := InputFor(vmi, p, opts)
 	in.Resumed = pod != nil
+	if in.Resumed {
+		keepRecordedNames(&in, recorded)
+	}
 	var link *cache.Link
 	state := cache.Started
 	if pod == nil {

@@ -246,6 +246,18 @@ func TestGuestRouting(t *testing.T) {
 		require.Equal(t, "192.168.1.5", seen)
 	})
 
+	// #22.5: a VM that comes to this pod with status.interfaces[].mac
+	// (after a migration; the pod link's MAC is another) keeps that MAC:
+	// the DHCP server answers it (KubeVirt's bug #16696).
+	t.Run("status MAC", func(t *testing.T) {
+		pod, _ := secondaryPod(t)
+		const mac = "02:16:69:60:00:01"
+		vmi, rec := runPhase1(t, secondaryVMI+"status: {interfaces: [{name: blue, mac: \""+mac+"\", infoSource: domain}]}\n", pod, "blue")
+		require.Equal(t, mac, rec.MAC)
+		g := runGuest(t, vmi, pod, rec)
+		require.Equal(t, "192.168.1.5", g.env["ip"], "a lease for the status MAC")
+	})
+
 	// #12.2: one static route on a secondary network and no default
 	// route: option 121 with that route, no option 3, and no default
 	// route in the guest.

@@ -29,7 +29,7 @@ func (Binding) Discover(ctx context.Context, d netdriver.Driver, in binding.Inpu
 }
 
 // Plan computes the record: the VM takes the pod link's first IPv4
-// address and MAC (or the VMI's macAddress), and the pod link's IPv4
+// address and a MAC (see [vmMAC]), and the pod link's IPv4
 // routing as the pod has it (see [guestRouting]); its MTU; the DHCP server
 // speaks from the bridge's link-local address. Without an IPv4 address
 // IPAM is off: layer 2 only.
@@ -49,12 +49,8 @@ func (Binding) Plan(in binding.Input, link *cache.Link) (*cache.Interface, error
 		Queues:     in.VMI.Queues(),
 		ServerIPv4: names.BridgeLinkLocal(in.Pair.Index).Addr().String(),
 	}
-	if m := in.Pair.Interface.MacAddress; m != "" {
-		hw, err := net.ParseMAC(m)
-		if err != nil {
-			return nil, fmt.Errorf("macAddress %q: %w", m, err)
-		}
-		rec.MAC = hw.String()
+	if rec.MAC, err = vmMAC(in, link); err != nil {
+		return nil, err
 	}
 	if len(v4) == 0 {
 		rec.IPAMDisabled = true
@@ -68,6 +64,29 @@ func (Binding) Plan(in binding.Input, link *cache.Link) (*cache.Interface, error
 	}
 	rec.IPv4, rec.Gateway, rec.Routes = addr.String(), gw, routes
 	return rec, nil
+}
+
+// vmMAC is the VM's MAC as KubeVirt v1.9.0 picks it: the interface's
+// macAddress, else the MAC status.interfaces reports for it, else the pod
+// link's. The status comes second so that a VM keeps its MAC on another
+// pod (after a migration the new pod link has another MAC, and a guest
+// that reboots there asks DHCP from its old one: KubeVirt's bug #16696).
+func vmMAC(in binding.Input, link *cache.Link) (string, error) {
+	if m := in.Pair.Interface.MacAddress; m != "" {
+		hw, err := net.ParseMAC(m)
+		if err != nil {
+			return "", fmt.Errorf("macAddress %q: %w", m, err)
+		}
+		return hw.String(), nil
+	}
+	hw, err := in.VMI.StatusMAC(in.Pair.Interface.Name)
+	if err != nil {
+		return "", err
+	}
+	if hw != nil {
+		return hw.String(), nil
+	}
+	return link.MAC, nil
 }
 
 // guestRouting computes what the VM gets over DHCP from the pod link's

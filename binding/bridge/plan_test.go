@@ -118,3 +118,50 @@ func TestPlanBadRoute(t *testing.T) {
 	_, err := Binding{}.Plan(planInput(t), link)
 	require.ErrorContains(t, err, `routes of net1: route "nonsense"`)
 }
+
+// TestPlanVMMAC: the VM's MAC is the spec's macAddress, else the one
+// status.interfaces reports for the interface, else the pod link's
+// (KubeVirt v1.9.0's order: after a migration the new pod's link has
+// another MAC, and the VM keeps its own, KubeVirt's bug #16696), with or
+// without IPAM; a status MAC that does not parse is refused naming its
+// path.
+func TestPlanVMMAC(t *testing.T) {
+	const podMAC, specMAC, statusMAC = "0a:58:0a:f4:01:07", "02:00:00:00:00:aa", "02:00:00:00:00:bb"
+	for _, tc := range []struct {
+		name    string
+		spec    string
+		status  []api.InterfaceStatus
+		ipam    bool
+		want    string
+		wantErr string
+	}{
+		{name: "pod link", ipam: true, want: podMAC},
+		{name: "spec", spec: specMAC, status: []api.InterfaceStatus{{Name: "blue", MAC: statusMAC}}, ipam: true, want: specMAC},
+		{name: "status", status: []api.InterfaceStatus{{Name: "red", MAC: "02:00:00:00:00:cc"}, {Name: "blue", MAC: "02:00:00:00:00:BB"}}, ipam: true, want: statusMAC},
+		{name: "status without IPAM", status: []api.InterfaceStatus{{Name: "blue", MAC: statusMAC}}, want: statusMAC},
+		{name: "status of another interface", status: []api.InterfaceStatus{{Name: "red", MAC: statusMAC}}, ipam: true, want: podMAC},
+		{name: "guest-only status entry", status: []api.InterfaceStatus{{MAC: statusMAC, InterfaceName: "eth1"}}, ipam: true, want: podMAC},
+		{name: "status entry without MAC", status: []api.InterfaceStatus{{Name: "blue", InfoSource: "multus-status"}}, ipam: true, want: podMAC},
+		{name: "bad status MAC", status: []api.InterfaceStatus{{Name: "red"}, {Name: "blue", MAC: "02:00:00:00:00"}}, ipam: true,
+			wantErr: `status.interfaces[1].mac: not a 6-byte MAC address (value "02:00:00:00:00")`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := planInput(t)
+			in.Pair.Interface.MacAddress = tc.spec
+			in.VMI.Status.Interfaces = tc.status
+			link := &cache.Link{Name: "net1", Type: "veth", MAC: podMAC, MTU: 1440}
+			if tc.ipam {
+				link.Addresses = []string{"10.244.1.7/24"}
+				link.Routes = []cache.Route{{Dst: "0.0.0.0/0", Gateway: "10.244.1.1"}, {Dst: "10.244.1.0/24", Src: "10.244.1.7", Kernel: true}}
+			}
+			rec, err := Binding{}.Plan(in, link)
+			if tc.wantErr != "" {
+				require.ErrorContains(t, err, tc.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tc.want, rec.MAC)
+			require.Equal(t, !tc.ipam, rec.IPAMDisabled)
+		})
+	}
+}

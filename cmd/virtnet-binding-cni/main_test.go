@@ -219,7 +219,7 @@ func runLifecycle(t *testing.T, binding string, spec testutil.NetworkSpec, chain
 	if chained {
 		pl = podLinkOf(t, res, pod.Path) // prevResult passed through
 	}
-	src, err := kvplugin.ReadRecord(pod.Path, binding, "eth0")
+	src, err := kvplugin.ReadRecord(pod.Path, binding, "eth0", true)
 	require.NoError(t, err, "hand-off record on tap0")
 	rec := src.Record
 	require.Equal(t, "tap0", src.Link)
@@ -269,7 +269,7 @@ func runLifecycle(t *testing.T, binding string, spec testutil.NetworkSpec, chain
 	// A foreign alias on the tap: CHECK notices, the sidecar refuses it.
 	require.NoError(t, pod.Handle.LinkSetAlias(tap, "someone else's"))
 	require.Error(t, h.check(checkList, checkRT), "CHECK sees a foreign record")
-	_, err = kvplugin.ReadRecord(pod.Path, binding, "eth0")
+	_, err = kvplugin.ReadRecord(pod.Path, binding, "eth0", true)
 	require.ErrorIs(t, err, kvplugin.ErrForeignRecord)
 	_, err = h.add(againList, againRT)
 	require.NoError(t, err, "ADD restores the record")
@@ -283,7 +283,7 @@ func runLifecycle(t *testing.T, binding string, spec testutil.NetworkSpec, chain
 
 	_, err = h.add(list, rt)
 	require.NoError(t, err, "ADD after DEL")
-	_, err = kvplugin.ReadRecord(pod.Path, binding, "eth0")
+	_, err = kvplugin.ReadRecord(pod.Path, binding, "eth0", true)
 	require.NoError(t, err)
 	require.NoError(t, h.check(checkList, checkRT))
 	require.NoError(t, h.del(list, rt))
@@ -367,13 +367,13 @@ func secondaryNetworkPodHash(t *testing.T) {
 	rt := &libcni.RuntimeConf{ContainerID: p.ContainerID, NetNS: p.Pod.Path, IfName: "net2"}
 	_, err := h.add(list, rt)
 	require.NoError(t, err)
-	src, err := kvplugin.ReadRecord(p.Pod.Path, "bridge", podIface)
+	src, err := kvplugin.ReadRecord(p.Pod.Path, "bridge", podIface, false)
 	require.NoError(t, err)
 	require.Equal(t, names.Bridge(podIface), src.Record.Bridge)
-	require.Equal(t, names.Tap(podIface), src.Link)
+	require.Equal(t, names.Tap(podIface, false), src.Link)
 	require.Equal(t, att.IPs[0].String(), src.Record.IPv4)
 	require.Equal(t, att.MAC.String(), src.Record.MAC)
-	_, err = kvplugin.ReadRecord(p.Pod.Path, "bridge", "eth0")
+	_, err = kvplugin.ReadRecord(p.Pod.Path, "bridge", "eth0", true)
 	require.ErrorIs(t, err, kvplugin.ErrNoLink, "the pod network's eth0 is left alone")
 
 	// A second virtnet-bridge interface in the same pod is refused (each

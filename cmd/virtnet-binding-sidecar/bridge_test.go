@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	_ "embed"
+	"encoding/json"
 	"os"
 	"strings"
 	"testing"
@@ -69,7 +70,7 @@ func TestSidecarBridgeInVM(t *testing.T) {
 	ours := dom.Devices.Interfaces[0]
 	require.Equal(t, "ua-default", ours.Alias.Name)
 	require.NotNil(t, ours.Source.Ethernet)
-	require.Equal(t, kvplugin.TapOf("eth0"), ours.Target.Dev)
+	require.Equal(t, kvplugin.TapOf("eth0", true), ours.Target.Dev)
 	require.Equal(t, "no", ours.Target.Managed)
 	require.Equal(t, "virtio-non-transitional", ours.Model.Type)
 	require.Equal(t, uint(pod.MTU), ours.MTU.Size)
@@ -92,4 +93,42 @@ func TestSidecarBridgeInVM(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("sidecar still running 30 s after Shutdown")
 	}
+}
+
+// TestSidecarBridgeStatusMACInVM: a VMI that comes to this pod with a MAC
+// in status.interfaces (a migration; the pod link's MAC is another) keeps
+// it: the sidecar renders it and its DHCP server leases the pod's address
+// to it (KubeVirt v1.9.0's spec > status > pod link, its bug #16696).
+func TestSidecarBridgeStatusMACInVM(t *testing.T) {
+	setpriv := "/usr/bin/setpriv"
+	var files map[string]string
+	if os.Getenv(kernelvm.EnvInVM) != "1" {
+		testutil.RequireRoot(t)
+		files = vmTools(t, setpriv, xmllint)
+	}
+	if kernelvm.DelegateWith(t, kernelvm.Options{Needs: []string{"dummy", "bridge", "veth", "tun"}, Files: files,
+		QEMUArgs: []string{"-cpu", "qemu64,+rdrand"}}) {
+		return
+	}
+	testutil.RequireRoot(t)
+	const statusMAC = "02:16:69:60:00:01"
+	var vmi map[string]any
+	require.NoError(t, json.Unmarshal(kubevirtBridgeVMI, &vmi))
+	vmi["status"].(map[string]any)["interfaces"] = []any{map[string]any{"name": "default", "podInterfaceName": "eth0", "mac": statusMAC}}
+	vmiJSON, err := json.Marshal(vmi)
+	require.NoError(t, err)
+
+	pod := testutil.NewPod(t)
+	require.NotEqual(t, statusMAC, pod.PodMAC.String())
+	prepare(t, pod, api.BindingBridge)
+	sc := startSidecar(t, setpriv, pod, kvplugin.PluginBridge)
+	c := &client{t: t, sock: sc.sock}
+	out, err := c.define(kubevirtBridgeDomain, vmiJSON)
+	require.NoError(t, err, "OnDefineDomain; sidecar log:\n%s", sc.logs)
+	var dom libvirtxml.Domain
+	require.NoError(t, dom.Unmarshal(string(out)))
+	require.Len(t, dom.Devices.Interfaces, 1)
+	require.Equal(t, statusMAC, dom.Devices.Interfaces[0].MAC.Address)
+	env := lease(t, vmPort(t, pod, names.Bridge("eth0"), statusMAC))
+	require.Equal(t, "10.244.1.7", env["ip"], "the pod's address, for the status MAC")
 }

@@ -80,9 +80,10 @@ func ReadAlias(nsPath, link string) (alias, typ string, err error) {
 // ReadRecord reads the hand-off record of binding on podIface from the
 // alias of its tap, in the namespace at nsPath ("" is the caller's). The
 // tap must be a tuntap link: a record on a link of another type is
-// foreign.
-func ReadRecord(nsPath, binding, podIface string) (*RecordSource, error) {
-	tap := TapOf(podIface)
+// foreign. primary tells the pod interface of the VM's primary network
+// (see [api.Pair.Primary]).
+func ReadRecord(nsPath, binding, podIface string, primary bool) (*RecordSource, error) {
+	tap := TapOf(podIface, primary)
 	alias, typ, err := ReadAlias(nsPath, tap)
 	if err != nil {
 		return nil, err
@@ -90,7 +91,7 @@ func ReadRecord(nsPath, binding, podIface string) (*RecordSource, error) {
 	if typ != "tuntap" {
 		return nil, fmt.Errorf("%s is a %s link, not virtnet's tap: %w", tap, typ, ErrForeignRecord)
 	}
-	rec, err := Decode(alias, binding, podIface)
+	rec, err := Decode(alias, binding, podIface, primary)
 	if err != nil {
 		return nil, fmt.Errorf("alias of %s: %w", tap, err)
 	}

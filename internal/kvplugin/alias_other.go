@@ -17,4 +17,6 @@ func WriteAlias(nsPath, link, alias string) error { return errNotLinux }
 func ReadAlias(nsPath, link string) (alias, typ string, err error) { return "", "", errNotLinux }
 
 // ReadRecord needs Linux.
-func ReadRecord(nsPath, binding, podIface string) (*RecordSource, error) { return nil, errNotLinux }
+func ReadRecord(nsPath, binding, podIface string, primary bool) (*RecordSource, error) {
+	return nil, errNotLinux
+}

@@ -47,7 +47,7 @@ func TestReadsPreviousRecordVersion(t *testing.T) {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			b, err := os.ReadFile(f)
 			require.NoError(t, err)
-			rec, err := Decode(strings.TrimSuffix(string(b), "\n"), m[2], m[3])
+			rec, err := Decode(strings.TrimSuffix(string(b), "\n"), m[2], m[3], m[3] == "eth0")
 			require.NoError(t, err)
 			require.Equal(t, m[3], rec.PodInterface)
 			require.NotEmpty(t, rec.MAC)

@@ -139,8 +139,9 @@ func Encode(rec *cache.Interface) (string, error) {
 
 // Decode reads a link alias back into the interface record phase2 and the
 // DHCP server use, checking that it is about binding on podIface. Link
-// names come from internal/names, as phase1 derived them.
-func Decode(alias, binding, podIface string) (*cache.Interface, error) {
+// names come from internal/names, as phase1 derived them (primary as in
+// [ReadRecord]).
+func Decode(alias, binding, podIface string, primary bool) (*cache.Interface, error) {
 	rest, ok := strings.CutPrefix(alias, prefix)
 	if !ok {
 		return nil, ErrForeignRecord
@@ -172,7 +173,7 @@ func Decode(alias, binding, podIface string) (*cache.Interface, error) {
 		PodInterface: podIface,
 		Binding:      binding,
 		Bridge:       names.Bridge(podIface),
-		Tap:          names.Tap(podIface),
+		Tap:          names.Tap(podIface, primary),
 		MTU:          int(r.Mtu),
 		Queues:       int(r.Queues),
 		IPAMDisabled: r.IpamDisabled,

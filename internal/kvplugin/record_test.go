@@ -18,7 +18,7 @@ func bridgeRec() *cache.Interface {
 }
 
 func masqRec() *cache.Interface {
-	return &cache.Interface{Version: 1, PodInterface: "pod16477688c0e", Binding: "masquerade", Bridge: names.Bridge("pod16477688c0e"), Tap: names.Tap("pod16477688c0e"),
+	return &cache.Interface{Version: 1, PodInterface: "pod16477688c0e", Binding: "masquerade", Bridge: names.Bridge("pod16477688c0e"), Tap: names.Tap("pod16477688c0e", false),
 		MAC: "02:00:00:a1:b2:c3", MTU: 1500, Queues: 4, IPv4: "10.0.2.2/24", IPv6: "fd10:0:2::2/120", Gateway: "10.0.2.1",
 		GatewayIPv6: "fd10:0:2::1", ServerIPv4: "10.0.2.1", ServerIPv6: "fe80::1"}
 }
@@ -33,7 +33,7 @@ func TestRecordRoundTrip(t *testing.T) {
 			require.NoError(t, err)
 			require.LessOrEqual(t, len(s), MaxAlias)
 			require.True(t, strings.HasPrefix(s, "virtnet/v1 "))
-			got, err := Decode(s, rec.Binding, rec.PodInterface)
+			got, err := Decode(s, rec.Binding, rec.PodInterface, rec.PodInterface == "eth0")
 			require.NoError(t, err)
 			require.Equal(t, rec, got)
 		})
@@ -69,7 +69,7 @@ func TestRecordRefused(t *testing.T) {
 		{"not a record", "virtnet/v1 /////w", "bridge", "eth0", func(err error) bool { var c *CorruptError; return errors.As(err, &c) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Decode(tc.alias, tc.binding, tc.pod)
+			_, err := Decode(tc.alias, tc.binding, tc.pod, tc.pod == "eth0")
 			require.Error(t, err)
 			require.True(t, tc.check(err), "%T %v", err, err)
 		})
@@ -107,7 +107,7 @@ func FuzzDecode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, alias string) {
 		for _, b := range []string{"bridge", "masquerade"} {
 			for _, p := range []string{"eth0", "pod16477688c0e"} {
-				rec, err := Decode(alias, b, p)
+				rec, err := Decode(alias, b, p, p == "eth0")
 				if err != nil {
 					continue
 				}
@@ -115,7 +115,7 @@ func FuzzDecode(f *testing.F) {
 				if err != nil {
 					continue // e.g. too large once re-encoded canonically
 				}
-				again, err := Decode(s, b, p)
+				again, err := Decode(s, b, p, p == "eth0")
 				require.NoError(t, err)
 				require.Equal(t, rec, again)
 			}

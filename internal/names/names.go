@@ -57,12 +57,27 @@ func shortForm(kind, prefix, pod, want string) string {
 	return prefix + hex.EncodeToString(sum[:])[:MaxLinkName-len(prefix)]
 }
 
-// Bridge is the in-pod bridge of a pod link: "k6t-eth0".
-func Bridge(pod string) string { return shortForm("bridge", BridgePrefix, pod, BridgePrefix+pod) }
+// HashedPrefix starts KubeVirt 1.x's pod interface names of Multus
+// networks ("pod" + 11 hex digits, see [api.HashedPodInterface]); the
+// derived names leave it out.
+const HashedPrefix = "pod"
 
-// Tap is the VM's tap of a pod link: "tap" followed by the pod name after
-// its first three letters ("eth0" → "tap0", "net1" → "tap1").
-func Tap(pod string) string {
+// Bridge is the in-pod bridge of a pod interface: "k6t-" followed by the
+// pod interface name without a leading "pod" ("eth0" → "k6t-eth0",
+// "pod16477688c0e" → "k6t-16477688c0e").
+func Bridge(pod string) string {
+	return shortForm("bridge", BridgePrefix, pod, BridgePrefix+strings.TrimPrefix(pod, HashedPrefix))
+}
+
+// Tap is the VM's tap of a pod interface: "tap0" for the primary one (the
+// pod network or a Multus default network, whatever its pod interface is
+// called, e.g. "ovn-udn1"), else "tap" followed by the pod interface name
+// after its first three letters ("net1" → "tap1", "pod16477688c0e" →
+// "tap16477688c0e").
+func Tap(pod string, primary bool) string {
+	if primary {
+		return PrimaryTap
+	}
 	rest := pod
 	if len(pod) > 3 {
 		rest = pod[3:]
@@ -70,9 +85,16 @@ func Tap(pod string) string {
 	return shortForm("tap", TapPrefix, pod, TapPrefix+rest)
 }
 
+// PrimaryTap is the tap of the primary pod interface.
+const PrimaryTap = "tap0"
+
 // NIC is the name the bridge binding gives the pod link before it creates
-// the dummy that keeps the pod IP: "eth0-nic".
-func NIC(pod string) string { return shortForm("nic", nicPrefix, pod, pod+NICSuffix) }
+// the dummy that keeps the pod IP: the pod interface name without a
+// leading "pod", followed by "-nic" ("eth0" → "eth0-nic",
+// "pod16477688c0e" → "16477688c0e-nic").
+func NIC(pod string) string {
+	return shortForm("nic", nicPrefix, pod, strings.TrimPrefix(pod, HashedPrefix)+NICSuffix)
+}
 
 // BridgeLinkLocal is the bridge binding's link-local address for the
 // interface at index i of spec.domain.devices.interfaces, as KubeVirt

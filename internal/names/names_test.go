@@ -1,8 +1,10 @@
 package names
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
+	"os"
 	"strings"
 	"testing"
 
@@ -12,27 +14,120 @@ import (
 )
 
 func TestLinkNames(t *testing.T) {
+	blue := api.HashedPodInterface("blue")
 	for _, tc := range []struct {
-		pod, bridge, tap, nic string
+		pod              string
+		primary          bool
+		bridge, tap, nic string
 	}{
-		{"eth0", "k6t-eth0", "tap0", "eth0-nic"},
-		{"net1", "k6t-net1", "tap1", "net1-nic"},
-		{"net12", "k6t-net12", "tap12", "net12-nic"},
-		{"net1234567", "k6t-net1234567", "tap1234567", "net1234567-nic"},
-		{"net123456789", "k6t-" + hash("bridge", "net123456789")[:11], "tap123456789", "nic-" + hash("nic", "net123456789")[:11]},
-		{api.HashedPodInterface("blue"), "k6t-" + hash("bridge", api.HashedPodInterface("blue"))[:11],
-			"tap" + api.HashedPodInterface("blue")[3:], "nic-" + hash("nic", api.HashedPodInterface("blue"))[:11]},
+		{"eth0", true, "k6t-eth0", "tap0", "eth0-nic"},
+		{"ovn-udn1", true, "k6t-ovn-udn1", "tap0", "ovn-udn1-nic"},
+		{"net1", false, "k6t-net1", "tap1", "net1-nic"},
+		{"net12", false, "k6t-net12", "tap12", "net12-nic"},
+		{"net1234567", false, "k6t-net1234567", "tap1234567", "net1234567-nic"},
+		{"net123456789", false, "k6t-" + hash("bridge", "net123456789")[:11], "tap123456789", "nic-" + hash("nic", "net123456789")[:11]},
+		{blue, false, "k6t-16477688c0e", "tap16477688c0e", "16477688c0e-nic"},
+		{"eth0123456789ab", true, "k6t-" + hash("bridge", "eth0123456789ab")[:11], "tap0", "nic-" + hash("nic", "eth0123456789ab")[:11]},
 	} {
 		t.Run(tc.pod, func(t *testing.T) {
 			require.Equal(t, tc.bridge, Bridge(tc.pod))
-			require.Equal(t, tc.tap, Tap(tc.pod))
+			require.Equal(t, tc.tap, Tap(tc.pod, tc.primary))
 			require.Equal(t, tc.nic, NIC(tc.pod))
-			for _, n := range []string{Bridge(tc.pod), Tap(tc.pod), NIC(tc.pod)} {
+			for _, n := range []string{Bridge(tc.pod), Tap(tc.pod, tc.primary), NIC(tc.pod)} {
 				require.NoError(t, CheckLinkName(n))
 			}
 		})
 	}
-	require.NotEqual(t, Bridge("pod0123456789a"), Bridge("pod0123456789b"), "short forms differ")
+	require.NotEqual(t, Bridge("eth0123456789ab"), Bridge("eth0123456789ac"), "short forms differ")
+}
+
+// kubevirtNames is one network of testdata/kubevirt-v1.9.0-names.json:
+// what KubeVirt v1.9.0's own functions derive for it (see
+// scripts/kvprobe1x.sh).
+type kubevirtNames struct {
+	Network                string `json:"network"`
+	Kind                   string `json:"kind"`
+	StatusPodInterfaceName string `json:"statusPodInterfaceName"`
+	PodInterface           string `json:"podInterface"`
+	PodInterfaceOrdinal    string `json:"podInterfaceOrdinal"`
+	Bridge                 string `json:"bridge"`
+	NIC                    string `json:"nic"`
+	Tap                    string `json:"tap"`
+	BridgeOrdinal          string `json:"bridgeOrdinal"`
+	NICOrdinal             string `json:"nicOrdinal"`
+	TapOrdinal             string `json:"tapOrdinal"`
+}
+
+// TestKubeVirtNames checks the pod interface names of api.Pairs (hashed
+// and ordinal) and the bridge, NIC and tap names derived from them against
+// KubeVirt v1.9.0's own namescheme and link functions, bit for bit.
+func TestKubeVirtNames(t *testing.T) {
+	b, err := os.ReadFile("testdata/kubevirt-v1.9.0-names.json")
+	require.NoError(t, err)
+	var cases []kubevirtNames
+	require.NoError(t, json.Unmarshal(b, &cases))
+	require.NotEmpty(t, cases)
+	network := func(c kubevirtNames) api.Network {
+		n := api.Network{Name: c.Network}
+		switch c.Kind {
+		case "pod":
+			n.Pod = &api.PodNetwork{}
+		case "multus", "multus-default":
+			n.Multus = &api.MultusNetwork{NetworkName: "nad-" + c.Network, Default: c.Kind == "multus-default"}
+		default:
+			t.Fatalf("kind %q", c.Kind)
+		}
+		return n
+	}
+	// The VMIs: each primary network alone, and the Multus networks in the
+	// file's order (the order the ordinal names count in).
+	vmi := func(nets ...api.Network) *api.VMI {
+		v := &api.VMI{Spec: api.VMISpec{Networks: nets}}
+		for _, n := range nets {
+			v.Spec.Domain.Devices.Interfaces = append(v.Spec.Domain.Devices.Interfaces, api.Interface{Name: n.Name, Bridge: &struct{}{}})
+		}
+		return v
+	}
+	var secondary []api.Network
+	for _, c := range cases {
+		if c.Kind == "multus" {
+			secondary = append(secondary, network(c))
+		}
+	}
+	pairs := func(v *api.VMI, scheme string) map[string]api.Pair {
+		v.Metadata.Annotations = map[string]string{api.PodInterfaceNamesAnnotation: scheme}
+		ps, err := api.Pairs(v)
+		require.NoError(t, err)
+		out := map[string]api.Pair{}
+		for _, p := range ps {
+			out[p.Network.Name] = p
+		}
+		return out
+	}
+	for _, c := range cases {
+		t.Run(c.Network, func(t *testing.T) {
+			v := vmi(secondary...)
+			if c.Kind != "multus" {
+				v = vmi(network(c))
+			}
+			hashed, ordinal := pairs(v, "hashed")[c.Network], pairs(v, "ordinal")[c.Network]
+			pod := hashed.PodInterface
+			if c.StatusPodInterfaceName != "" {
+				pod = c.StatusPodInterfaceName // as kvplugin.Resolve takes it from the status
+			}
+			require.Equal(t, c.PodInterface, pod, "hashed pod interface")
+			require.Equal(t, c.PodInterfaceOrdinal, ordinal.PodInterface, "ordinal pod interface")
+			require.Equal(t, c.Kind != "multus", hashed.Primary())
+			for _, n := range []struct{ pod, bridge, nic, tap string }{
+				{pod, c.Bridge, c.NIC, c.Tap},
+				{ordinal.PodInterface, c.BridgeOrdinal, c.NICOrdinal, c.TapOrdinal},
+			} {
+				require.Equal(t, n.bridge, Bridge(n.pod), "bridge of %s", n.pod)
+				require.Equal(t, n.nic, NIC(n.pod), "nic of %s", n.pod)
+				require.Equal(t, n.tap, Tap(n.pod, hashed.Primary()), "tap of %s", n.pod)
+			}
+		})
+	}
 }
 
 func TestCheckLinkName(t *testing.T) {

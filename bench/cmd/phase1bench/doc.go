@@ -17,7 +17,7 @@
 // and the kernel round trips per interface that netdriver counted.
 //
 // With -peer DIR (built by bench/kubevirt-peer.sh from a KubeVirt v0.53.2
-// tree) it times KubeVirt's own phase1 instead: the masquerade binding with
+// or v1.9.0 tree) it times KubeVirt's own phase1 instead: the masquerade binding with
 // two ports, IPv4 and dual-stack, on identical fresh pods (sides alternated,
 // -settle after creating each pod), KubeVirt's NetConf.Setup call against
 // our phase1 call, with ApplyNAT's share of ours and the kernel's share of
@@ -28,4 +28,9 @@
 //
 //	bench/kubevirt-peer.sh /work/kv/v0.53.2 /tmp/kv
 //	go run ./bench/cmd/phase1bench -peer /tmp/kv -runs 9 -cache-dir /dev/shm
+//
+// -peer-state DIR also writes each side's kernel state after the first run
+// of each case (links, addresses, routes, rules, neighbours, the nftables
+// ruleset, sysctls) to DIR/<case>.<side>.txt, for a diff
+// (docs/kubevirt-1x-peer.md lists the differences with v1.9.0).
 package main

@@ -40,6 +40,26 @@ spec:
   - {name: default, pod: {}}
 `
 
+// peerCase is one case of the peer comparison.
+type peerCase struct {
+	name string
+	vmi  string
+	pod  func() (string, func(), error)
+	// links is how many links the pod has after a run (lo included).
+	links int
+}
+
+// peerCases are the cases run against KubeVirt's phase1 (of any version:
+// the bridge binding is not among them, since KubeVirt v1.9.0's needs the
+// dummy link type even without IPAM, which this machine's kernel may
+// lack).
+func peerCases() []peerCase {
+	return []peerCase{
+		{"masquerade IPv4, 2 ports", peerVMI, func() (string, func(), error) { return newMasqueradePod(false) }, 4},      // lo, eth0, k6t-eth0, tap0
+		{"masquerade dual-stack, 2 ports", peerVMI, func() (string, func(), error) { return newMasqueradePod(true) }, 4}, // the same
+	}
+}
+
 // peerResult is one peer case's medians.
 type peerResult struct {
 	name     string
@@ -53,11 +73,19 @@ type peerResult struct {
 // bench/kubevirt-peer.sh into dir) on identical fresh pods: same VMI, same
 // pod shape, caches on the same file system, sides alternated, settle
 // after creating each pod's namespaces.
-func runPeer(dir string, runs int, settle time.Duration, header bool) error {
+func runPeer(dir string, runs int, settle time.Duration, header bool, stateDir string) error {
 	if os.Geteuid() != 0 {
 		return errors.New("needs root (CAP_NET_ADMIN, CAP_SYS_ADMIN) to create network namespaces")
 	}
-	for _, p := range []string{"kubevirt-phase1", "bin/virt-chroot", "nftables/ipv4-nat.nft", "nftables/ipv6-nat.nft"} {
+	version := "v0.53.2"
+	if b, err := os.ReadFile(filepath.Join(dir, "version")); err == nil {
+		version = strings.TrimSpace(string(b))
+	}
+	need := []string{"kubevirt-phase1", "bin/virt-chroot"}
+	if version == "v0.53.2" {
+		need = append(need, "nftables/ipv4-nat.nft", "nftables/ipv6-nat.nft")
+	}
+	for _, p := range need {
 		if _, err := os.Stat(filepath.Join(dir, p)); err != nil {
 			return fmt.Errorf("-peer %s: %w (build it with bench/kubevirt-peer.sh)", dir, err)
 		}
@@ -76,10 +104,6 @@ func runPeer(dir string, runs int, settle time.Duration, header bool) error {
 		return err
 	}
 	defer os.RemoveAll(work)
-	vmiFile := filepath.Join(work, "vmi.yaml")
-	if err := os.WriteFile(vmiFile, []byte(peerVMI), 0o644); err != nil {
-		return err
-	}
 	// KubeVirt's cache writes chown to the user qemu (107), which this
 	// machine may not have: the peer sees passwd and group files with it,
 	// bind mounted in its private mount namespace.
@@ -98,18 +122,19 @@ func runPeer(dir string, runs int, settle time.Duration, header bool) error {
 			return err
 		}
 	}
-	vmi, err := api.Load([]byte(peerVMI))
-	if err != nil {
-		return err
-	}
 	if header {
-		fmt.Println("| peer case | phase1 call (median) | KubeVirt v0.53.2 phase1 call (median) | ratio ours/KubeVirt | our ApplyNAT (median) | its kernel share (sendmsg) | kernel requests |")
+		fmt.Printf("| peer case | phase1 call (median) | KubeVirt %s phase1 call (median) | ratio ours/KubeVirt | our ApplyNAT (median) | its kernel share (sendmsg) | kernel requests |\n", version)
 		fmt.Println("|---|---:|---:|---:|---:|---:|---:|")
 	}
-	for _, dual := range []bool{false, true} {
-		name := "masquerade IPv4, 2 ports"
-		if dual {
-			name = "masquerade dual-stack, 2 ports"
+	for i, c := range peerCases() {
+		name := c.name
+		vmiFile := filepath.Join(work, fmt.Sprintf("vmi-%d.yaml", i))
+		if err := os.WriteFile(vmiFile, []byte(c.vmi), 0o644); err != nil {
+			return err
+		}
+		vmi, err := api.Load([]byte(c.vmi))
+		if err != nil {
+			return err
 		}
 		res := peerResult{name: name}
 		var ours, kv, nat, kern []time.Duration
@@ -119,7 +144,7 @@ func runPeer(dir string, runs int, settle time.Duration, header bool) error {
 				order = []bool{false, true}
 			}
 			for _, oursSide := range order {
-				pod, cleanup, err := newMasqueradePod(dual)
+				pod, cleanup, err := c.pod()
 				if err != nil {
 					return err
 				}
@@ -134,10 +159,17 @@ func runPeer(dir string, runs int, settle time.Duration, header bool) error {
 					d, err = runKubeVirt(dir, work, vmiFile, pod)
 					kv = append(kv, d)
 				}
+				if err == nil && stateDir != "" && r == 0 {
+					side := "virtnet"
+					if !oursSide {
+						side = "kubevirt-" + version
+					}
+					err = dumpState(pod, filepath.Join(stateDir, strings.NewReplacer(" ", "-", ",", "").Replace(name)+"."+side+".txt"))
+				}
 				if err == nil {
 					var links int
-					if links, err = countLinks(pod); err == nil && links != 4 {
-						err = fmt.Errorf("%s: %d links after the run, want lo, eth0, k6t-eth0, tap0", name, links)
+					if links, err = countLinks(pod); err == nil && links != c.links {
+						err = fmt.Errorf("%s: %d links after the run, want %d", name, links, c.links)
 					}
 				}
 				cleanup()
@@ -151,6 +183,38 @@ func runPeer(dir string, runs int, settle time.Duration, header bool) error {
 			float64(res.ours)/float64(res.kv), ms(res.nat), ms(res.natKern), res.requests)
 	}
 	return nil
+}
+
+// dumpState writes the pod's kernel state after a run to file, for a
+// side-by-side comparison: links, addresses, routes and rules, the
+// nftables ruleset and the sysctls either side may set.
+func dumpState(pod, file string) error {
+	var b bytes.Buffer
+	for _, args := range [][]string{
+		{"ip", "-n", pod, "-d", "link", "show"},
+		{"ip", "-n", pod, "addr", "show"},
+		{"ip", "-n", pod, "-4", "route", "show", "table", "all"},
+		{"ip", "-n", pod, "-6", "route", "show", "table", "all"},
+		{"ip", "-n", pod, "-4", "rule", "show"},
+		{"ip", "-n", pod, "-6", "rule", "show"},
+		{"ip", "-n", pod, "neigh", "show"},
+		{"ip", "netns", "exec", pod, "nft", "list", "ruleset"},
+		{"ip", "netns", "exec", pod, "sysctl", "net.ipv4.ip_forward", "net.ipv6.conf.all.forwarding",
+			"net.ipv4.ip_unprivileged_port_start", "net.ipv4.ping_group_range", "net.ipv4.conf.all.route_localnet",
+			"net.ipv4.conf.eth0.route_localnet", "net.ipv6.conf.all.accept_ra", "net.ipv6.conf.eth0.accept_ra",
+			"net.ipv4.conf.all.arp_ignore", "net.ipv6.conf.all.disable_ipv6"},
+	} {
+		fmt.Fprintf(&b, "## %s\n", strings.ReplaceAll(strings.Join(args, " "), pod, "POD"))
+		out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
+		b.Write(out)
+		if err != nil {
+			fmt.Fprintf(&b, "(%v)\n", err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(file, b.Bytes(), 0o644)
 }
 
 // peerSample is one run of our side.

@@ -258,7 +258,7 @@ func Add(args *skel.CmdArgs) error {
 	if err := lowerPortStart(args.Netns); err != nil {
 		return phase1Error(err)
 	}
-	log.Info("interface ready for the sidecar", "record", kvplugin.TapOf(t.podIface))
+	log.Info("interface ready for the sidecar", "record", kvplugin.TapOf(t.podIface, t.podIface == api.PrimaryPodInterface))
 	return printResult(c)
 }
 

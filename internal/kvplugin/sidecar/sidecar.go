@@ -240,7 +240,7 @@ func (s *sidecar) define(domainXML, vmiJSON []byte) ([]byte, []phase2.Item, *api
 		}
 		it := phase2.Item{Pair: pair, Binding: b}
 		if m := pair.Binding(); m == api.BindingBridge || m == api.BindingMasquerade {
-			src, err := kvplugin.ReadRecord(s.cfg.NetNS, m, pair.PodInterface)
+			src, err := kvplugin.ReadRecord(s.cfg.NetNS, m, pair.PodInterface, pair.Primary())
 			if err != nil {
 				return nil, nil, nil, fmt.Errorf("interface %q (plugin %s): %w (did virtnet-binding-cni run for it? see the networkAttachmentDefinition of the plugin)",
 					pair.Interface.Name, res.Plugins[pair.Interface.Name], err)
@@ -252,6 +252,18 @@ func (s *sidecar) define(domainXML, vmiJSON []byte) ([]byte, []phase2.Item, *api
 				// comes from the VMI's UID here, so that it survives a
 				// migration to another pod (the kernel does not use it).
 				rec.MAC = names.VMMAC(res.VMI.Metadata.UID, pair.Interface.Name).String()
+			}
+			if m == api.BindingBridge {
+				// The CNI plugin took the pod link's MAC; a VM that had
+				// another one on its previous pod (status.interfaces, after
+				// a migration) keeps it, as in KubeVirt v1.9.0.
+				hw, err := res.VMI.StatusMAC(pair.Interface.Name)
+				if err != nil {
+					return nil, nil, nil, err
+				}
+				if hw != nil {
+					rec.MAC = hw.String()
+				}
 			}
 			if pair.Interface.MacAddress != "" {
 				hw, err := net.ParseMAC(pair.Interface.MacAddress)
