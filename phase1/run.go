@@ -152,7 +152,7 @@ func Run(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.Store
 	if err != nil {
 		return err
 	}
-	if _, err := readRecords(store, uid, absent); err != nil {
+	if _, _, err := readRecords(store, uid, absent); err != nil {
 		return err
 	}
 	d, closeFn, err := driverFor(netnsPath, opts)
