@@ -17,10 +17,13 @@
 //     then prepares the namespace (bridge, tap, dummy, NAT, …),
 //  5. marks every pair "finished" and syncs the cache directory once.
 //
-// All or none: a failure at step 4 or 5 (a kernel step, a full disk, the
-// caller's cancellation) undoes every interface of the VMI this run
-// touched, the failing one included, and removes their records, unless
-// [Options.KeepOnFailure] is set. Phase1 deletes or changes only links it
+// All or none, per run: a failure at step 4 or 5 (a kernel step, a full
+// disk, the caller's cancellation) undoes every interface this run began
+// and no earlier run had finished, the failing one included, and removes
+// their records, unless [Options.KeepOnFailure] is set. An interface whose
+// record said "finished" when the run started is never undone by it: the
+// VM may be running on it (QEMU holds its tap), so a repeated run that
+// fails leaves it as it was (see [Run]). Phase1 deletes or changes only links it
 // created, which it marks (see package binding): a link under one of its
 // names that it did not create is refused, never adopted and never
 // deleted.

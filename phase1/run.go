@@ -32,10 +32,10 @@ type Options struct {
 	Driver netdriver.Driver
 	// KeepOnFailure leaves the namespace and the records as a failure
 	// left them (for debugging, and to test resuming). By default a
-	// failure after the first change undoes every interface of the VMI
-	// the run touched with its binding's Cleanup and removes their
-	// records, so that nothing half-applied stays behind; either way a
-	// re-run converges.
+	// failure after the first change undoes every interface the run
+	// began and no earlier run had finished with its binding's Cleanup
+	// and removes their records, so that nothing half-applied stays
+	// behind; either way a re-run converges.
 	KeepOnFailure bool
 	// TapOwner overrides the owner (uid and gid) of the taps: the zero
 	// value keeps the VMI's ([TapOwnerFor]), [TapOwnerUID] names one
@@ -120,11 +120,14 @@ func (o *Options) fill() {
 // namespace at netnsPath, writing the caches to store. It returns the
 // first failure as an [*Error]; running it again resumes and converges.
 //
-// The VMI gets all of its interfaces or none: every record of the VMI is
-// read and every interface discovered and planned before the first change
-// to the namespace, and a failure after that (a kernel step, a cache
-// write, the context) undoes every interface of the VMI this run touched,
-// unless [Options.KeepOnFailure] is set.
+// Each interface is a transaction ([ifaceTxn]): every record of the VMI
+// is read and every interface discovered and planned before the first
+// change to the namespace, and a failure after that (a kernel step, a
+// cache write, the context) undoes every interface this run began that no
+// earlier run had finished, unless [Options.KeepOnFailure] is set. So the
+// first run of a VMI gives it all of its interfaces or none, and a re-run
+// on a VMI that already runs never takes away an interface an earlier run
+// finished (it may only add the new ones, all or none).
 func Run(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.Store, opts Options) (err error) {
 	opts.fill()
 	pairs, err := pairsOf(vmi, opts)
@@ -153,22 +156,23 @@ func Run(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.Store
 	defer closeFn()
 
 	// Discover and plan every pair before changing anything.
-	steps := make([]pairRun, len(pairs))
+	txns := make([]ifaceTxn, len(pairs))
 	for i, p := range pairs {
 		if err := ctx.Err(); err != nil {
 			return &Error{Step: StepCanceled, Err: err}
 		}
-		if steps[i], err = planPair(ctx, d, vmi, p, states[i], opts); err != nil {
+		run, err := planPair(ctx, d, vmi, p, states[i], opts)
+		if err != nil {
 			return err
 		}
+		txns[i] = ifaceTxn{pairRun: run, committed: states[i] != nil && states[i].State == cache.Finished}
 	}
-	resumed := func(i int) bool { return states[i] != nil }
-	rollback := func(n int, err error) error {
+	rollback := func(err error) error {
 		if opts.KeepOnFailure {
 			return err
 		}
 		// Even when the failure is the caller's cancellation.
-		if cerr := cleanupPairs(context.WithoutCancel(ctx), d, vmi, pairs[:n], store, opts, resumed); cerr != nil {
+		if cerr := rollbackTxns(context.WithoutCancel(ctx), d, vmi, pairs, txns, store, opts); cerr != nil {
 			opts.Logger.Error("rollback failed; a re-run resumes from the cache", "error", cerr)
 			return errors.Join(err, fmt.Errorf("rollback: %w", cerr))
 		}
@@ -176,36 +180,86 @@ func Run(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.Store
 		return err
 	}
 	wrote := false
-	for i := range steps {
+	for i := range txns {
 		if err := ctx.Err(); err != nil {
-			return rollback(i, &Error{Step: StepCanceled, Err: err})
+			return rollback(&Error{Step: StepCanceled, Err: err})
 		}
-		w, err := steps[i].prepare(ctx, d, store, uid)
+		w, err := txns[i].prepare(ctx, d, store, uid)
 		wrote = wrote || w
 		if err != nil {
-			return rollback(i+1, err)
+			return rollback(err)
 		}
 	}
 	// Only now is every interface ready: mark them all finished, then
 	// make the records durable with one directory fsync.
-	for i := range steps {
-		done := *steps[i].pod
-		done.State = cache.Finished
-		w, err := store.PutProgress(uid, &done)
+	for i := range txns {
+		w, err := txns[i].commit(store, uid)
 		wrote = wrote || w
 		if err != nil {
-			return rollback(len(steps), &Error{Interface: steps[i].in.Pair.Interface.Name, Step: StepRecord, Err: err})
+			return rollback(err)
 		}
 	}
 	if wrote {
 		if err := store.SyncVMI(uid); err != nil {
-			return rollback(len(steps), &Error{Step: StepRecord, Err: err})
+			return rollback(&Error{Step: StepRecord, Err: err})
 		}
 	}
-	for i := range steps {
-		steps[i].in.Logger.Info("interface ready")
+	for i := range txns {
+		txns[i].in.Logger.Info("interface ready")
 	}
 	return nil
+}
+
+// ifaceTxn is one interface's transaction inside a [Run]: begun when the
+// run first writes its record or touches the namespace for it
+// ([ifaceTxn.prepare]), committed when its record says "finished"
+// ([ifaceTxn.commit]). A failure of the run rolls back the transactions
+// it began and did not find committed ([rollbackTxns]); an interface an
+// earlier run committed is never rolled back by a later run that fails or
+// is cancelled, since a VM may be using it (its tap open in QEMU). The
+// re-run only re-checks it (every step is create-or-replace): a failure
+// half-way through that check leaves it as the earlier run left it or
+// repaired further, and a re-run converges.
+type ifaceTxn struct {
+	pairRun
+	// committed: the interface's record said "finished" before this run.
+	committed bool
+	// begun: this run wrote a record of the interface or called its
+	// binding's Prepare.
+	begun bool
+}
+
+// prepare records the discovery and plan, then prepares the namespace.
+func (t *ifaceTxn) prepare(ctx context.Context, d netdriver.Driver, store *cache.Store, uid string) (wrote bool, err error) {
+	t.begun = true
+	return t.pairRun.prepare(ctx, d, store, uid)
+}
+
+// commit marks the interface finished (a no-op write for one an earlier
+// run committed).
+func (t *ifaceTxn) commit(store *cache.Store, uid string) (wrote bool, err error) {
+	done := *t.pod
+	done.State = cache.Finished
+	w, err := store.PutProgress(uid, &done)
+	if err != nil {
+		return w, &Error{Interface: t.in.Pair.Interface.Name, Step: StepRecord, Err: err}
+	}
+	return w, nil
+}
+
+// rollbackTxns undoes, last first, the transactions of txns (one per
+// pair) that this run began and that no earlier run had committed.
+func rollbackTxns(ctx context.Context, d netdriver.Driver, vmi *api.VMI, pairs []api.Pair, txns []ifaceTxn, store *cache.Store, opts Options) error {
+	var undo []api.Pair
+	var resumed []bool
+	for i, t := range txns {
+		if !t.begun || t.committed {
+			continue
+		}
+		undo = append(undo, pairs[i])
+		resumed = append(resumed, t.in.Resumed)
+	}
+	return cleanupPairs(ctx, d, vmi, undo, store, opts, func(i int) bool { return resumed[i] })
 }
 
 // readRecords reads every record of the VMI's pairs before any kernel
