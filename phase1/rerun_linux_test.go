@@ -115,4 +115,3 @@ func recordsOnly(files map[string]string) map[string]string {
 	}
 	return out
 }
-
