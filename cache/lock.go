@@ -52,6 +52,17 @@ func (s *Store) LockVMI(ctx context.Context, uid string) (*Lock, error) {
 	return s.lock(ctx, ".lock-"+uid, "VMI "+uid)
 }
 
+// LockNamespace takes the store's lock of one network namespace, named by
+// the device and inode of its nsfs file (file <root>/.lock-netns-<dev>-<ino>,
+// 0600), waiting until it is free or ctx is done; what names the namespace
+// in errors. Every phase1 Run and Cleanup on a namespace holds it. Only
+// root (or the store's owner) can open the file, so that no other user of
+// the node or the pod can hold phase1 off, as anyone could by flocking
+// the namespace file itself (mode 0444, or /proc/self/ns/net in the pod).
+func (s *Store) LockNamespace(ctx context.Context, dev, ino uint64, what string) (*Lock, error) {
+	return s.lock(ctx, fmt.Sprintf(".lock-netns-%d-%d", dev, ino), "network namespace "+what)
+}
+
 // lockRetries bounds how often a lock file removed under a waiting run is
 // taken again.
 const lockRetries = 100

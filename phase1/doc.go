@@ -41,16 +41,19 @@
 // Any number of processes may call Run and Cleanup concurrently, for any
 // VMIs and namespaces, with stores on one root or several. Two calls for
 // the same VMI (same UID and store root) or for the same network
-// namespace (however its path is spelled: /proc/<pid>/ns/net and a bind
-// mount under /var/run/netns are one nsfs inode) never interleave: each
-// holds an flock on the VMI's lock file (<root>/.lock-<uid>, 0600, removed
-// when the call ends) and on the namespace file for its whole duration,
-// taken in that order. A call that finds a lock held waits until it is
-// free, the context is done or [Options.LockWait] has passed; then it
-// fails with an error matching [ErrLocked] that names the lock and says
-// another run holds it. A killed holder's locks are released by the
-// kernel. Runs for one VMI with two different store roots are not
-// serialised by the VMI lock, only by the namespace's.
+// namespace with the same store root (however its path is spelled:
+// /proc/<pid>/ns/net and a bind mount under /var/run/netns are one nsfs
+// inode) never interleave: each holds an flock on the VMI's lock file
+// (<root>/.lock-<uid>) and on the namespace's (<root>/.lock-netns-<dev>-<ino>,
+// named by the nsfs inode), both 0600 in the store's root and removed when
+// the call ends, for its whole duration, taken in that order. Only root
+// can open them: a user who flocks the namespace file itself (0444) or
+// /proc/self/ns/net holds nothing off. A call that finds a lock held
+// waits until it is free, the context is done or [Options.LockWait] has
+// passed; then it fails with an error matching [ErrLocked] that names the
+// lock and says another run holds it. A killed holder's locks are
+// released by the kernel. Runs with two different store roots are not
+// serialised: give every agent of a node the same root.
 //
 // Errors: every failure is an [*Error] naming the interface and the step,
 // around the binding's error, which names only its link, field and value

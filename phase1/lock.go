@@ -3,11 +3,9 @@ package phase1
 import (
 	"context"
 	"errors"
-	"os"
 
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/cache"
-	"github.com/virtnet/virtnet/internal/flock"
 )
 
 // runLocks are the locks a Run or Cleanup holds: the VMI's, then the
@@ -15,18 +13,24 @@ import (
 // other in a cycle).
 type runLocks struct {
 	vmi *cache.Lock
-	// ns is the namespace file, flocked (nil with Options.Driver and no
-	// path).
-	ns *os.File
+	// ns is the namespace's lock in the store (nil with Options.Driver
+	// and no path).
+	ns *cache.Lock
 }
 
 // takeLocks checks the namespace path and takes the VMI's lock and, for a
 // real namespace, the namespace's, waiting as [Options.LockWait] says.
 func takeLocks(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.Store, opts Options) (*runLocks, error) {
 	l := &runLocks{}
+	var dev, ino uint64
 	if netnsPath != "" {
-		var err error
-		if l.ns, err = openNamespace(netnsPath); err != nil {
+		f, err := openNamespace(netnsPath)
+		if err != nil {
+			return nil, &Error{Step: StepOpen, Err: err}
+		}
+		dev, ino, err = namespaceID(f)
+		f.Close()
+		if err != nil {
 			return nil, &Error{Step: StepOpen, Err: err}
 		}
 	}
@@ -41,11 +45,10 @@ func takeLocks(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache
 	defer cancel()
 	var err error
 	if l.vmi, err = store.LockVMI(lctx, vmi.Metadata.UID); err != nil {
-		_ = l.release()
 		return nil, &Error{Step: StepLock, Err: err}
 	}
-	if l.ns != nil {
-		if err := flock.Lock(lctx, l.ns, "network namespace "+netnsPath); err != nil {
+	if netnsPath != "" {
+		if l.ns, err = store.LockNamespace(lctx, dev, ino, netnsPath); err != nil {
 			_ = l.release()
 			return nil, &Error{Step: StepLock, Err: err}
 		}
@@ -53,13 +56,13 @@ func takeLocks(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache
 	return l, nil
 }
 
-// release unlocks, removing the VMI's lock file (a run that waits on it
+// release unlocks, removing the lock files (a run that waits on one
 // takes the lock again on a new file), so that no lock file outlives a
 // run that was not killed.
 func (l *runLocks) release() error {
 	var errs []error
 	if l.ns != nil {
-		errs = append(errs, l.ns.Close())
+		errs = append(errs, l.ns.Remove())
 	}
 	if l.vmi != nil {
 		errs = append(errs, l.vmi.Remove())
