@@ -3,6 +3,7 @@ package phase1
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/cache"
@@ -16,6 +17,9 @@ type runLocks struct {
 	// ns is the namespace's lock in the store (nil with Options.Driver
 	// and no path).
 	ns *cache.Lock
+	// nsID identifies the namespace ("<dev>:<ino>" of its nsfs file; ""
+	// without a path).
+	nsID string
 }
 
 // takeLocks checks the namespace path and takes the VMI's lock and, for a
@@ -48,6 +52,7 @@ func takeLocks(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache
 		return nil, &Error{Step: StepLock, Err: err}
 	}
 	if netnsPath != "" {
+		l.nsID = fmt.Sprintf("%d:%d", dev, ino)
 		if l.ns, err = store.LockNamespace(lctx, dev, ino, netnsPath); err != nil {
 			_ = l.release()
 			return nil, &Error{Step: StepLock, Err: err}
@@ -72,14 +77,26 @@ func (l *runLocks) release() error {
 
 // lockRun is takeLocks for Run; the returned function releases the locks
 // and reports a failure to do so into *err when it is nil.
-func lockRun(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.Store, opts Options) (func(*error), error) {
+func lockRun(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.Store, opts Options) (*runLocks, func(*error), error) {
 	l, err := takeLocks(ctx, vmi, netnsPath, store, opts)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return func(err *error) {
+	return l, func(err *error) {
 		if uerr := l.release(); uerr != nil && *err == nil {
 			*err = &Error{Step: StepLock, Err: uerr}
 		}
 	}, nil
+}
+
+// checkNamespace refuses a namespace other than the one the VMI's
+// records describe (see [cache.Store.CheckNamespace]).
+func (l *runLocks) checkNamespace(store *cache.Store, uid string) error {
+	if l.nsID == "" {
+		return nil
+	}
+	if err := store.CheckNamespace(uid, l.nsID); err != nil {
+		return &Error{Step: StepNamespace, Err: err}
+	}
+	return nil
 }

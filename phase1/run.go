@@ -135,11 +135,14 @@ func Run(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.Store
 		return err
 	}
 	uid := vmi.Metadata.UID
-	unlock, err := lockRun(ctx, vmi, netnsPath, store, opts)
+	locks, unlock, err := lockRun(ctx, vmi, netnsPath, store, opts)
 	if err != nil {
 		return err
 	}
 	defer unlock(&err)
+	if err := locks.checkNamespace(store, uid); err != nil {
+		return err
+	}
 	if n, err := store.RemoveTemps(uid); err != nil {
 		return &Error{Step: StepRead, Err: err}
 	} else if n > 0 {
@@ -176,10 +179,22 @@ func Run(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.Store
 			opts.Logger.Error("rollback failed; a re-run resumes from the cache", "error", cerr)
 			return errors.Join(err, fmt.Errorf("rollback: %w", cerr))
 		}
+		if err := forgetIfEmpty(store, uid); err != nil {
+			opts.Logger.Error("rollback left the VMI's record directory", "error", err)
+		}
 		opts.Logger.Warn("phase1 failed and was rolled back", "error", err)
 		return err
 	}
 	wrote := false
+	if locks.nsID != "" {
+		// Bind the records to the namespace they describe, before the
+		// first of them.
+		w, err := store.PutNamespace(uid, locks.nsID)
+		wrote = w
+		if err != nil {
+			return rollback(&Error{Step: StepNamespace, Err: err})
+		}
+	}
 	for i := range txns {
 		if err := ctx.Err(); err != nil {
 			return rollback(&Error{Step: StepCanceled, Err: err})
@@ -208,6 +223,17 @@ func Run(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.Store
 		txns[i].in.Logger.Info("interface ready")
 	}
 	return nil
+}
+
+// forgetIfEmpty removes the VMI's record directory (its namespace record
+// with it) when no interface record is left in it, so that a failed first
+// run leaves no directory behind.
+func forgetIfEmpty(store *cache.Store, uid string) error {
+	has, err := store.HasRecords(uid)
+	if err != nil || has {
+		return err
+	}
+	return store.DeleteVMI(uid)
 }
 
 // ifaceTxn is one interface's transaction inside a [Run]: begun when the

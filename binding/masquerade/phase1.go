@@ -299,7 +299,20 @@ func natPorts(ports []api.Port) []netdriver.NATPort {
 
 // Cleanup removes the NAT tables, the tap and the bridge (only links
 // phase1 created: [kernelops.DeleteOwned]). The pod link was never changed.
+// The NAT tables are the namespace's, not the interface's: they are
+// dropped only when the bridge under the interface's name is this
+// interface's (its mark) or absent, never when it is another VMI's or
+// interface's, so that a cleanup given the wrong namespace or records
+// leaves another VM's NAT alone.
 func (Binding) Cleanup(ctx context.Context, d netdriver.Driver, in binding.Input, link *cache.Link, rec *cache.Interface) error {
+	ours, err := kernelops.OwnedOrAbsent(d, in, in.Names.Bridge, netdriver.TypeBridge)
+	if err != nil {
+		return err
+	}
+	if !ours {
+		in.Logger.Warn("leaving the NAT tables: the bridge is not this interface's", "bridge", in.Names.Bridge)
+		return kernelops.DeleteOwned(d, in, in.Names.Tap, netdriver.TypeTuntap)
+	}
 	for _, f := range []netdriver.Family{netdriver.IPv4, netdriver.IPv6} {
 		if err := d.DeleteNAT(f); err != nil {
 			return err
