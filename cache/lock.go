@@ -103,3 +103,38 @@ func (s *Store) lock(ctx context.Context, name, what string) (*Lock, error) {
 	}
 	return nil, fmt.Errorf("cache: lock %s: removed and recreated %d times while waiting", path, lockRetries)
 }
+
+// RemoveStaleLocks removes the lock files in the root that no run holds
+// (those a killed run left behind) and returns how many it removed. A
+// run waiting on a removed file takes the lock again on a new one (see
+// [Lock.Remove]), so it is safe while other runs hold or wait for locks.
+func (s *Store) RemoveStaleLocks() (int, error) {
+	if err := checkExistingDirs(s.root); err != nil {
+		return 0, err
+	}
+	ents, err := os.ReadDir(s.root)
+	if os.IsNotExist(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("cache: list %s: %w", s.root, err)
+	}
+	n := 0
+	for _, e := range ents {
+		if !e.Type().IsRegular() || len(e.Name()) < 6 || e.Name()[:6] != ".lock-" {
+			continue
+		}
+		p := filepath.Join(s.root, e.Name())
+		f, err := os.OpenFile(p, os.O_RDWR|syscall.O_NOFOLLOW, 0)
+		if err != nil {
+			continue
+		}
+		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
+			if err := os.Remove(p); err == nil {
+				n++
+			}
+		}
+		f.Close()
+	}
+	return n, nil
+}

@@ -101,3 +101,24 @@ func (s *Store) HasRecords(uid string) (bool, error) {
 	}
 	return false, nil
 }
+
+// VMIs lists the VMI UIDs that have a record directory under the root.
+func (s *Store) VMIs() ([]string, error) {
+	if err := checkExistingDirs(s.root); err != nil {
+		return nil, err
+	}
+	ents, err := os.ReadDir(s.root)
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cache: list %s: %w", s.root, err)
+	}
+	var out []string
+	for _, e := range ents {
+		if e.IsDir() && CheckName("VMI UID", e.Name()) == nil {
+			out = append(out, e.Name())
+		}
+	}
+	return out, nil
+}
