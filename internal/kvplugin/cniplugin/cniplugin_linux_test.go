@@ -117,7 +117,9 @@ func TestLockHeldTryAgainLater(t *testing.T) {
 	require.NoError(t, err)
 
 	require.Equal(t, uint(types.ErrTryAgainLater), code(t, quiet(t, func() error { return p.Add(cmdArgs("ctr-1", pod.Pod.Path, c)) })), "ADD")
-	require.Equal(t, uint(types.ErrTryAgainLater), code(t, quiet(t, func() error { return p.Add(cmdArgs("ctr-2", pod.Pod.Path, conf(t, dir, map[string]any{"binding": "bridge", "args": map[string]any{"cni": map[string]any{"logicNetworkName": "blue"}}}))) })), "ADD of another interface")
+	require.Equal(t, uint(types.ErrTryAgainLater), code(t, quiet(t, func() error {
+		return p.Add(cmdArgs("ctr-2", pod.Pod.Path, conf(t, dir, map[string]any{"binding": "bridge", "args": map[string]any{"cni": map[string]any{"logicNetworkName": "blue"}}})))
+	})), "ADD of another interface")
 	require.Equal(t, uint(types.ErrTryAgainLater), code(t, p.Del(cmdArgs("ctr-1", pod.Pod.Path, c))), "DEL")
 	err = p.Check(cmdArgs("ctr-1", pod.Pod.Path, c))
 	require.Error(t, err, "CHECK")
