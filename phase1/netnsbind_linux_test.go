@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/virtnet/virtnet/api"
+	"github.com/virtnet/virtnet/binding"
 	"github.com/virtnet/virtnet/cache"
 	"github.com/virtnet/virtnet/internal/faultinject"
 	"github.com/virtnet/virtnet/internal/testutil"
@@ -119,4 +121,23 @@ func natRules(t *testing.T, ns *testutil.NS) []string {
 		out = append(out, r...)
 	}
 	return out
+}
+
+// TestNilRegistryEntryRefused: a registry that maps a method to a nil
+// binding makes Run and Cleanup fail with an error naming the method,
+// before any kernel call, instead of panicking.
+func TestNilRegistryEntryRefused(t *testing.T) {
+	vmi := testutil.LoadVMI(t, bridgeVMI)
+	f := netdrivertest.SimulatedPod(netdrivertest.SimLink{Name: "eth0"})
+	reg := binding.Registry{api.BindingBridge: nil}
+	s := testutil.NewStore(t)
+	err := run(t, vmi, f, s, phase1.Options{Registry: reg})
+	var ue *binding.UnknownMethodError
+	require.ErrorAs(t, err, &ue)
+	require.True(t, ue.Nil)
+	require.Contains(t, err.Error(), "bridge is registered with a nil implementation")
+	require.Empty(t, f.Calls())
+	require.NoError(t, run(t, vmi, f, s, phase1.Options{}))
+	err = phase1.Cleanup(context.Background(), vmi, "", s, phase1.Options{Driver: f, Registry: reg})
+	require.ErrorAs(t, err, &ue)
 }

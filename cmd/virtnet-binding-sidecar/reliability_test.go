@@ -32,9 +32,12 @@ func inProcess(t *testing.T, pod *testutil.Pod, cfg sidecar.Config) (*client, *s
 	t.Helper()
 	dir := t.TempDir()
 	resolv := filepath.Join(dir, "resolv.conf")
-	require.NoError(t, os.WriteFile(resolv, []byte("nameserver 10.96.0.10\n"), 0o644))
+	require.NoError(t, os.WriteFile(resolv, []byte("nameserver 10.96.0.10\nsearch ns1.svc.cluster.local svc.cluster.local example.org\n"), 0o644))
 	logs := &syncBuffer{}
-	cfg.SocketDir, cfg.Plugin, cfg.NetNS, cfg.ResolvConf = dir, "virtnet-masquerade", pod.Pod.Path, resolv
+	if cfg.Plugin == "" {
+		cfg.Plugin = "virtnet-masquerade"
+	}
+	cfg.SocketDir, cfg.NetNS, cfg.ResolvConf = dir, pod.Pod.Path, resolv
 	cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -54,7 +57,7 @@ func inProcess(t *testing.T, pod *testutil.Pod, cfg sidecar.Config) (*client, *s
 		return result
 	}
 	t.Cleanup(func() { _ = end(); t.Logf("sidecar log:\n%s", logs) })
-	sock := filepath.Join(dir, "virtnet-masquerade.sock")
+	sock := filepath.Join(dir, cfg.Plugin+".sock")
 	waitSocket(t, sock, nil)
 	return &client{t: t, sock: sock}, logs, end
 }
@@ -132,4 +135,45 @@ func TestCallLimits(t *testing.T) {
 	big := "<domain>" + strings.Repeat("<!-- padding -->", sidecar.MaxMessageSize/16+1) + "</domain>"
 	_, err := c.define([]byte(big), vmiJSON)
 	require.Equal(t, codes.ResourceExhausted, status.Code(err), "%v", err)
+}
+
+// TestSlirpSearchDomainsFromPod: slirp through the sidecar offers the
+// guest the search domains of the pod's resolv.conf (dnssearch=), not
+// KubeVirt's fallback cluster.local.
+func TestSlirpSearchDomainsFromPod(t *testing.T) {
+	testutil.RequireRoot(t)
+	pod := testutil.NewPod(t)
+	c, _, _ := inProcess(t, pod, sidecar.Config{Plugin: "virtnet-slirp"})
+	domain, err := os.ReadFile("testdata/kubevirt-v1.9.0/domain-slirp.xml")
+	require.NoError(t, err)
+	vmiJSON, err := os.ReadFile("testdata/kubevirt-v1.9.0/vmi-slirp.json")
+	require.NoError(t, err)
+	out, err := c.define(domain, vmiJSON)
+	require.NoError(t, err)
+	for _, d := range []string{"ns1.svc.cluster.local", "svc.cluster.local", "example.org"} {
+		require.Contains(t, string(out), "dnssearch="+d)
+	}
+	require.NotContains(t, string(out), "dnssearch=cluster.local")
+}
+
+// TestDuplicateAliasesRefused: a domain that already holds two interfaces
+// with one alias is refused, instead of coming back with two NICs of the
+// plugin's.
+func TestDuplicateAliasesRefused(t *testing.T) {
+	testutil.RequireRoot(t)
+	pod := testutil.NewPod(t)
+	prepare(t, pod, api.BindingMasquerade)
+	c, _, _ := inProcess(t, pod, sidecar.Config{})
+	domain, vmiJSON := masqueradeInputs(t)
+	out, err := c.define(domain, vmiJSON)
+	require.NoError(t, err)
+	var dom libvirtxml.Domain
+	require.NoError(t, dom.Unmarshal(string(out)))
+	require.Len(t, dom.Devices.Interfaces, 1)
+	dom.Devices.Interfaces = append(dom.Devices.Interfaces, dom.Devices.Interfaces[0])
+	twice, err := dom.Marshal()
+	require.NoError(t, err)
+	_, err = c.define([]byte(twice), vmiJSON)
+	require.Error(t, err)
+	require.Contains(t, err.Error(), `two interfaces with alias "ua-default"`)
 }

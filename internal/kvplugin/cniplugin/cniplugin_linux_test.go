@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -353,4 +354,67 @@ func entries(t *testing.T, dir string) []string {
 	})
 	require.NoError(t, err)
 	return out
+}
+
+// TestSecondAddNewVMNetwork: a second ADD with another vmNetworkCIDR
+// leaves the bridge with the new gateway address alone, not the old one
+// beside it.
+func TestSecondAddNewVMNetwork(t *testing.T) {
+	pod := testutil.NewPod(t)
+	dir := runDir(t)
+	first := conf(t, dir, map[string]any{"vmNetworkCIDR": "10.0.2.0/24"})
+	second := conf(t, dir, map[string]any{"vmNetworkCIDR": "10.11.0.0/24"})
+	require.NoError(t, quiet(t, func() error { return Add(cmdArgs("ctr-1", pod.Pod.Path, first)) }))
+	require.NoError(t, quiet(t, func() error { return Add(cmdArgs("ctr-1", pod.Pod.Path, second)) }))
+	d, err := kernel.Open(pod.Pod.Path)
+	require.NoError(t, err)
+	defer d.Close()
+	addrs, err := d.AddrList("k6t-eth0", netdriver.IPv4)
+	require.NoError(t, err)
+	var got []string
+	for _, a := range addrs {
+		got = append(got, a.String())
+	}
+	require.Equal(t, []string{"10.11.0.1/24"}, got)
+	require.NoError(t, Check(cmdArgs("ctr-1", pod.Pod.Path, second)))
+	require.NoError(t, Del(cmdArgs("ctr-1", pod.Pod.Path, second)))
+}
+
+// TestLogOneValuePerKey: every line the plugin logs (its own and
+// phase1's, at debug level) is a JSON object in which no key appears
+// twice.
+func TestLogOneValuePerKey(t *testing.T) {
+	pod := testutil.NewPod(t)
+	dir := runDir(t)
+	c := conf(t, dir, map[string]any{"logLevel": "debug"})
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	saved := os.Stderr
+	os.Stderr = w
+	err = quiet(t, func() error { return Add(cmdArgs("ctr-1", pod.Pod.Path, c)) })
+	if err == nil {
+		err = Del(cmdArgs("ctr-1", pod.Pod.Path, c))
+	}
+	os.Stderr = saved
+	w.Close()
+	require.NoError(t, err)
+	out, err := io.ReadAll(r)
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	require.Greater(t, len(lines), 3)
+	for _, l := range lines {
+		dec := json.NewDecoder(strings.NewReader(l))
+		tok, err := dec.Token()
+		require.NoError(t, err, l)
+		require.Equal(t, json.Delim('{'), tok, l)
+		seen := map[string]bool{}
+		for dec.More() {
+			k, err := dec.Token()
+			require.NoError(t, err, l)
+			require.False(t, seen[k.(string)], "key %q twice in %s", k, l)
+			seen[k.(string)] = true
+			var v json.RawMessage
+			require.NoError(t, dec.Decode(&v), l)
+		}
+	}
 }

@@ -319,7 +319,13 @@ func (s *sidecar) define(domainXML, vmiJSON []byte) ([]byte, []phase2.Item, *api
 	if err := dom.Unmarshal(string(domainXML)); err != nil {
 		return nil, nil, nil, fmt.Errorf("domain XML: %w", err)
 	}
-	if err := render(&dom, res.VMI, items); err != nil {
+	// The pod's resolv.conf gives slirp its search domains, as KubeVirt's
+	// does.
+	resolv, err := os.ReadFile(s.cfg.ResolvConf)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, nil, fmt.Errorf("resolv.conf: %w", err)
+	}
+	if err := render(&dom, res.VMI, items, resolv); err != nil {
 		return nil, nil, nil, err
 	}
 	out, err := dom.Marshal()
@@ -357,13 +363,23 @@ func (s *sidecar) record(vmi *api.VMI, pair api.Pair) (*cache.Interface, error) 
 
 // render adds the items' interfaces to dom; an interface already there
 // with the same alias is replaced in place, everything else is kept.
-func render(dom *libvirtxml.Domain, vmi *api.VMI, items []phase2.Item) error {
+func render(dom *libvirtxml.Domain, vmi *api.VMI, items []phase2.Item, resolv []byte) error {
 	var existing []libvirtxml.DomainInterface
 	if dom.Devices != nil {
 		existing = dom.Devices.Interfaces
 		dom.Devices.Interfaces = nil
 	}
-	if err := phase2.Render(vmi, items, dom, binding.RenderOptions{InterfaceType: binding.InterfaceEthernet}); err != nil {
+	aliases := map[string]bool{}
+	for _, di := range existing {
+		if di.Alias == nil {
+			continue
+		}
+		if aliases[di.Alias.Name] {
+			return fmt.Errorf("domain XML: two interfaces with alias %q: refusing to guess which to replace", di.Alias.Name)
+		}
+		aliases[di.Alias.Name] = true
+	}
+	if err := phase2.Render(vmi, items, dom, binding.RenderOptions{InterfaceType: binding.InterfaceEthernet, ResolvConf: resolv}); err != nil {
 		return err
 	}
 	var added []libvirtxml.DomainInterface
