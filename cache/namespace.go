@@ -18,6 +18,15 @@ type Namespace struct {
 	Version int `json:"version"`
 	// ID is "<dev>:<ino>" of the namespace's nsfs file.
 	ID string `json:"id"`
+	// Attachment is the CNI attachment the records are of, when a CNI
+	// plugin runs phase1 (for its GC).
+	Attachment *Attachment `json:"attachment,omitempty"`
+}
+
+// Attachment names a CNI attachment: the container ID and CNI_IFNAME.
+type Attachment struct {
+	ContainerID string `json:"containerID"`
+	IfName      string `json:"ifname"`
 }
 
 func (r *Namespace) version() int { return r.Version }
@@ -70,11 +79,17 @@ func (s *Store) CheckNamespace(uid, id string) error {
 
 // PutNamespace writes the VMI's namespace record (no directory fsync: see
 // [Store.SyncVMI]), after [Store.CheckNamespace].
-func (s *Store) PutNamespace(uid, id string) (wrote bool, err error) {
+// att, when not nil, is recorded with it; nil keeps the one recorded.
+func (s *Store) PutNamespace(uid, id string, att *Attachment) (wrote bool, err error) {
 	if err := s.CheckNamespace(uid, id); err != nil {
 		return false, err
 	}
-	return s.writeFile(filepath.Join(s.root, uid, NamespaceFile), &Namespace{Version: Version, ID: id})
+	if att == nil {
+		if old, err := s.RecordedNamespace(uid); err == nil {
+			att = old.Attachment
+		}
+	}
+	return s.writeFile(filepath.Join(s.root, uid, NamespaceFile), &Namespace{Version: Version, ID: id, Attachment: att})
 }
 
 // HasRecords reports whether any interface record of the VMI exists

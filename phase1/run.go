@@ -52,6 +52,10 @@ type Options struct {
 	// doc); 0 waits as long as the context allows, a negative value not
 	// at all. The error then matches [ErrLocked].
 	LockWait time.Duration
+	// Attachment, when set, is recorded with the records' namespace (a
+	// CNI plugin's container ID and CNI_IFNAME, so that its GC can tell
+	// the records of attachments that are gone).
+	Attachment *cache.Attachment
 }
 
 // PodIPEnv is the environment variable [Options.PrimaryPodIP] defaults
@@ -189,7 +193,7 @@ func Run(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.Store
 	if locks.nsID != "" {
 		// Bind the records to the namespace they describe, before the
 		// first of them.
-		w, err := store.PutNamespace(uid, locks.nsID)
+		w, err := store.PutNamespace(uid, locks.nsID, opts.Attachment)
 		wrote = w
 		if err != nil {
 			return rollback(&Error{Step: StepNamespace, Err: err})

@@ -33,7 +33,8 @@
 // interface an earlier ADD finished, never takes it away; DEL undoes ADD
 // and succeeds without a prior ADD or without the namespace (a missing or
 // stale netns path); CHECK runs ADD dry (no change allowed) and fails on
-// anything ADD would repair. Each verb runs under a deadline (60 s) and
+// anything ADD would repair; GC (CNI 1.1) forgets the records of the
+// attachments not in cni.dev/valid-attachments. Each verb runs under a deadline (60 s) and
 // waits at most 10 s for another run's lock. Errors are CNI errors: 7 for
 // a bad configuration, 4 for bad CNI arguments, 8 for a network namespace
 // that cannot be opened, 11 ("try again later") for a failure a retry may
@@ -56,6 +57,6 @@ func init() {
 }
 
 func main() {
-	skel.PluginMainFuncs(skel.CNIFuncs{Add: cniplugin.Add, Del: cniplugin.Del, Check: cniplugin.Check},
+	skel.PluginMainFuncs(skel.CNIFuncs{Add: cniplugin.Add, Del: cniplugin.Del, Check: cniplugin.Check, GC: cniplugin.GC},
 		version.PluginSupports("0.4.0", "1.0.0", "1.1.0"), "virtnet-binding-cni")
 }

@@ -371,7 +371,9 @@ func (p Plugin) Add(args *skel.CmdArgs) error {
 	if err != nil {
 		return types.NewError(types.ErrIOFailure, "virtnet-binding-cni: cache", err.Error())
 	}
-	if err := phase1.Run(ctx, t.vmi, args.Netns, store, p.options(c, log)); err != nil {
+	opts := p.options(c, log)
+	opts.Attachment = &cache.Attachment{ContainerID: args.ContainerID, IfName: args.IfName}
+	if err := phase1.Run(ctx, t.vmi, args.Netns, store, opts); err != nil {
 		return phase1Error(err)
 	}
 	if err := handOff(t, args.Netns, store); err != nil {
@@ -593,6 +595,56 @@ func (p Plugin) Check(args *skel.CmdArgs) error {
 	}
 	if err := p.check(ctx, c, t, args.Netns, store); err != nil {
 		return types.NewError(codePhase1, "virtnet-binding-cni: CHECK: "+err.Error(), "")
+	}
+	return nil
+}
+
+// GC is [Plugin.GC] with the default limits.
+func GC(args *skel.CmdArgs) error { return Plugin{}.GC(args) }
+
+// GC is the CNI GC (CNI 1.1): it forgets the records of every attachment
+// this plugin recorded (in cacheDir) that is not in
+// cni.dev/valid-attachments, and removes lock files no run holds. The
+// namespaces of those attachments are gone, and everything phase1 made
+// in them with them; records of an attachment that another run holds are
+// left for the next GC.
+func (p Plugin) GC(args *skel.CmdArgs) error {
+	c, err := loadConf(args.StdinData)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := p.context()
+	defer cancel()
+	store, err := cache.New(c.CacheDir)
+	if err != nil {
+		return types.NewError(types.ErrIOFailure, "virtnet-binding-cni: cache", err.Error())
+	}
+	valid := map[cache.Attachment]bool{}
+	for _, a := range c.ValidAttachments {
+		valid[cache.Attachment{ContainerID: a.ContainerID, IfName: a.IfName}] = true
+	}
+	uids, err := store.VMIs()
+	if err != nil {
+		return types.NewError(types.ErrIOFailure, "virtnet-binding-cni: cache", err.Error())
+	}
+	log := c.logger()
+	var errs []error
+	for _, uid := range uids {
+		ns, err := store.RecordedNamespace(uid)
+		if err != nil || ns.Attachment == nil || valid[*ns.Attachment] {
+			continue // not an attachment of this plugin, or a valid one
+		}
+		if err := forget(ctx, store, uid, p.lockWait()); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		log.Info("GC: forgot the records of a gone attachment", "containerID", ns.Attachment.ContainerID, "ifname", ns.Attachment.IfName)
+	}
+	if _, err := store.RemoveStaleLocks(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return phase1Error(err)
 	}
 	return nil
 }

@@ -418,3 +418,25 @@ func TestLogOneValuePerKey(t *testing.T) {
 		}
 	}
 }
+
+// TestGCForgetsGoneAttachments: GC (CNI 1.1) forgets the records of the
+// attachments not in cni.dev/valid-attachments and keeps the others;
+// afterwards DEL of a valid one leaves cacheDir empty.
+func TestGCForgetsGoneAttachments(t *testing.T) {
+	a, b := testutil.NewPod(t), testutil.NewPod(t)
+	dir := runDir(t)
+	c := conf(t, dir, nil)
+	require.NoError(t, quiet(t, func() error { return Add(cmdArgs("ctr-a", a.Pod.Path, c)) }))
+	require.NoError(t, quiet(t, func() error { return Add(cmdArgs("ctr-b", b.Pod.Path, c)) }))
+	gc := conf(t, dir, map[string]any{"cniVersion": "1.1.0",
+		"cni.dev/valid-attachments": []any{map[string]any{"containerID": "ctr-b", "ifname": "net1"}}})
+	require.NoError(t, GC(&skel.CmdArgs{StdinData: gc}))
+	store, err := cache.New(dir)
+	require.NoError(t, err)
+	_, err = store.ReadProgress(uidFor("ctr-a", "default"), "default")
+	require.ErrorIs(t, err, cache.ErrNotExist, "ctr-a's records are gone")
+	require.NoError(t, Check(cmdArgs("ctr-b", b.Pod.Path, c)), "ctr-b's stay")
+	require.NoError(t, Del(cmdArgs("ctr-b", b.Pod.Path, c)))
+	require.NoError(t, Del(cmdArgs("ctr-a", a.Pod.Path, c)), "DEL after GC")
+	require.Empty(t, entries(t, dir))
+}
