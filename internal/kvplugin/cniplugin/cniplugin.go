@@ -376,10 +376,11 @@ func (p Plugin) Add(args *skel.CmdArgs) error {
 	if err := phase1.Run(ctx, t.vmi, args.Netns, store, opts); err != nil {
 		return phase1Error(err)
 	}
-	if err := handOff(t, args.Netns, store); err != nil {
+	rec, err := handOff(t, args.Netns, store)
+	if err != nil {
 		return phase1Error(err)
 	}
-	if c.nonRoot() {
+	if c.needsPortStart(rec) {
 		if err := lowerPortStart(args.Netns); err != nil {
 			return phase1Error(err)
 		}
@@ -396,17 +397,25 @@ func (p Plugin) options(c *netConf, log *slog.Logger) phase1.Options {
 // KubeVirt runs without capabilities.
 func (c *netConf) nonRoot() bool { return c.tapOwner().For(nil) != 0 }
 
-// handOff writes the interface's hand-off record into its tap's alias.
-func handOff(t *target, netns string, store *cache.Store) error {
+// needsPortStart reports whether the sidecar of the interface must bind
+// the DHCP ports without a capability: a non-root VMI whose interface
+// gets a DHCP server (IPAM on).
+func (c *netConf) needsPortStart(rec *cache.Interface) bool {
+	return c.nonRoot() && rec != nil && !rec.IPAMDisabled
+}
+
+// handOff writes the interface's hand-off record into its tap's alias and
+// returns the record.
+func handOff(t *target, netns string, store *cache.Store) (*cache.Interface, error) {
 	rec, err := store.ReadInterface(t.vmi.Metadata.UID, t.iface)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	alias, err := kvplugin.Encode(rec)
 	if err != nil {
-		return fmt.Errorf("hand-off record: %w", err)
+		return nil, fmt.Errorf("hand-off record: %w", err)
 	}
-	return kvplugin.WriteAlias(netns, rec.Tap, alias)
+	return rec, kvplugin.WriteAlias(netns, rec.Tap, alias)
 }
 
 // lowerPortStart lets unprivileged processes of the pod bind ports from
@@ -711,7 +720,7 @@ func (p Plugin) check(ctx context.Context, c *netConf, t *target, netns string, 
 	if got != want {
 		return fmt.Errorf("tap %s: hand-off record %q differs from phase1's records (%q)", rec.Tap, got, want)
 	}
-	if c.nonRoot() {
+	if c.needsPortStart(rec) {
 		v, err := nl.Sysctl(portStartKey)
 		if err != nil {
 			return err

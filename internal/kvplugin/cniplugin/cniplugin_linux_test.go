@@ -21,6 +21,7 @@ import (
 
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/cache"
+	"github.com/virtnet/virtnet/internal/kvplugin"
 	"github.com/virtnet/virtnet/internal/testutil"
 	"github.com/virtnet/virtnet/netdriver"
 	"github.com/virtnet/virtnet/netdriver/kernel"
@@ -175,8 +176,9 @@ func TestConfigStrict(t *testing.T) {
 
 // TestPortStartNarrowed: ADD lowers ip_unprivileged_port_start to 67 only
 // for a non-root VMI (tapOwner other than 0), whose sidecar has no
-// capabilities; DEL puts back 1024 once the pod's last interface is gone;
-// a root VMI's pod keeps 1024 throughout.
+// capabilities, and only for an interface with a DHCP server (IPAM on);
+// DEL puts back 1024 once the pod's last interface is gone; a root VMI's
+// pod keeps 1024 throughout.
 func TestPortStartNarrowed(t *testing.T) {
 	const key = "ipv4/ip_unprivileged_port_start"
 	for _, tc := range []struct {
@@ -200,9 +202,16 @@ func TestPortStartNarrowed(t *testing.T) {
 			require.NoError(t, quiet(t, func() error { return Add(cmdArgs("ctr-1", pod.Pod.Path, c2)) }))
 			require.NoError(t, Check(cmdArgs("ctr-1", pod.Pod.Path, c)))
 			require.NoError(t, Del(cmdArgs("ctr-1", pod.Pod.Path, c)))
-			require.Equal(t, tc.during, sysctl(t, pod.Pod, key), "another interface still needs it")
+			require.Equal(t, tc.during, sysctl(t, pod.Pod, key), "another interface of the pod is left")
+			rec, err := kvplugin.ReadRecord(pod.Pod.Path, "bridge", api.HashedPodInterface("blue"))
+			require.NoError(t, err)
+			require.True(t, rec.Record.IPAMDisabled, "the second interface has no DHCP server")
 			require.NoError(t, Del(cmdArgs("ctr-1", pod.Pod.Path, c2)))
 			require.Equal(t, "1024", sysctl(t, pod.Pod, key), "DEL restores")
+			// The interface without DHCP alone: nothing to bind.
+			require.NoError(t, quiet(t, func() error { return Add(cmdArgs("ctr-1", pod.Pod.Path, c2)) }))
+			require.Equal(t, "1024", sysctl(t, pod.Pod, key), "no DHCP server, no lowering")
+			require.NoError(t, Del(cmdArgs("ctr-1", pod.Pod.Path, c2)))
 		})
 	}
 }
