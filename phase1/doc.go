@@ -5,9 +5,12 @@
 //
 //  1. checks the namespace path (an nsfs network namespace, else a
 //     [*NotNamespaceError]) and takes the VMI's and the namespace's locks,
-//  2. removes temporary files an interrupted cache write left, then reads
-//     every record of the VMI: one that is unsafe, corrupt, of another
-//     version or of another binding fails the run before any kernel call,
+//  2. refuses a namespace other than the one the VMI's records describe
+//     (their namespace record, netns.json: a [*cache.NamespaceMismatchError],
+//     permanent), removes temporary files an interrupted cache write left,
+//     then reads every record of the VMI: one that is unsafe, corrupt, of
+//     another version or of another binding fails the run before any
+//     kernel call,
 //  3. for every pair, discovers the pod link as the CNI left it (only when
 //     no record says it was) and plans the interface record phase2 needs;
 //     a plan error, a pod link phase1 already prepared
