@@ -603,7 +603,11 @@ func (p Plugin) Check(args *skel.CmdArgs) error {
 		return types.NewError(codePhase1, "virtnet-binding-cni: CHECK: no ADD recorded for this interface", args.ContainerID)
 	}
 	if err := p.check(ctx, c, t, args.Netns, store); err != nil {
-		return types.NewError(codePhase1, "virtnet-binding-cni: CHECK: "+err.Error(), "")
+		code := uint(codePhase1)
+		if errors.Is(err, phase1.ErrLocked) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+			code = types.ErrTryAgainLater // another run, or out of time: not a verdict
+		}
+		return types.NewError(code, "virtnet-binding-cni: CHECK: "+err.Error(), "")
 	}
 	return nil
 }

@@ -124,7 +124,7 @@ func TestLockHeldTryAgainLater(t *testing.T) {
 	})), "ADD of another interface")
 	require.Equal(t, uint(types.ErrTryAgainLater), code(t, p.Del(cmdArgs("ctr-1", pod.Pod.Path, c))), "DEL")
 	err = p.Check(cmdArgs("ctr-1", pod.Pod.Path, c))
-	require.Error(t, err, "CHECK")
+	require.Equal(t, uint(types.ErrTryAgainLater), code(t, err), "CHECK")
 	require.Contains(t, err.Error(), "locked")
 	after, err := pod.Pod.Handle.LinkList()
 	require.NoError(t, err)
