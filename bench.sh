@@ -5,6 +5,7 @@
 # KUBEVIRT_SRC=/path/to/kubevirt-v0.53.2 adds the KubeVirt rows: its own
 # phase1, built from that tree by bench/kubevirt-peer.sh, timed against
 # ours on identical fresh pods (a dev-time row; CI never needs it).
+case "${1:-}" in -h | --help) sed -n '2,/^[^#]/{/^#/{s/^# \{0,1\}//;p}}' "$0"; exit 0 ;; esac
 set -euo pipefail
 cd "$(dirname "$0")"
 runs=${RUNS:-3}

@@ -3,6 +3,7 @@
 # in a _test.go file) for TIME each (default 30s), one after the other.
 # A crasher makes `go test` fail and leaves its input under the package's
 # testdata/fuzz/FuzzX/, where plain `go test` replays it from then on.
+case "${1:-}" in -h | --help) sed -n '2,/^[^#]/{/^#/{s/^# \{0,1\}//;p}}' "$0"; exit 0 ;; esac
 set -euo pipefail
 cd "$(dirname "$0")"
 time=${1:-30s}

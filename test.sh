@@ -1,17 +1,47 @@
 #!/usr/bin/env bash
 # test.sh: installs what the test suite needs on a fresh Debian 12 machine
-# (as root) and runs every test, the privileged ones included.
-#
-#   ./test.sh            install + lint + all tests (CI runs exactly this)
-#   ./test.sh --no-install   skip apt-get (the packages are already there)
-#
-# Environment: VIRTNET_REQUIRE_KERNEL=1 is exported, so a test that cannot
-# run (no root, no kernel feature, no tool) fails instead of skipping.
+# and runs lint and every test, the privileged ones included. CI runs exactly
+# this (.ci/run).
 set -euo pipefail
 cd "$(dirname "$0")"
 
+usage() {
+	cat <<'USAGE'
+Usage: ./test.sh [--no-install] [-h]
+
+Installs the Debian packages the tests need (apt-get), prepares the kernel VM
+assets (scripts/kernelvm-assets.sh), checks gofmt, go vet, staticcheck and
+go mod tidy, then runs every test twice: with static binaries and under the
+race detector. Needs root: run it as root, or as a user with sudo (it
+re-runs itself under sudo, keeping PATH so that sudo finds go). It exports
+VIRTNET_REQUIRE_KERNEL=1, so a test that cannot run fails instead of
+skipping. 20-35 minutes on two cores.
+
+  --no-install   skip apt-get (the packages are already there)
+  -h, --help     this text
+
+Without root, the unit tests alone: go test -short ./...
+USAGE
+}
+
 install=1
-[[ "${1:-}" == "--no-install" ]] && install=0
+for arg in "$@"; do
+	case "$arg" in
+	--no-install) install=0 ;;
+	-h | --help) usage; exit 0 ;;
+	*) echo "test.sh: unknown argument '$arg'" >&2; usage >&2; exit 2 ;;
+	esac
+done
+
+if [[ $(id -u) -ne 0 ]]; then
+	if command -v sudo >/dev/null; then
+		echo "test.sh: the tests create network namespaces and VMs: re-running under sudo" >&2
+		exec sudo env "PATH=$PATH" "$0" "$@"
+	fi
+	echo "test.sh: run as root (the tests create network namespaces and VMs); there is no sudo here" >&2
+	echo "test.sh: without root, the unit tests alone: go test -short ./..." >&2
+	exit 1
+fi
 
 packages=(
 	qemu-system-x86 busybox-static xz-utils          # kernel VM runner, udhcpc
@@ -25,10 +55,6 @@ packages=(
 )
 
 if [[ $install == 1 ]]; then
-	if [[ $(id -u) -ne 0 ]]; then
-		echo "test.sh: run as root (the tests create network namespaces and VMs)" >&2
-		exit 1
-	fi
 	export DEBIAN_FRONTEND=noninteractive
 	missing=()
 	for p in "${packages[@]}"; do

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
@@ -37,18 +38,52 @@ const MaxManifestSize = 4 << 20
 // [ErrAliasExpansion]). Decode applies no defaults and does not validate:
 // see [SetDefaults] and [Validate], or [Load] for all three.
 func Decode(data []byte) (*VMI, error) {
+	vmi, _, err := decode(data)
+	return vmi, err
+}
+
+// decode is Decode that also says whether the manifest was a
+// VirtualMachine, whose spec paths are under spec.template.spec.
+func decode(data []byte) (*VMI, bool, error) {
+	d, err := decodeManifest(data)
+	if err != nil {
+		return nil, false, err
+	}
+	if len(d.fieldErrs) > 0 {
+		return nil, false, &DecodeError{Reason: "strict decoding", Err: errors.Join(d.fieldErrs...)}
+	}
+	return d.vmi, d.fromVM, nil
+}
+
+// decoded is a manifest decoded as far as it goes: with fieldErrs (unknown,
+// duplicate or mistyped fields) vmi holds every other field, so that Load
+// can validate them in the same pass.
+type decoded struct {
+	vmi       *VMI
+	fromVM    bool
+	fieldErrs []error
+}
+
+// isTypeError reports an error of the JSON decoder about a mistyped value,
+// after which it has decoded the rest of the document.
+func isTypeError(err error) bool {
+	var te *json.UnmarshalTypeError
+	return errors.As(err, &te)
+}
+
+func decodeManifest(data []byte) (decoded, error) {
 	if len(data) > MaxManifestSize {
-		return nil, &DecodeError{Reason: fmt.Sprintf("manifest is %d bytes, more than %d", len(data), MaxManifestSize)}
+		return decoded{}, &DecodeError{Reason: fmt.Sprintf("manifest is %d bytes, more than %d", len(data), MaxManifestSize)}
 	}
 	js, strictErrs, err := toJSON(data)
 	if err != nil {
-		return nil, err
+		return decoded{}, err
 	}
 	var head struct {
 		Kind string `json:"kind"`
 	}
 	if err := kjson.UnmarshalCaseSensitivePreserveInts(js, &head); err != nil {
-		return nil, &DecodeError{Reason: "not a Kubernetes object", Err: err}
+		return decoded{}, &DecodeError{Reason: "not a Kubernetes object", Err: err}
 	}
 	root, prefix := schemaNode{kv: kubevirtSchema().Roots[KindVMI], gt: reflect.TypeOf(VMI{})}, "spec"
 	switch head.Kind {
@@ -56,17 +91,43 @@ func Decode(data []byte) (*VMI, error) {
 	case KindVM:
 		root, prefix = schemaNode{kv: kubevirtSchema().Roots[KindVM], gt: reflect.TypeOf(vmManifest{})}, "spec.template.spec"
 	default:
-		return nil, &DecodeError{Reason: fmt.Sprintf("kind %q is neither %s nor %s", head.Kind, KindVMI, KindVM)}
+		return decoded{}, &DecodeError{Reason: fmt.Sprintf("kind %q is neither %s nor %s", head.Kind, KindVMI, KindVM)}
 	}
+	if head.Kind == KindVM {
+		var vm struct {
+			Spec struct {
+				Template *struct {
+					Spec json.RawMessage `json:"spec"`
+				} `json:"template"`
+			} `json:"spec"`
+		}
+		err := kjson.UnmarshalCaseSensitivePreserveInts(js, &vm)
+		if err == nil && (vm.Spec.Template == nil || len(vm.Spec.Template.Spec) == 0 || string(vm.Spec.Template.Spec) == "null") {
+			return decoded{}, &DecodeError{Reason: "VirtualMachine has no spec.template.spec"}
+		}
+	}
+	// Unknown, duplicate and mistyped fields all at once, before the
+	// decoder, which stops at the first mistyped one.
+	errs, unsupported, err := strictCheck(js, root, prefix)
+	if err != nil {
+		return decoded{}, &DecodeError{Reason: "not a Kubernetes object", Err: err}
+	}
+	errs = append(strictErrs, errs...)
+	// The decoder skips a mistyped value and decodes the rest: with the
+	// mistyped fields already reported, its error adds nothing.
+	tolerated := func(err error) bool { return len(errs) > 0 && isTypeError(err) }
 	var vmi VMI
 	if head.Kind == KindVM {
 		var vm vmManifest
-		if err := kjson.UnmarshalCaseSensitivePreserveInts(js, &vm); err != nil {
-			return nil, &DecodeError{Reason: "VirtualMachine", Err: err}
+		if err := kjson.UnmarshalCaseSensitivePreserveInts(js, &vm); err != nil && !tolerated(err) {
+			if len(errs) > 0 {
+				return decoded{}, &DecodeError{Reason: "strict decoding", Err: errors.Join(errs...)}
+			}
+			return decoded{}, &DecodeError{Reason: "VirtualMachine", Err: err}
 		}
 		t := vm.Spec.Template
 		if t == nil || t.Spec == nil {
-			return nil, &DecodeError{Reason: "VirtualMachine has no spec.template.spec"}
+			return decoded{}, &DecodeError{Reason: "VirtualMachine has no spec.template.spec"}
 		}
 		vmi.Metadata, vmi.Spec = t.Metadata, *t.Spec
 		if vmi.Metadata.Name == "" {
@@ -90,19 +151,15 @@ func Decode(data []byte) (*VMI, error) {
 			}
 			vmi.Spec.Domain.Firmware.UUID = VMFirmwareUUID(name)
 		}
-	} else if err := kjson.UnmarshalCaseSensitivePreserveInts(js, &vmi); err != nil {
-		return nil, &DecodeError{Reason: "VirtualMachineInstance", Err: err}
-	}
-	errs, unsupported, err := strictCheck(js, root, prefix)
-	if err != nil {
-		return nil, &DecodeError{Reason: "not a Kubernetes object", Err: err}
-	}
-	if errs = append(strictErrs, errs...); len(errs) > 0 {
-		return nil, &DecodeError{Reason: "strict decoding", Err: errors.Join(errs...)}
+	} else if err := kjson.UnmarshalCaseSensitivePreserveInts(js, &vmi); err != nil && !tolerated(err) {
+		if len(errs) > 0 {
+			return decoded{}, &DecodeError{Reason: "strict decoding", Err: errors.Join(errs...)}
+		}
+		return decoded{}, &DecodeError{Reason: "VirtualMachineInstance", Err: err}
 	}
 	vmi.Kind = KindVMI
 	vmi.Unsupported = unsupported
-	return &vmi, nil
+	return decoded{vmi: &vmi, fromVM: head.Kind == KindVM, fieldErrs: errs}, nil
 }
 
 // vmManifest is the part of a VirtualMachine that Decode reads.
@@ -147,16 +204,65 @@ func toJSON(data []byte) ([]byte, []error, error) {
 }
 
 // Load decodes a manifest, applies KubeVirt's defaults and validates it.
+//
+// A VirtualMachine's validation errors name the paths of the
+// VirtualMachine (spec.template.spec.domain…, not the VMI's spec.domain…),
+// so that they point into the file the user wrote.
+//
+// Every field error comes back in one pass: with unknown, duplicate or
+// mistyped fields, the rest of the manifest is still validated, and the
+// error holds both (a validation error about a field that was itself
+// mistyped, or about what holds it, is left out: it only repeats it).
 func Load(data []byte) (*VMI, error) {
-	vmi, err := Decode(data)
+	d, err := decodeManifest(data)
 	if err != nil {
 		return nil, err
 	}
+	vmi := d.vmi
 	SetDefaults(vmi)
-	if err := Validate(vmi); err != nil {
-		return nil, err
+	verr := Validate(vmi)
+	if verr != nil && d.fromVM {
+		rebaseSpecPaths(verr, "spec.template.spec")
 	}
-	return vmi, nil
+	if len(d.fieldErrs) == 0 {
+		if verr != nil {
+			return nil, verr
+		}
+		return vmi, nil
+	}
+	all := d.fieldErrs
+	for _, fe := range FieldErrors(verr) {
+		if !overlaps(fe.Path, d.fieldErrs) {
+			all = append(all, fe)
+		}
+	}
+	return nil, &DecodeError{Reason: "strict decoding", Err: errors.Join(all...)}
+}
+
+// overlaps reports whether path is, holds or lies under the path of one
+// of errs.
+func overlaps(path string, errs []error) bool {
+	under := func(p, parent string) bool {
+		rest, ok := strings.CutPrefix(p, parent)
+		return ok && (rest == "" || rest[0] == '.' || rest[0] == '[')
+	}
+	for _, e := range errs {
+		var fe *FieldError
+		if errors.As(e, &fe) && (under(path, fe.Path) || under(fe.Path, path)) {
+			return true
+		}
+	}
+	return false
+}
+
+// rebaseSpecPaths moves the FieldErrors of err from the VMI's "spec" to
+// prefix (a VirtualMachine's template).
+func rebaseSpecPaths(err error, prefix string) {
+	for _, fe := range FieldErrors(err) {
+		if rest, ok := strings.CutPrefix(fe.Path, "spec"); ok && (rest == "" || rest[0] == '.' || rest[0] == '[') {
+			fe.Path = prefix + rest
+		}
+	}
 }
 
 // unsupportedDomainKeys are KubeVirt fields under spec.domain that change

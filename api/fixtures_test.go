@@ -433,7 +433,7 @@ spec:
 		_, err := api.Decode([]byte(b.String()))
 		fes := api.FieldErrors(err)
 		require.Len(t, fes, 51)
-		require.Equal(t, "150 more unknown or duplicate fields not listed", fes[50].Reason)
+		require.Equal(t, "150 more unknown, duplicate or mistyped fields not listed", fes[50].Reason)
 	})
 }
 

@@ -5,6 +5,11 @@
 # addresses. Per interface: bridge k6t-netI with the NIC's MTU and a fixed
 # MAC, a link-local address, TX checksum off, tap tapI owned by 107, the
 # NIC takes the bridge's MAC, both enslaved, learning off, all up.
+case "${1:-}" in -h | --help) sed -n '2,/^[^#]/{/^#/{s/^# \{0,1\}//;p}}' "$0"; exit 0 ;; esac
+[[ -n "$(ip netns identify $$ 2>/dev/null)" ]] || {
+	echo "$(basename "$0"): run it inside a pod's network namespace (ip netns exec POD $0), not the host's" >&2
+	exit 2
+}
 set -eu
 n=${1:?usage: bridge.sh N}
 for ((i = 1; i <= n; i++)); do

@@ -17,6 +17,7 @@
 #   nftables/         cmd/virt-handler's ipv4-nat.nft and ipv6-nat.nft, which
 #                     phase1 loads from /etc/nftables (bench mounts them there
 #                     in a private mount namespace)
+case "${1:-}" in -h | --help) sed -n '2,/^[^#]/{/^#/{s/^# \{0,1\}//;p}}' "$0"; exit 0 ;; esac
 set -euo pipefail
 src=${1:?KUBEVIRT_SRC}
 out=${2:?OUTDIR}

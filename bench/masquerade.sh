@@ -5,6 +5,11 @@
 # k6t-eth0 10.0.2.1/24 with TX checksum off, tap0 owned by 107, forwarding
 # and route_localnet, and the NAT table virtnet's masquerade binding
 # installs for ports tcp/80 and udp/53.
+case "${1:-}" in -h | --help) sed -n '2,/^[^#]/{/^#/{s/^# \{0,1\}//;p}}' "$0"; exit 0 ;; esac
+[[ -n "$(ip netns identify $$ 2>/dev/null)" ]] || {
+	echo "$(basename "$0"): run it inside a pod's network namespace (ip netns exec POD $0), not the host's" >&2
+	exit 2
+}
 set -eu
 mtu=$(cat /sys/class/net/eth0/mtu)
 ip link add k6t-eth0 mtu "$mtu" address 02:00:00:00:00:00 type bridge

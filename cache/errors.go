@@ -36,6 +36,9 @@ type VersionError struct {
 }
 
 func (e *VersionError) Error() string {
+	if MinReadVersion < e.Want {
+		return fmt.Sprintf("cache: %s has schema version %d, this library reads versions %d to %d", e.Path, e.Got, MinReadVersion, e.Want)
+	}
 	return fmt.Sprintf("cache: %s has schema version %d, this library reads version %d", e.Path, e.Got, e.Want)
 }
 

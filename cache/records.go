@@ -6,7 +6,16 @@ import (
 )
 
 // Version is the schema version of every record this package writes.
+// The package reads its own version and the one before it
+// ([MinReadVersion]): after an upgrade, phase1 and Cleanup find the
+// records of VMIs an older release prepared (a CNI DEL on a node whose
+// plugin was upgraded while the pod ran). A version is raised only for a
+// change the older release would misread; the previous version's records
+// stay in testdata/records (TestReadsPreviousVersion).
 const Version = 1
+
+// MinReadVersion is the oldest record schema version this package reads.
+const MinReadVersion = 1
 
 // State is how far phase1 got with one interface.
 type State int

@@ -448,7 +448,7 @@ func Decode(path string, data []byte, rec versioned) error {
 	if head.Version == nil {
 		return &CorruptError{Path: path, Err: fmt.Errorf("no version field")}
 	}
-	if *head.Version != Version {
+	if *head.Version < MinReadVersion || *head.Version > Version {
 		return &VersionError{Path: path, Got: *head.Version, Want: Version}
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))

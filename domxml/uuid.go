@@ -24,3 +24,15 @@ func DomainUUID(vmi *api.VMI) string {
 	}
 	return uuid.NewSHA1(uuid.MustParse(UUIDNamespace), []byte(key)).String()
 }
+
+// FillUID sets metadata.uid, when the VMI has none, to the version-5 UUID
+// of "<namespace>/<name>" under [UUIDNamespace]. The API server gives every
+// object its uid; a manifest fresh from a repository has none, and phase1's
+// records and the domain UUID need one that is the same on every run.
+// virtnet-xml and the example launcher both call it, so that a manifest
+// previewed with one is launched with the same uid by the other.
+func FillUID(vmi *api.VMI) {
+	if vmi.Metadata.UID == "" {
+		vmi.Metadata.UID = uuid.NewSHA1(uuid.MustParse(UUIDNamespace), []byte(vmi.Metadata.Namespace+"/"+vmi.Metadata.Name)).String()
+	}
+}

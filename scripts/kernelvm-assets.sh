@@ -13,6 +13,7 @@
 # Needs (Debian 12): apt, dpkg, xz-utils, busybox-static; qemu-system-x86 is
 # needed to boot the VM, not to build the assets. Must run as root when it has
 # to `apt-get update` (it does so only if apt knows no linux-image-amd64).
+case "${1:-}" in -h | --help) sed -n '2,/^[^#]/{/^#/{s/^# \{0,1\}//;p}}' "$0"; exit 0 ;; esac
 set -euo pipefail
 
 dir="${1:-${VIRTNET_KERNELVM_DIR:-${HOME:-/root}/.cache/virtnet/kernelvm}}"

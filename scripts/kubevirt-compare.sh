@@ -15,6 +15,7 @@
 # stable firmware UUID (a VM's template becomes the VMI), the VMI mutating webhook (Mutate, with a
 # default KubeVirt configuration), then the converter with a virt-handler's default SMBIOS options and
 # the cache/io modes of virt-launcher's preStartHook (a file system with O_DIRECT, sparse images).
+case "${1:-}" in -h | --help) sed -n '2,/^[^#]/{/^#/{s/^# \{0,1\}//;p}}' "$0"; exit 0 ;; esac
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)

@@ -15,6 +15,7 @@
 #   domain-<v>.xml, vmi-<v>.json   the converter's domain and the VMI JSON virt-launcher hands to hooks
 #   hooks-<p>/                     KubeVirt's hook manager against the sidecar binary (as root: it runs
 #                                  TestKubeVirtHookManager with -kubevirt-probe, in network namespaces)
+case "${1:-}" in -h | --help) sed -n '2,/^[^#]/{/^#/{s/^# \{0,1\}//;p}}' "$0"; exit 0 ;; esac
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)

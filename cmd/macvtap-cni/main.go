@@ -13,10 +13,12 @@ import (
 
 	"github.com/containernetworking/cni/pkg/skel"
 
+	"github.com/virtnet/virtnet/internal/buildinfo"
 	"github.com/virtnet/virtnet/macvtap/plugin"
 )
 
 func main() {
+	buildinfo.HandleVersionFlag("macvtap-cni")
 	p := &plugin.Plugin{
 		Log:    slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		Stdout: os.Stdout,
@@ -29,5 +31,5 @@ func main() {
 		Del:    wrap(p.Del),
 		Check:  wrap(p.Check),
 		Status: wrap(p.Status),
-	}, plugin.VersionInfo(), "macvtap CNI plugin (virtnet)")
+	}, plugin.VersionInfo(), buildinfo.About("macvtap-cni"))
 }

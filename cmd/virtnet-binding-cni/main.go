@@ -48,6 +48,7 @@ import (
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/version"
 
+	"github.com/virtnet/virtnet/internal/buildinfo"
 	"github.com/virtnet/virtnet/internal/kvplugin/cniplugin"
 )
 
@@ -57,6 +58,7 @@ func init() {
 }
 
 func main() {
+	buildinfo.HandleVersionFlag("virtnet-binding-cni")
 	skel.PluginMainFuncs(skel.CNIFuncs{Add: cniplugin.Add, Del: cniplugin.Del, Check: cniplugin.Check, GC: cniplugin.GC},
-		version.PluginSupports("0.4.0", "1.0.0", "1.1.0"), "virtnet-binding-cni")
+		version.PluginSupports("0.4.0", "1.0.0", "1.1.0"), buildinfo.About("virtnet-binding-cni"))
 }

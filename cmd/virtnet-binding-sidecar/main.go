@@ -40,6 +40,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/virtnet/virtnet/internal/buildinfo"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -54,7 +55,12 @@ func main() {
 	flag.StringVar(&cfg.NetNS, "netns", "", "network namespace path (default: the sidecar's own)")
 	flag.StringVar(&cfg.ResolvConf, "resolv-conf", "/etc/resolv.conf", "resolv.conf whose DNS servers and search domains DHCP serves")
 	level := flag.String("log-level", "info", "debug, info, warn or error")
+	showVersion := flag.Bool("version", false, "print the version and exit")
 	flag.Parse()
+	if *showVersion {
+		fmt.Println(buildinfo.About("virtnet-binding-sidecar"))
+		return
+	}
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(*level)); err != nil {
 		fmt.Fprintln(os.Stderr, "virtnet-binding-sidecar: -log-level:", err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/virtnet/virtnet/internal/buildinfo"
 	"io"
 	"log/slog"
 	"os"
@@ -57,11 +58,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fset.BoolVar(&c.once, "once", false, "exit after the hook instead of serving DHCP until signalled")
 	fset.BoolVar(&c.cleanup, "cleanup", false, "undo phase1 (phase1.Cleanup) before exiting")
 	fset.BoolVar(&c.verbose, "v", false, "log every step (to stderr)")
+	showVersion := fset.Bool("version", false, "print the version and exit")
 	if err := fset.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
 		return 2
+	}
+	if *showVersion {
+		fmt.Fprintln(stdout, buildinfo.About("launcher"))
+		return 0
 	}
 	switch {
 	case fset.NArg() > 0:
@@ -108,6 +114,7 @@ func launch(ctx context.Context, c config, stdout, stderr io.Writer, log *slog.L
 	if err != nil {
 		return err
 	}
+	domxml.FillUID(vmi) // as virtnet-xml does: the same records and domain UUID
 	say("VMI %s/%s (uid %s): %d interface(s), %d volume(s)", vmi.Metadata.Namespace, vmi.Metadata.Name,
 		vmi.Metadata.UID, len(vmi.Spec.Domain.Devices.Interfaces), len(vmi.Spec.Volumes))
 	if os.Geteuid() != 0 {

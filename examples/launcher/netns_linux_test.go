@@ -13,6 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"libvirt.org/go/libvirtxml"
 
+	"github.com/virtnet/virtnet/api"
+	"github.com/virtnet/virtnet/domxml"
 	"github.com/virtnet/virtnet/internal/testutil"
 )
 
@@ -157,4 +159,39 @@ func TestErrorsDoNotStutter(t *testing.T) {
 	require.Equal(t, 1, code)
 	require.Contains(t, errb.String(), "launcher: phase1: open namespace: ")
 	require.Equal(t, 1, strings.Count(errb.String(), "phase1:"), errb.String())
+}
+
+// TestLaunchWithoutUID: a manifest without metadata.uid is launched with
+// the uid virtnet-xml derives for it (domxml.FillUID), so the domain UUID
+// is the one the preview showed; before, phase1 refused the VMI's cache
+// directory name.
+func TestLaunchWithoutUID(t *testing.T) {
+	pod := testutil.NewPod(t)
+	dir := t.TempDir()
+	manifest := []byte(`
+kind: VirtualMachineInstance
+metadata: {name: vm-nouid, namespace: default}
+spec:
+  domain: {devices: {interfaces: [{name: s1, sriov: {}}]}}
+  networks: [{name: s1, multus: {networkName: sriov-net}}]
+`)
+	vmi := filepath.Join(dir, "vmi.yaml")
+	require.NoError(t, os.WriteFile(vmi, manifest, 0o644))
+	t.Setenv("KUBEVIRT_RESOURCE_NAME_s1", "intel.com/sriov_netdevice")
+	t.Setenv("PCIDEVICE_INTEL_COM_SRIOV_NETDEVICE", "0000:3b:02.1")
+	xmlPath := filepath.Join(dir, "domain.xml")
+	var out, errb syncBuffer
+	require.Equal(t, 0, run(context.Background(), []string{"-vmi", vmi, "-netns", pod.Pod.Name, "-dir", filepath.Join(dir, "work"),
+		"-o", xmlPath, "-resolv", filepath.Join(dir, "none"), "-cleanup", "-once"}, &out, &errb), "stderr:\n%s", errb.String())
+	b, err := os.ReadFile(xmlPath)
+	require.NoError(t, err)
+	var dom libvirtxml.Domain
+	require.NoError(t, dom.Unmarshal(string(b)))
+
+	want, err := api.Load(manifest)
+	require.NoError(t, err)
+	domxml.FillUID(want)
+	require.NotEmpty(t, want.Metadata.UID)
+	require.Equal(t, domxml.DomainUUID(want), dom.UUID)
+	require.Contains(t, errb.String(), "uid "+want.Metadata.UID)
 }

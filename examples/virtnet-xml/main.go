@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/virtnet/virtnet/internal/buildinfo"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -14,13 +15,13 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/google/uuid"
-
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/binding"
+	"github.com/virtnet/virtnet/binding/registry"
 	"github.com/virtnet/virtnet/binding/sriov"
 	"github.com/virtnet/virtnet/cache"
 	"github.com/virtnet/virtnet/domxml"
+	"github.com/virtnet/virtnet/internal/kvplugin"
 	"github.com/virtnet/virtnet/phase1"
 	"github.com/virtnet/virtnet/phase2"
 	"github.com/virtnet/virtnet/phase2/prestart"
@@ -72,11 +73,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fset.StringVar(&c.out, "o", "", "write the output to this file instead of stdout")
 	fset.StringVar(&c.ifaceType, "interface-type", "", "bridge or ethernet: how bridge and masquerade NICs attach (default: bridge with CAP_NET_ADMIN, else ethernet)")
 	fset.BoolVar(&c.plan, "plan", false, "print a per-interface diagram of the pod network instead of XML")
+	showVersion := fset.Bool("version", false, "print the version and exit")
 	if err := fset.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
 		return 2
+	}
+	if *showVersion {
+		fmt.Fprintln(stdout, buildinfo.About("virtnet-xml"))
+		return 0
 	}
 	if fset.NArg() > 0 {
 		fmt.Fprintf(stderr, "virtnet-xml: unexpected arguments %q\n", fset.Args())
@@ -121,7 +127,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 	var out string
 	if c.plan {
-		items, err := phase2.ReadRecords(ctx, vmi, store, phase2.Options{})
+		items, err := phase2.ReadRecords(ctx, vmi, store, phase2.Options{Registry: previewRegistry()})
 		if err != nil {
 			fmt.Fprintf(stderr, "virtnet-xml: %v\n", err)
 			return 1
@@ -139,7 +145,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				}
 			}
 		}
-		dom, err := phase2.Domain(ctx, vmi, store, phase2.Options{Render: render})
+		dom, err := phase2.Domain(ctx, vmi, store, phase2.Options{Render: render, Registry: previewRegistry()})
 		if err != nil {
 			fmt.Fprintf(stderr, "virtnet-xml: %v\n", err)
 			return 1
@@ -174,12 +180,9 @@ func loadVMI(file string) (*api.VMI, error) {
 	if err != nil {
 		return nil, err
 	}
-	if vmi.Metadata.UID == "" {
-		// Manifests get their uid from the API server; a file fresh
-		// from a repository has none. Derive a stable one so that the
-		// cache directory and the domain UUID are the same every run.
-		vmi.Metadata.UID = uuid.NewSHA1(uuid.MustParse(domxml.UUIDNamespace), []byte(vmi.Metadata.Namespace+"/"+vmi.Metadata.Name)).String()
-	}
+	// A file fresh from a repository has no uid: a stable one keeps the
+	// cache directory and the domain UUID the same every run.
+	domxml.FillUID(vmi)
 	return vmi, nil
 }
 
@@ -238,7 +241,7 @@ func prepareCache(ctx context.Context, c config, vmi *api.VMI, logger *slog.Logg
 		if !strings.Contains(path, "/") {
 			path = filepath.Join("/var/run/netns", path)
 		}
-		err = phase1.Run(ctx, vmi, path, store, phase1.Options{Logger: logger})
+		err = phase1.Run(ctx, vmi, path, store, phase1.Options{Logger: logger, Registry: previewRegistry()})
 	case c.vmiFile != "":
 		err = simulatePhase1(ctx, vmi, store, logger)
 	default:
@@ -280,3 +283,20 @@ func copyEmbedded(dir string) error {
 }
 
 var errNoUID = errors.New("the VMI has no metadata.uid, which names its cache directory")
+
+// previewRegistry is the default registry plus virtnet's KubeVirt 1.x
+// binding plugin names (virtnet-bridge, virtnet-masquerade, virtnet-slirp,
+// as deploy/kubevirt-cr.yaml registers them), each served by the core
+// binding its plugin runs: a manifest written for the plugins
+// (deploy/vm-example.yaml) previews with the interfaces the plugins give
+// it. (The sidecar always attaches type='ethernet', as a KubeVirt
+// launcher without CAP_NET_ADMIN; -interface-type ethernet shows that.)
+func previewRegistry() binding.Registry {
+	reg := registry.Default()
+	for name, method := range kvplugin.Plugins() {
+		if b, ok := reg[method]; ok {
+			reg[name] = b
+		}
+	}
+	return reg
+}

@@ -72,5 +72,5 @@ func simulatePhase1(ctx context.Context, vmi *api.VMI, store *cache.Store, logge
 	if err != nil {
 		return fmt.Errorf("simulated pod: %w", err)
 	}
-	return phase1.Run(ctx, vmi, "", store, phase1.Options{Driver: fake, Logger: logger})
+	return phase1.Run(ctx, vmi, "", store, phase1.Options{Driver: fake, Logger: logger, Registry: previewRegistry()})
 }

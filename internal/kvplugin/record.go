@@ -16,10 +16,19 @@ import (
 	"github.com/virtnet/virtnet/internal/names"
 )
 
-// RecordVersion is the version of the hand-off record this build writes
-// and reads. A CNI plugin and a sidecar of different record versions
-// refuse each other's state: upgrade both together.
+// RecordVersion is the version of the hand-off record this build writes.
+// A build reads its own version and the one before it
+// ([MinRecordVersion]), so that during a node-by-node upgrade a new
+// sidecar reads what a not yet upgraded CNI plugin wrote (upgrade the
+// sidecar images, then the CNI DaemonSet). The record is protobuf: a field
+// added to it is read as absent by the older build and needs no new
+// version; a version is for a change an older build would misread. When
+// it is raised, MinRecordVersion becomes the old value and the old
+// version's records stay in testdata (TestReadsPreviousRecordVersion).
 const RecordVersion = 1
+
+// MinRecordVersion is the oldest hand-off record version this build reads.
+const MinRecordVersion = 1
 
 // MaxAlias is the longest link alias the kernel keeps (IFALIASZ - 1).
 const MaxAlias = 255
@@ -35,7 +44,10 @@ type VersionError struct {
 }
 
 func (e *VersionError) Error() string {
-	return fmt.Sprintf("hand-off record version %d, this build reads %d: the CNI plugin and the sidecar must be the same release", e.Got, e.Want)
+	if MinRecordVersion < e.Want {
+		return fmt.Sprintf("hand-off record version %d, this build reads %d to %d: the CNI plugin and the sidecar must be at most one release apart", e.Got, MinRecordVersion, e.Want)
+	}
+	return fmt.Sprintf("hand-off record version %d, this build reads %d: the CNI plugin and the sidecar must be at most one release apart", e.Got, e.Want)
 }
 
 // MismatchError reports a record about another binding or pod interface
@@ -138,7 +150,7 @@ func Decode(alias, binding, podIface string) (*cache.Interface, error) {
 	if !ok || err != nil {
 		return nil, ErrForeignRecord
 	}
-	if v != RecordVersion {
+	if v < MinRecordVersion || v > RecordVersion {
 		return nil, &VersionError{Got: v, Want: RecordVersion}
 	}
 	b, err := base64.RawStdEncoding.DecodeString(body)

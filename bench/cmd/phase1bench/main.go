@@ -8,6 +8,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/virtnet/virtnet/internal/buildinfo"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -47,7 +48,12 @@ func main() {
 	flag.BoolVar(&profile, "profile", false, "print, per driver method, the calls and time of phase1's last run of each case (stderr)")
 	peer := flag.String("peer", "", "directory built by bench/kubevirt-peer.sh: time KubeVirt v0.53.2's phase1 against ours instead")
 	settle := flag.Duration("settle", 0, "wait after creating each pod's namespaces (and 5 ms more per interface), so that the previous run's namespaces are gone")
+	showVersion := flag.Bool("version", false, "print the version and exit")
 	flag.Parse()
+	if *showVersion {
+		fmt.Println(buildinfo.About("phase1bench"))
+		return
+	}
 	settleTime = *settle
 	if *peer != "" {
 		if err := runPeer(*peer, *runs, *settle, *header); err != nil {

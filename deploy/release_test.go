@@ -1,0 +1,240 @@
+//go:build linux
+
+package deploy
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/containernetworking/cni/libcni"
+	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/yaml"
+)
+
+// release is the newest version CHANGELOG.md names ("## v0.1.0 — …").
+func release(t *testing.T) string {
+	b, err := os.ReadFile("../CHANGELOG.md")
+	require.NoError(t, err)
+	m := regexp.MustCompile(`(?m)^## (v\d+\.\d+\.\d+)\b`).FindSubmatch(b)
+	require.NotNil(t, m, "CHANGELOG.md has no release heading")
+	return string(m[1])
+}
+
+type kustomization struct {
+	APIVersion     string   `json:"apiVersion"`
+	Kind           string   `json:"kind"`
+	Resources      []string `json:"resources"`
+	Configurations []string `json:"configurations"`
+	Images         []struct {
+		Name    string `json:"name"`
+		NewName string `json:"newName,omitempty"`
+		NewTag  string `json:"newTag,omitempty"`
+	} `json:"images"`
+	Patches []struct {
+		Target map[string]string `json:"target"`
+		Patch  string            `json:"patch"`
+	} `json:"patches"`
+}
+
+func loadKustomization(t *testing.T, path string) kustomization {
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var k kustomization
+	strict(t, path, b, &k)
+	require.Equal(t, "kustomize.config.k8s.io/v1beta1", k.APIVersion)
+	require.Equal(t, "Kustomization", k.Kind)
+	return k
+}
+
+// TestKustomization: deploy/ applies as one kustomization; every image its
+// resources name (the installer's and the CR's sidecar images) is pinned
+// to the release of CHANGELOG.md and listed under images: to be
+// overridden, the CR's sidecarImage fields through kustomizeconfig.yaml.
+func TestKustomization(t *testing.T) {
+	k := loadKustomization(t, "kustomization.yaml")
+	require.ElementsMatch(t, []string{"cni-daemonset.yaml", "network-attachment-definitions.yaml", "kubevirt-cr.yaml"}, k.Resources)
+	rel := release(t)
+	overridable := map[string]string{}
+	for _, im := range k.Images {
+		require.Equal(t, rel, im.NewTag, im.Name)
+		overridable[im.Name] = im.NewTag
+	}
+	imageRE := regexp.MustCompile(`(?m)^\s+(image|sidecarImage): (\S+)$`)
+	seen := map[string]bool{}
+	for _, r := range k.Resources {
+		b, err := os.ReadFile(r)
+		require.NoError(t, err)
+		for _, m := range imageRE.FindAllStringSubmatch(string(b), -1) {
+			name, tag, ok := strings.Cut(m[2], ":v")
+			require.True(t, ok, "%s: %s is not pinned to a release", r, m[2])
+			require.Equal(t, rel, "v"+tag, "%s: %s", r, m[2])
+			require.Contains(t, overridable, name, "%s: %s cannot be overridden", r, m[2])
+			seen[name] = true
+		}
+	}
+	require.Len(t, seen, len(overridable), "an image under images: that no resource uses")
+
+	var cfg struct {
+		Images []struct {
+			Path string `json:"path"`
+			Kind string `json:"kind"`
+		} `json:"images"`
+	}
+	b, err := os.ReadFile("kustomizeconfig.yaml")
+	require.NoError(t, err)
+	strict(t, "kustomizeconfig.yaml", b, &cfg)
+	var paths []string
+	for _, f := range cfg.Images {
+		require.Equal(t, "KubeVirt", f.Kind)
+		paths = append(paths, f.Path)
+	}
+	var want []string
+	for name := range registeredPlugins(t) {
+		want = append(want, "spec/configuration/network/binding/"+name+"/sidecarImage")
+	}
+	require.ElementsMatch(t, want, paths)
+	require.Equal(t, []string{"kustomizeconfig.yaml"}, k.Configurations)
+}
+
+// TestVersionMatrix: what docs/kubevirt-1x.md's matrix says each KubeVirt
+// release needs. 1.1–1.4: the NetworkBindingPlugins feature gate (GA in
+// 1.5; KubeVirt's pkg/virt-config), added by a JSON patch that keeps the
+// gates already set. 1.1: no migration field in the binding registration
+// (added in 1.2), which the 1.1 overlay removes wherever the CR has one.
+func TestVersionMatrix(t *testing.T) {
+	var gate []map[string]any
+	b, err := os.ReadFile("feature-gate-1.1-1.4.json")
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &gate))
+	require.Equal(t, []map[string]any{{"op": "add", "path": "/spec/configuration/developerConfiguration/featureGates/-", "value": "NetworkBindingPlugins"}}, gate)
+
+	k := loadKustomization(t, "kubevirt-1.1/kustomization.yaml")
+	require.Equal(t, []string{"../"}, k.Resources)
+	require.Len(t, k.Patches, 1)
+	require.Equal(t, "KubeVirt", k.Patches[0].Target["kind"])
+	var ops []struct {
+		Op, Path string
+	}
+	require.NoError(t, yaml.Unmarshal([]byte(k.Patches[0].Patch), &ops))
+	var removed []string
+	for _, op := range ops {
+		require.Equal(t, "remove", op.Op)
+		removed = append(removed, op.Path)
+	}
+	var want []string
+	for name, p := range registeredPlugins(t) {
+		if p.Migration != nil {
+			want = append(want, "/spec/configuration/network/binding/"+name+"/migration")
+		}
+	}
+	require.ElementsMatch(t, want, removed)
+}
+
+// TestExampleNetworks: every Multus network deploy/vm-example.yaml attaches
+// to is defined in deploy/ (example-network.yaml), as a configuration
+// libcni loads.
+func TestExampleNetworks(t *testing.T) {
+	var vm struct {
+		Metadata struct {
+			Namespace string `json:"namespace"`
+		} `json:"metadata"`
+		Spec struct {
+			Template struct {
+				Spec struct {
+					Networks []struct {
+						Multus *struct {
+							NetworkName string `json:"networkName"`
+						} `json:"multus"`
+					} `json:"networks"`
+				} `json:"spec"`
+			} `json:"template"`
+		} `json:"spec"`
+	}
+	require.NoError(t, yaml.Unmarshal(vmExample, &vm))
+	defined := map[string]string{}
+	b, err := os.ReadFile("example-network.yaml")
+	require.NoError(t, err)
+	var n struct {
+		Metadata struct{ Name, Namespace string } `json:"metadata"`
+		Spec     struct {
+			Config string `json:"config"`
+		} `json:"spec"`
+	}
+	require.NoError(t, yaml.Unmarshal(b, &n))
+	defined[n.Metadata.Namespace+"/"+n.Metadata.Name] = n.Spec.Config
+	ns := vm.Metadata.Namespace
+	if ns == "" {
+		ns = "default"
+	}
+	found := 0
+	for _, net := range vm.Spec.Template.Spec.Networks {
+		if net.Multus == nil {
+			continue
+		}
+		key := net.Multus.NetworkName
+		if !strings.Contains(key, "/") {
+			key = ns + "/" + key
+		}
+		cfg, ok := defined[key]
+		require.True(t, ok, "network %s is not defined in deploy/", key)
+		conf, err := libcni.ConfFromBytes([]byte(cfg))
+		require.NoError(t, err, key)
+		require.Equal(t, net.Multus.NetworkName, conf.Network.Name)
+		found++
+	}
+	require.NotZero(t, found)
+}
+
+// TestInstallerPrivileged: the CNI installer writes the host's
+// /opt/cni/bin, which SELinux refuses to an unprivileged container
+// (container_t) whatever its uid.
+func TestInstallerPrivileged(t *testing.T) {
+	var ds struct {
+		Spec struct {
+			Template struct {
+				Spec struct {
+					Containers []struct {
+						SecurityContext struct {
+							Privileged *bool `json:"privileged"`
+						} `json:"securityContext"`
+					} `json:"containers"`
+				} `json:"spec"`
+			} `json:"template"`
+		} `json:"spec"`
+	}
+	require.NoError(t, yaml.Unmarshal(cniDaemonSet, &ds))
+	require.Len(t, ds.Spec.Template.Spec.Containers, 1)
+	p := ds.Spec.Template.Spec.Containers[0].SecurityContext.Privileged
+	require.True(t, p != nil && *p)
+}
+
+// TestImagesEveryArch: the images' binaries build for amd64 and arm64 as
+// the Containerfile builds them (cross-compiled on the build platform, no
+// cgo), and the Containerfile builds that way.
+func TestImagesEveryArch(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cross-compiles the images' binaries for two architectures (-short)")
+	}
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("needs the go command")
+	}
+	cf := string(containerfile)
+	require.Contains(t, cf, "FROM --platform=$BUILDPLATFORM")
+	require.Contains(t, cf, "GOARCH=$TARGETARCH")
+	require.Contains(t, cf, `org.opencontainers.image.version="${VERSION}"`)
+	root, err := filepath.Abs("..")
+	require.NoError(t, err)
+	// amd64 is what every other test builds; arm64 is the other image.
+	for _, arch := range []string{"arm64"} {
+		cmd := exec.Command("go", "build", "-o", t.TempDir()+"/", "./cmd/virtnet-binding-sidecar", "./cmd/virtnet-binding-cni")
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s: %s", arch, out)
+	}
+}

@@ -1,0 +1,39 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"libvirt.org/go/libvirtxml"
+)
+
+// TestPreviewsDeploy: every VM manifest the project ships in deploy/
+// previews (its interfaces bound to virtnet's KubeVirt 1.x plugin names),
+// and the domain is valid.
+func TestPreviewsDeploy(t *testing.T) {
+	files, err := filepath.Glob("../../deploy/*.yaml")
+	require.NoError(t, err)
+	kindRE := regexp.MustCompile(`(?m)^kind: (VirtualMachine|VirtualMachineInstance)$`)
+	ifaceRE := regexp.MustCompile(`(?m)^\s+- name: \S+\n\s+binding: \{name: \S+\}`)
+	n := 0
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		if !kindRE.Match(b) {
+			continue
+		}
+		n++
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			stdout, stderr, code := runMain(t, "-vmi", f, "-interface-type", "ethernet")
+			require.Equal(t, 0, code, "stderr: %s", stderr)
+			validateXML(t, stdout)
+			var dom libvirtxml.Domain
+			require.NoError(t, dom.Unmarshal(stdout))
+			require.Len(t, dom.Devices.Interfaces, len(ifaceRE.FindAll(b, -1)))
+		})
+	}
+	require.NotZero(t, n, "deploy/ has no VM manifest")
+}
