@@ -76,6 +76,7 @@ func TestRerunFailureKeepsFinished(t *testing.T) {
 				r1, m1 := d.Counts()
 				calls := r1 + m1 - r0 - m0
 				require.Greater(t, calls, 3, "calls of the second run")
+				t.Logf("the second run makes %d calls, each failed in turn", calls)
 
 				for n := 1; n <= calls; n++ {
 					fd := &faultinject.Driver{Inner: f}

@@ -90,6 +90,7 @@ func TestRerunFaultKeepsRunningVM(t *testing.T) {
 			r, m := count.Counts()
 			calls := r + m
 			require.GreaterOrEqual(t, calls, 4, "kernel calls of a re-run")
+			t.Logf("a re-run makes %d kernel calls, each failed in turn (ENOBUFS, then cancellation)", calls)
 
 			for _, how := range []string{"ENOBUFS", "cancel"} {
 				for n := 1; n <= calls; n++ {
