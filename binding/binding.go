@@ -188,19 +188,28 @@ func DeviceAlias(b Binding, iface string) string {
 // implementation (api.Interface.Binding is the key).
 type Registry map[string]Binding
 
-// Lookup returns the binding of a method or an *UnknownMethodError.
+// Lookup returns the binding of a method or an *UnknownMethodError; a
+// method registered with a nil binding is refused the same way (its
+// error says so), never returned.
 func (r Registry) Lookup(method string) (Binding, error) {
 	b, ok := r[method]
-	if !ok {
-		return nil, &UnknownMethodError{Method: method}
+	if !ok || b == nil {
+		return nil, &UnknownMethodError{Method: method, Nil: ok}
 	}
 	return b, nil
 }
 
 // UnknownMethodError is a binding method with no implementation.
-type UnknownMethodError struct{ Method string }
+type UnknownMethodError struct {
+	Method string
+	// Nil is set when the method is registered with a nil binding.
+	Nil bool
+}
 
 func (e *UnknownMethodError) Error() string {
+	if e.Nil {
+		return "binding: method " + e.Method + " is registered with a nil implementation"
+	}
 	return "binding: no implementation of method " + e.Method
 }
 

@@ -7,9 +7,12 @@
 //
 //	<root>/<vmi-uid>/pod-interface-<iface>.json   progress and what was discovered ([Progress])
 //	<root>/<vmi-uid>/interface-<iface>.json       what phase2 and DHCP need ([Interface])
+//	<root>/<vmi-uid>/netns.json                   the namespace the records describe ([Namespace])
 //
-// where <iface> is the VMI interface name, and, while a phase1 run of the
-// VMI holds it, the lock file <root>/.lock-<vmi-uid> ([Store.LockVMI]).
+// where <iface> is the VMI interface name, and, while a phase1 run holds
+// them, the lock files <root>/.lock-<vmi-uid> ([Store.LockVMI]) and
+// <root>/.lock-netns-<dev>-<ino> ([Store.LockNamespace]), 0600; lock files
+// a killed run left are removed by [Store.RemoveStaleLocks].
 // Each record is JSON with a "version" field; reading another version is a
 // [*VersionError]. Files are mode 0644 in 0755 directories so that the
 // launcher (qemu, uid 107) can read them; nothing is world-writable.

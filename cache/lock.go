@@ -52,6 +52,17 @@ func (s *Store) LockVMI(ctx context.Context, uid string) (*Lock, error) {
 	return s.lock(ctx, ".lock-"+uid, "VMI "+uid)
 }
 
+// LockNamespace takes the store's lock of one network namespace, named by
+// the device and inode of its nsfs file (file <root>/.lock-netns-<dev>-<ino>,
+// 0600), waiting until it is free or ctx is done; what names the namespace
+// in errors. Every phase1 Run and Cleanup on a namespace holds it. Only
+// root (or the store's owner) can open the file, so that no other user of
+// the node or the pod can hold phase1 off, as anyone could by flocking
+// the namespace file itself (mode 0444, or /proc/self/ns/net in the pod).
+func (s *Store) LockNamespace(ctx context.Context, dev, ino uint64, what string) (*Lock, error) {
+	return s.lock(ctx, fmt.Sprintf(".lock-netns-%d-%d", dev, ino), "network namespace "+what)
+}
+
 // lockRetries bounds how often a lock file removed under a waiting run is
 // taken again.
 const lockRetries = 100
@@ -91,4 +102,39 @@ func (s *Store) lock(ctx context.Context, name, what string) (*Lock, error) {
 		}
 	}
 	return nil, fmt.Errorf("cache: lock %s: removed and recreated %d times while waiting", path, lockRetries)
+}
+
+// RemoveStaleLocks removes the lock files in the root that no run holds
+// (those a killed run left behind) and returns how many it removed. A
+// run waiting on a removed file takes the lock again on a new one (see
+// [Lock.Remove]), so it is safe while other runs hold or wait for locks.
+func (s *Store) RemoveStaleLocks() (int, error) {
+	if err := checkExistingDirs(s.root); err != nil {
+		return 0, err
+	}
+	ents, err := os.ReadDir(s.root)
+	if os.IsNotExist(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("cache: list %s: %w", s.root, err)
+	}
+	n := 0
+	for _, e := range ents {
+		if !e.Type().IsRegular() || len(e.Name()) < 6 || e.Name()[:6] != ".lock-" {
+			continue
+		}
+		p := filepath.Join(s.root, e.Name())
+		f, err := os.OpenFile(p, os.O_RDWR|syscall.O_NOFOLLOW, 0)
+		if err != nil {
+			continue
+		}
+		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
+			if err := os.Remove(p); err == nil {
+				n++
+			}
+		}
+		f.Close()
+	}
+	return n, nil
 }

@@ -205,7 +205,10 @@ func attach(t *testing.T, n nad, method string) {
 		cfg[k] = v
 	}
 	cfg["args"] = map[string]any{"cni": map[string]any{"logicNetworkName": "default"}}
-	cfg["cacheDir"] = filepath.Join(t.TempDir(), "cache") // the only addition: not the node's directory
+	run, err := os.MkdirTemp("/run", "virtnet-test-") // cacheDir must be under /run
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(run) })
+	cfg["cacheDir"] = filepath.Join(run, "cache") // the only addition: not the node's directory
 	conf, err := json.Marshal(cfg)
 	require.NoError(t, err)
 	args := &skel.CmdArgs{ContainerID: "deploy-" + method, Netns: pod.Pod.Path, IfName: "net1", StdinData: conf}

@@ -48,6 +48,9 @@ func TestGuestThroughBindingPlugins(t *testing.T) {
 	work, err := os.MkdirTemp("", "vn-e2e-plugin-")
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = os.RemoveAll(work) })
+	run, err := os.MkdirTemp("/run", "virtnet-test-") // cacheDir must be under /run
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(run) })
 	pod := testutil.NewPod(t)
 
 	node, _ := serveSource(t, pod.Node, net.ParseIP("10.244.1.1"))
@@ -55,7 +58,7 @@ func TestGuestThroughBindingPlugins(t *testing.T) {
 	// The binding CNI plugin, as Multus calls it for KubeVirt's binding
 	// attachment of the pod network.
 	conf := `{"cniVersion":"1.0.0","name":"virtnet-masquerade","type":"virtnet-binding-cni","binding":"masquerade",
-		"logLevel":"warn","cacheDir":"` + filepath.Join(work, "cni") + `","args":{"cni":{"logicNetworkName":"default"}}}`
+		"logLevel":"warn","cacheDir":"` + filepath.Join(run, "cni") + `","args":{"cni":{"logicNetworkName":"default"}}}`
 	args := &skel.CmdArgs{ContainerID: "e2e-plugin", Netns: pod.Pod.Path, IfName: "net1", StdinData: []byte(conf)}
 	require.NoError(t, cniplugin.Add(args), "CNI ADD")
 	t.Cleanup(func() { require.NoError(t, cniplugin.Del(args), "CNI DEL") })

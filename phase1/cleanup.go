@@ -33,6 +33,9 @@ func Cleanup(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.S
 			err = &Error{Step: StepLock, Err: uerr}
 		}
 	}()
+	if err := locks.checkNamespace(store, vmi.Metadata.UID); err != nil {
+		return err
+	}
 	if _, err := store.RemoveTemps(vmi.Metadata.UID); err != nil {
 		return &Error{Step: StepRead, Err: err}
 	}

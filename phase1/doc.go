@@ -5,9 +5,12 @@
 //
 //  1. checks the namespace path (an nsfs network namespace, else a
 //     [*NotNamespaceError]) and takes the VMI's and the namespace's locks,
-//  2. removes temporary files an interrupted cache write left, then reads
-//     every record of the VMI: one that is unsafe, corrupt, of another
-//     version or of another binding fails the run before any kernel call,
+//  2. refuses a namespace other than the one the VMI's records describe
+//     (their namespace record, netns.json: a [*cache.NamespaceMismatchError],
+//     permanent), removes temporary files an interrupted cache write left,
+//     then reads every record of the VMI: one that is unsafe, corrupt, of
+//     another version or of another binding fails the run before any
+//     kernel call,
 //  3. for every pair, discovers the pod link as the CNI left it (only when
 //     no record says it was) and plans the interface record phase2 needs;
 //     a plan error, a pod link phase1 already prepared
@@ -17,10 +20,13 @@
 //     then prepares the namespace (bridge, tap, dummy, NAT, …),
 //  5. marks every pair "finished" and syncs the cache directory once.
 //
-// All or none: a failure at step 4 or 5 (a kernel step, a full disk, the
-// caller's cancellation) undoes every interface of the VMI this run
-// touched, the failing one included, and removes their records, unless
-// [Options.KeepOnFailure] is set. Phase1 deletes or changes only links it
+// All or none, per run: a failure at step 4 or 5 (a kernel step, a full
+// disk, the caller's cancellation) undoes every interface this run began
+// and no earlier run had finished, the failing one included, and removes
+// their records, unless [Options.KeepOnFailure] is set. An interface whose
+// record said "finished" when the run started is never undone by it: the
+// VM may be running on it (QEMU holds its tap), so a repeated run that
+// fails leaves it as it was (see [Run]). Phase1 deletes or changes only links it
 // created, which it marks (see package binding): a link under one of its
 // names that it did not create is refused, never adopted and never
 // deleted.
@@ -38,16 +44,19 @@
 // Any number of processes may call Run and Cleanup concurrently, for any
 // VMIs and namespaces, with stores on one root or several. Two calls for
 // the same VMI (same UID and store root) or for the same network
-// namespace (however its path is spelled: /proc/<pid>/ns/net and a bind
-// mount under /var/run/netns are one nsfs inode) never interleave: each
-// holds an flock on the VMI's lock file (<root>/.lock-<uid>, 0600, removed
-// when the call ends) and on the namespace file for its whole duration,
-// taken in that order. A call that finds a lock held waits until it is
-// free, the context is done or [Options.LockWait] has passed; then it
-// fails with an error matching [ErrLocked] that names the lock and says
-// another run holds it. A killed holder's locks are released by the
-// kernel. Runs for one VMI with two different store roots are not
-// serialised by the VMI lock, only by the namespace's.
+// namespace with the same store root (however its path is spelled:
+// /proc/<pid>/ns/net and a bind mount under /var/run/netns are one nsfs
+// inode) never interleave: each holds an flock on the VMI's lock file
+// (<root>/.lock-<uid>) and on the namespace's (<root>/.lock-netns-<dev>-<ino>,
+// named by the nsfs inode), both 0600 in the store's root and removed when
+// the call ends, for its whole duration, taken in that order. Only root
+// can open them: a user who flocks the namespace file itself (0444) or
+// /proc/self/ns/net holds nothing off. A call that finds a lock held
+// waits until it is free, the context is done or [Options.LockWait] has
+// passed; then it fails with an error matching [ErrLocked] that names the
+// lock and says another run holds it. A killed holder's locks are
+// released by the kernel. Runs with two different store roots are not
+// serialised: give every agent of a node the same root.
 //
 // Errors: every failure is an [*Error] naming the interface and the step,
 // around the binding's error, which names only its link, field and value

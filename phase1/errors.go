@@ -18,13 +18,15 @@ const (
 	StepValidate = "validate"
 	StepOpen     = "open namespace"
 	StepLock     = "lock"
-	StepRead     = "read cache"
-	StepDiscover = "discover"
-	StepRecord   = "write cache"
-	StepPlan     = "plan"
-	StepPrepare  = "prepare"
-	StepCleanup  = "cleanup"
-	StepCanceled = "canceled"
+	// StepNamespace: the records describe another network namespace.
+	StepNamespace = "check namespace"
+	StepRead      = "read cache"
+	StepDiscover  = "discover"
+	StepRecord    = "write cache"
+	StepPlan      = "plan"
+	StepPrepare   = "prepare"
+	StepCleanup   = "cleanup"
+	StepCanceled  = "canceled"
 )
 
 // Error is a failure of phase1 for one interface at one step.

@@ -3,11 +3,10 @@ package phase1
 import (
 	"context"
 	"errors"
-	"os"
+	"fmt"
 
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/cache"
-	"github.com/virtnet/virtnet/internal/flock"
 )
 
 // runLocks are the locks a Run or Cleanup holds: the VMI's, then the
@@ -15,18 +14,27 @@ import (
 // other in a cycle).
 type runLocks struct {
 	vmi *cache.Lock
-	// ns is the namespace file, flocked (nil with Options.Driver and no
-	// path).
-	ns *os.File
+	// ns is the namespace's lock in the store (nil with Options.Driver
+	// and no path).
+	ns *cache.Lock
+	// nsID identifies the namespace ("<dev>:<ino>" of its nsfs file; ""
+	// without a path).
+	nsID string
 }
 
 // takeLocks checks the namespace path and takes the VMI's lock and, for a
 // real namespace, the namespace's, waiting as [Options.LockWait] says.
 func takeLocks(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.Store, opts Options) (*runLocks, error) {
 	l := &runLocks{}
+	var dev, ino uint64
 	if netnsPath != "" {
-		var err error
-		if l.ns, err = openNamespace(netnsPath); err != nil {
+		f, err := openNamespace(netnsPath)
+		if err != nil {
+			return nil, &Error{Step: StepOpen, Err: err}
+		}
+		dev, ino, err = namespaceID(f)
+		f.Close()
+		if err != nil {
 			return nil, &Error{Step: StepOpen, Err: err}
 		}
 	}
@@ -41,11 +49,11 @@ func takeLocks(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache
 	defer cancel()
 	var err error
 	if l.vmi, err = store.LockVMI(lctx, vmi.Metadata.UID); err != nil {
-		_ = l.release()
 		return nil, &Error{Step: StepLock, Err: err}
 	}
-	if l.ns != nil {
-		if err := flock.Lock(lctx, l.ns, "network namespace "+netnsPath); err != nil {
+	if netnsPath != "" {
+		l.nsID = fmt.Sprintf("%d:%d", dev, ino)
+		if l.ns, err = store.LockNamespace(lctx, dev, ino, netnsPath); err != nil {
 			_ = l.release()
 			return nil, &Error{Step: StepLock, Err: err}
 		}
@@ -53,13 +61,13 @@ func takeLocks(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache
 	return l, nil
 }
 
-// release unlocks, removing the VMI's lock file (a run that waits on it
+// release unlocks, removing the lock files (a run that waits on one
 // takes the lock again on a new file), so that no lock file outlives a
 // run that was not killed.
 func (l *runLocks) release() error {
 	var errs []error
 	if l.ns != nil {
-		errs = append(errs, l.ns.Close())
+		errs = append(errs, l.ns.Remove())
 	}
 	if l.vmi != nil {
 		errs = append(errs, l.vmi.Remove())
@@ -69,14 +77,26 @@ func (l *runLocks) release() error {
 
 // lockRun is takeLocks for Run; the returned function releases the locks
 // and reports a failure to do so into *err when it is nil.
-func lockRun(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.Store, opts Options) (func(*error), error) {
+func lockRun(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.Store, opts Options) (*runLocks, func(*error), error) {
 	l, err := takeLocks(ctx, vmi, netnsPath, store, opts)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return func(err *error) {
+	return l, func(err *error) {
 		if uerr := l.release(); uerr != nil && *err == nil {
 			*err = &Error{Step: StepLock, Err: uerr}
 		}
 	}, nil
+}
+
+// checkNamespace refuses a namespace other than the one the VMI's
+// records describe (see [cache.Store.CheckNamespace]).
+func (l *runLocks) checkNamespace(store *cache.Store, uid string) error {
+	if l.nsID == "" {
+		return nil
+	}
+	if err := store.CheckNamespace(uid, l.nsID); err != nil {
+		return &Error{Step: StepNamespace, Err: err}
+	}
+	return nil
 }

@@ -81,3 +81,13 @@ func namespaceKind(typ int) string {
 	}
 	return fmt.Sprintf("a namespace of type %#x", typ)
 }
+
+// namespaceID is the device and inode of an open namespace file: the same
+// for every path of one namespace.
+func namespaceID(f *os.File) (dev, ino uint64, err error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return 0, 0, fmt.Errorf("network namespace %s: %w", f.Name(), err)
+	}
+	return uint64(st.Dev), st.Ino, nil
+}

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -14,8 +16,10 @@ import (
 
 	"github.com/virtnet/virtnet/binding"
 	"github.com/virtnet/virtnet/binding/masquerade"
+	"github.com/virtnet/virtnet/internal/faultinject"
 	"github.com/virtnet/virtnet/internal/testutil"
 	"github.com/virtnet/virtnet/netdriver"
+	"github.com/virtnet/virtnet/netdriver/kernel"
 	"github.com/virtnet/virtnet/phase1"
 )
 
@@ -199,21 +203,17 @@ func TestNetnsPathNotNamespace(t *testing.T) {
 	}
 }
 
-// TestNamespaceLockAcrossPaths: the namespace's lock holds however the
-// namespace is named: while a run holds it through /var/run/netns/<name>,
-// a run of another VMI through /proc/<pid>/ns/net of a thread inside it
-// waits (and gives up with ErrLocked).
-func TestNamespaceLockAcrossPaths(t *testing.T) {
-	pod := testutil.NewPodWith(t, testutil.PodConfig{NoIPAM: true})
-	f, err := os.Open(pod.Pod.Path)
-	require.NoError(t, err)
-	defer f.Close()
-	require.NoError(t, syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB), "the test takes the namespace lock as a run would")
+// procNetns returns /proc/self/task/<tid>/ns/net of a thread inside ns,
+// valid until the test ends.
+func procNetns(t *testing.T, ns *testutil.NS) string {
+	t.Helper()
 	var procPath string
 	release := make(chan struct{})
 	ready := make(chan struct{})
+	done := make(chan struct{})
 	go func() {
-		_ = pod.Pod.Do(func() error {
+		defer close(done)
+		_ = ns.Do(func() error {
 			procPath = "/proc/self/task/" + strconv.Itoa(syscall.Gettid()) + "/ns/net"
 			close(ready)
 			<-release
@@ -221,12 +221,69 @@ func TestNamespaceLockAcrossPaths(t *testing.T) {
 		})
 	}()
 	<-ready
-	defer close(release)
+	t.Cleanup(func() { close(release); <-done })
+	return procPath
+}
+
+// TestNamespaceLockAcrossPaths: the namespace's lock holds however the
+// namespace is named: while a run of one VMI holds it through
+// /var/run/netns/<name>, a run of another VMI through /proc/<tid>/ns/net
+// of a thread inside it waits (and gives up with ErrLocked).
+func TestNamespaceLockAcrossPaths(t *testing.T) {
+	pod := testutil.NewPodWith(t, testutil.PodConfig{NoIPAM: true})
+	procPath := procNetns(t, pod.Pod)
+	s := testutil.NewStore(t)
+	nl, err := kernel.Open(pod.Pod.Path)
+	require.NoError(t, err)
+	defer nl.Close()
+	inside, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	holder := &faultinject.Driver{Inner: nl, Before: func(faultinject.Call) error {
+		once.Do(func() { close(inside); <-release })
+		return nil
+	}}
+	other := testutil.LoadVMI(t, strings.Replace(bridgeVMI, uid, "another-vmi", 1))
+	held := make(chan error, 1)
+	go func() {
+		held <- phase1.Run(context.Background(), other, pod.Pod.Path, s, phase1.Options{Driver: holder, KeepOnFailure: true})
+	}()
+	<-inside
 	vmi := testutil.LoadVMI(t, bridgeVMI)
-	err = phase1.Run(context.Background(), vmi, procPath, testutil.NewStore(t), phase1.Options{LockWait: -1})
+	err = phase1.Run(context.Background(), vmi, procPath, s, phase1.Options{LockWait: -1})
+	close(release)
 	require.ErrorIs(t, err, phase1.ErrLocked)
 	require.Contains(t, err.Error(), "network namespace "+procPath)
-	require.Nil(t, mustNLMaybe(pod.Pod, "k6t-eth0"), "nothing done")
+	require.NoError(t, <-held)
+}
+
+// TestNamespaceFileFlockNoDoS: a process that flocks the namespace file
+// (/var/run/netns/<name>, mode 0444: any local user can open it) or its
+// /proc/<tid>/ns/net (any process in the pod can) holds no phase1 run
+// off: Run and Cleanup take their locks in the store, which only root
+// can open, and go through without waiting.
+func TestNamespaceFileFlockNoDoS(t *testing.T) {
+	for _, via := range []string{"netns", "proc"} {
+		t.Run(via, func(t *testing.T) {
+			pod := testutil.NewPodWith(t, testutil.PodConfig{NoIPAM: true})
+			p := pod.Pod.Path
+			if via == "proc" {
+				p = procNetns(t, pod.Pod)
+			}
+			f, err := os.Open(p)
+			require.NoError(t, err)
+			defer f.Close()
+			require.NoError(t, syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB), "flock %s", p)
+			s := testutil.NewStore(t)
+			vmi := testutil.LoadVMI(t, bridgeVMI)
+			require.NoError(t, phase1.Run(context.Background(), vmi, pod.Pod.Path, s, phase1.Options{LockWait: -1}))
+			require.NotNil(t, mustNLMaybe(pod.Pod, "k6t-eth0"))
+			require.NoError(t, phase1.Cleanup(context.Background(), vmi, pod.Pod.Path, s, phase1.Options{LockWait: -1}))
+			require.Nil(t, mustNLMaybe(pod.Pod, "k6t-eth0"))
+			ents, err := os.ReadDir(s.Root())
+			require.NoError(t, err)
+			require.Empty(t, ents, "no lock file or record left")
+		})
+	}
 }
 
 func mustNLMaybe(ns *testutil.NS, name string) netlink.Link {

@@ -32,10 +32,10 @@ type Options struct {
 	Driver netdriver.Driver
 	// KeepOnFailure leaves the namespace and the records as a failure
 	// left them (for debugging, and to test resuming). By default a
-	// failure after the first change undoes every interface of the VMI
-	// the run touched with its binding's Cleanup and removes their
-	// records, so that nothing half-applied stays behind; either way a
-	// re-run converges.
+	// failure after the first change undoes every interface the run
+	// began and no earlier run had finished with its binding's Cleanup
+	// and removes their records, so that nothing half-applied stays
+	// behind; either way a re-run converges.
 	KeepOnFailure bool
 	// TapOwner overrides the owner (uid and gid) of the taps: the zero
 	// value keeps the VMI's ([TapOwnerFor]), [TapOwnerUID] names one
@@ -52,6 +52,10 @@ type Options struct {
 	// doc); 0 waits as long as the context allows, a negative value not
 	// at all. The error then matches [ErrLocked].
 	LockWait time.Duration
+	// Attachment, when set, is recorded with the records' namespace (a
+	// CNI plugin's container ID and CNI_IFNAME, so that its GC can tell
+	// the records of attachments that are gone).
+	Attachment *cache.Attachment
 }
 
 // PodIPEnv is the environment variable [Options.PrimaryPodIP] defaults
@@ -120,11 +124,14 @@ func (o *Options) fill() {
 // namespace at netnsPath, writing the caches to store. It returns the
 // first failure as an [*Error]; running it again resumes and converges.
 //
-// The VMI gets all of its interfaces or none: every record of the VMI is
-// read and every interface discovered and planned before the first change
-// to the namespace, and a failure after that (a kernel step, a cache
-// write, the context) undoes every interface of the VMI this run touched,
-// unless [Options.KeepOnFailure] is set.
+// Each interface is a transaction ([ifaceTxn]): every record of the VMI
+// is read and every interface discovered and planned before the first
+// change to the namespace, and a failure after that (a kernel step, a
+// cache write, the context) undoes every interface this run began that no
+// earlier run had finished, unless [Options.KeepOnFailure] is set. So the
+// first run of a VMI gives it all of its interfaces or none, and a re-run
+// on a VMI that already runs never takes away an interface an earlier run
+// finished (it may only add the new ones, all or none).
 //
 // An interface whose state is absent (KubeVirt 1.x's hot-unplug) is not
 // prepared; what an earlier run prepared for it is removed, and its
@@ -138,11 +145,14 @@ func Run(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.Store
 	}
 	pairs, absent := api.Present(all)
 	uid := vmi.Metadata.UID
-	unlock, err := lockRun(ctx, vmi, netnsPath, store, opts)
+	locks, unlock, err := lockRun(ctx, vmi, netnsPath, store, opts)
 	if err != nil {
 		return err
 	}
 	defer unlock(&err)
+	if err := locks.checkNamespace(store, uid); err != nil {
+		return err
+	}
 	if n, err := store.RemoveTemps(uid); err != nil {
 		return &Error{Step: StepRead, Err: err}
 	} else if n > 0 {
@@ -162,14 +172,16 @@ func Run(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.Store
 	defer closeFn()
 
 	// Discover and plan every pair before changing anything.
-	steps := make([]pairRun, len(pairs))
+	txns := make([]ifaceTxn, len(pairs))
 	for i, p := range pairs {
 		if err := ctx.Err(); err != nil {
 			return &Error{Step: StepCanceled, Err: err}
 		}
-		if steps[i], err = planPair(ctx, d, vmi, p, states[i], recorded[i], opts); err != nil {
+		run, err := planPair(ctx, d, vmi, p, states[i], recorded[i], opts)
+		if err != nil {
 			return err
 		}
+		txns[i] = ifaceTxn{pairRun: run, committed: states[i] != nil && states[i].State == cache.Finished}
 	}
 	// An absent interface (KubeVirt 1.x's hot-unplug) loses what an
 	// earlier run prepared for it, its pod link possibly gone already;
@@ -179,50 +191,122 @@ func Run(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.Store
 			return err
 		}
 	}
-	resumed := func(i int) bool { return states[i] != nil }
-	rollback := func(n int, err error) error {
+	rollback := func(err error) error {
 		if opts.KeepOnFailure {
 			return err
 		}
 		// Even when the failure is the caller's cancellation.
-		if cerr := cleanupPairs(context.WithoutCancel(ctx), d, vmi, pairs[:n], store, opts, resumed); cerr != nil {
+		if cerr := rollbackTxns(context.WithoutCancel(ctx), d, vmi, pairs, txns, store, opts); cerr != nil {
 			opts.Logger.Error("rollback failed; a re-run resumes from the cache", "error", cerr)
 			return errors.Join(err, fmt.Errorf("rollback: %w", cerr))
+		}
+		if err := forgetIfEmpty(store, uid); err != nil {
+			opts.Logger.Error("rollback left the VMI's record directory", "error", err)
 		}
 		opts.Logger.Warn("phase1 failed and was rolled back", "error", err)
 		return err
 	}
 	wrote := false
-	for i := range steps {
-		if err := ctx.Err(); err != nil {
-			return rollback(i, &Error{Step: StepCanceled, Err: err})
+	if locks.nsID != "" {
+		// Bind the records to the namespace they describe, before the
+		// first of them.
+		w, err := store.PutNamespace(uid, locks.nsID, opts.Attachment)
+		wrote = w
+		if err != nil {
+			return rollback(&Error{Step: StepNamespace, Err: err})
 		}
-		w, err := steps[i].prepare(ctx, d, store, uid)
+	}
+	for i := range txns {
+		if err := ctx.Err(); err != nil {
+			return rollback(&Error{Step: StepCanceled, Err: err})
+		}
+		w, err := txns[i].prepare(ctx, d, store, uid)
 		wrote = wrote || w
 		if err != nil {
-			return rollback(i+1, err)
+			return rollback(err)
 		}
 	}
 	// Only now is every interface ready: mark them all finished, then
 	// make the records durable with one directory fsync.
-	for i := range steps {
-		done := *steps[i].pod
-		done.State = cache.Finished
-		w, err := store.PutProgress(uid, &done)
+	for i := range txns {
+		w, err := txns[i].commit(store, uid)
 		wrote = wrote || w
 		if err != nil {
-			return rollback(len(steps), &Error{Interface: steps[i].in.Pair.Interface.Name, Step: StepRecord, Err: err})
+			return rollback(err)
 		}
 	}
 	if wrote {
 		if err := store.SyncVMI(uid); err != nil {
-			return rollback(len(steps), &Error{Step: StepRecord, Err: err})
+			return rollback(&Error{Step: StepRecord, Err: err})
 		}
 	}
-	for i := range steps {
-		steps[i].in.Logger.Info("interface ready")
+	for i := range txns {
+		txns[i].in.Logger.Info("interface ready")
 	}
 	return nil
+}
+
+// forgetIfEmpty removes the VMI's record directory (its namespace record
+// with it) when no interface record is left in it, so that a failed first
+// run leaves no directory behind.
+func forgetIfEmpty(store *cache.Store, uid string) error {
+	has, err := store.HasRecords(uid)
+	if err != nil || has {
+		return err
+	}
+	return store.DeleteVMI(uid)
+}
+
+// ifaceTxn is one interface's transaction inside a [Run]: begun when the
+// run first writes its record or touches the namespace for it
+// ([ifaceTxn.prepare]), committed when its record says "finished"
+// ([ifaceTxn.commit]). A failure of the run rolls back the transactions
+// it began and did not find committed ([rollbackTxns]); an interface an
+// earlier run committed is never rolled back by a later run that fails or
+// is cancelled, since a VM may be using it (its tap open in QEMU). The
+// re-run only re-checks it (every step is create-or-replace): a failure
+// half-way through that check leaves it as the earlier run left it or
+// repaired further, and a re-run converges.
+type ifaceTxn struct {
+	pairRun
+	// committed: the interface's record said "finished" before this run.
+	committed bool
+	// begun: this run wrote a record of the interface or called its
+	// binding's Prepare.
+	begun bool
+}
+
+// prepare records the discovery and plan, then prepares the namespace.
+func (t *ifaceTxn) prepare(ctx context.Context, d netdriver.Driver, store *cache.Store, uid string) (wrote bool, err error) {
+	t.begun = true
+	return t.pairRun.prepare(ctx, d, store, uid)
+}
+
+// commit marks the interface finished (a no-op write for one an earlier
+// run committed).
+func (t *ifaceTxn) commit(store *cache.Store, uid string) (wrote bool, err error) {
+	done := *t.pod
+	done.State = cache.Finished
+	w, err := store.PutProgress(uid, &done)
+	if err != nil {
+		return w, &Error{Interface: t.in.Pair.Interface.Name, Step: StepRecord, Err: err}
+	}
+	return w, nil
+}
+
+// rollbackTxns undoes, last first, the transactions of txns (one per
+// pair) that this run began and that no earlier run had committed.
+func rollbackTxns(ctx context.Context, d netdriver.Driver, vmi *api.VMI, pairs []api.Pair, txns []ifaceTxn, store *cache.Store, opts Options) error {
+	var undo []api.Pair
+	var resumed []bool
+	for i, t := range txns {
+		if !t.begun || t.committed {
+			continue
+		}
+		undo = append(undo, pairs[i])
+		resumed = append(resumed, t.in.Resumed)
+	}
+	return cleanupPairs(ctx, d, vmi, undo, store, opts, func(i int) bool { return resumed[i] })
 }
 
 // readRecords reads every record of the VMI's pairs before any kernel

@@ -66,6 +66,8 @@ func recordsParse(t *testing.T, s *cache.Store) (temps []string) {
 			require.NoError(t, cache.Decode(p, b, &cache.Progress{}), "torn record %s", p)
 		case strings.HasPrefix(base, "interface-"):
 			require.NoError(t, cache.Decode(p, b, &cache.Interface{}), "torn record %s", p)
+		case base == cache.NamespaceFile:
+			require.NoError(t, cache.Decode(p, b, &cache.Namespace{}), "torn record %s", p)
 		default:
 			t.Errorf("stray file %s", p)
 		}

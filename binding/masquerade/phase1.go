@@ -177,6 +177,7 @@ func (Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input
 			return err
 		}
 	}
+	var gateways []netip.Prefix
 	for _, f := range fams {
 		vm, err := netip.ParsePrefix(f.vm)
 		if err != nil {
@@ -186,8 +187,25 @@ func (Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input
 		if err != nil {
 			return fmt.Errorf("record gateway %q: %w", f.gateway, err)
 		}
-		if err := kernelops.EnsureAddr(d, rec.Bridge, netip.PrefixFrom(gw, vm.Bits())); err != nil {
+		p := netip.PrefixFrom(gw, vm.Bits())
+		gateways = append(gateways, p)
+		if err := kernelops.EnsureAddr(d, rec.Bridge, p); err != nil {
 			return err
+		}
+	}
+	// The bridge is phase1's alone: a gateway address of an earlier VM
+	// network (a re-run with another vmNetworkCIDR) goes.
+	for _, fam := range []netdriver.Family{netdriver.IPv4, netdriver.IPv6} {
+		addrs, err := d.AddrList(rec.Bridge, fam)
+		if err != nil {
+			return err
+		}
+		for _, a := range addrs {
+			if a.Addr().IsGlobalUnicast() && !slices.Contains(gateways, a) {
+				if err := d.AddrDel(rec.Bridge, a); err != nil {
+					return err
+				}
+			}
 		}
 	}
 	if err := kernelops.EnsureTXChecksumOff(d, rec.Bridge); err != nil {
@@ -322,7 +340,20 @@ func natPorts(ports []api.Port) []netdriver.NATPort {
 
 // Cleanup removes the NAT tables, the tap and the bridge (only links
 // phase1 created: [kernelops.DeleteOwned]). The pod link was never changed.
+// The NAT tables are the namespace's, not the interface's: they are
+// dropped only when the bridge under the interface's name is this
+// interface's (its mark) or absent, never when it is another VMI's or
+// interface's, so that a cleanup given the wrong namespace or records
+// leaves another VM's NAT alone.
 func (Binding) Cleanup(ctx context.Context, d netdriver.Driver, in binding.Input, link *cache.Link, rec *cache.Interface) error {
+	ours, err := kernelops.OwnedOrAbsent(d, in, in.Names.Bridge, netdriver.TypeBridge)
+	if err != nil {
+		return err
+	}
+	if !ours {
+		in.Logger.Warn("leaving the NAT tables: the bridge is not this interface's", "bridge", in.Names.Bridge)
+		return kernelops.DeleteOwned(d, in, in.Names.Tap, netdriver.TypeTuntap)
+	}
 	for _, f := range []netdriver.Family{netdriver.IPv4, netdriver.IPv6} {
 		if err := d.DeleteNAT(f); err != nil {
 			return err

@@ -17,18 +17,29 @@
 // Network configuration keys besides cniVersion, name and type:
 //
 //	binding            "bridge" or "masquerade" (required)
-//	cacheDir           phase1's records on the node (default /run/virtnet-binding)
+//	cacheDir           phase1's records on the node, under /run or /var/run (default /run/virtnet-binding)
 //	ports              masquerade: [{"port": 80, "protocol": "TCP"}, …] to DNAT (default: all)
 //	vmNetworkCIDR      masquerade: the VM network (default 10.0.2.0/24)
 //	vmIPv6NetworkCIDR  masquerade: the VM's IPv6 network (default fd10:0:2::/120)
 //	tapOwner           uid and gid of the taps (default 107, KubeVirt 1.x's non-root qemu; 0 for root VMIs)
 //	logLevel           debug, info (default), warn, error; logs go to stderr
 //
-// ADD is idempotent (phase1 resumes and converges); DEL undoes ADD and
-// succeeds without a prior ADD or without the namespace; CHECK verifies
-// the records, the kernel state and the hand-off record without changing
-// anything. Errors are CNI errors: 7 for a bad configuration, 4 for bad
-// CNI arguments, 8 for a network namespace that cannot be opened, 999 for a failure of phase1 with its step in details.
+// The configuration is decoded strictly: keys are case-sensitive, and a
+// repeated key or one the plugin does not know is refused (code 7) rather
+// than ignored, because an ignored misspelt "ports" forwards every port.
+// Every key is checked before the plugin touches a namespace.
+//
+// ADD is idempotent (phase1 resumes and converges) and, on a pod whose
+// interface an earlier ADD finished, never takes it away; DEL undoes ADD
+// and succeeds without a prior ADD or without the namespace (a missing or
+// stale netns path); CHECK runs ADD dry (no change allowed) and fails on
+// anything ADD would repair; GC (CNI 1.1) forgets the records of the
+// attachments not in cni.dev/valid-attachments. Each verb runs under a deadline (60 s) and
+// waits at most 10 s for another run's lock. Errors are CNI errors: 7 for
+// a bad configuration, 4 for bad CNI arguments, 8 for a network namespace
+// that cannot be opened, 11 ("try again later") for a failure a retry may
+// fix (a lock held, the deadline, a transient kernel error), 999 for a
+// permanent failure of phase1, with its step in details.
 package main
 
 import (
@@ -48,6 +59,6 @@ func init() {
 
 func main() {
 	buildinfo.HandleVersionFlag("virtnet-binding-cni")
-	skel.PluginMainFuncs(skel.CNIFuncs{Add: cniplugin.Add, Del: cniplugin.Del, Check: cniplugin.Check},
+	skel.PluginMainFuncs(skel.CNIFuncs{Add: cniplugin.Add, Del: cniplugin.Del, Check: cniplugin.Check, GC: cniplugin.GC},
 		version.PluginSupports("0.4.0", "1.0.0", "1.1.0"), buildinfo.About("virtnet-binding-cni"))
 }

@@ -71,6 +71,16 @@ func podnetAdd(args *skel.CmdArgs) error {
 	return types.PrintResult(res, "1.0.0")
 }
 
+// runDir is a directory under /run (where cacheDir must be) that is
+// removed when the test ends.
+func runDir(t *testing.T) string {
+	t.Helper()
+	d, err := os.MkdirTemp("/run", "virtnet-test-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return filepath.Join(d, "cache")
+}
+
 type harness struct {
 	cni      *libcni.CNIConfig
 	cacheDir string
@@ -88,7 +98,7 @@ func newHarness(t *testing.T, node *testutil.NS) *harness {
 		require.NoError(t, os.Symlink(self, filepath.Join(bin, n)))
 	}
 	return &harness{cni: libcni.NewCNIConfigWithCacheDir([]string{bin, testutil.CNIPluginDir(t)}, t.TempDir(), nil),
-		cacheDir: t.TempDir(), node: node}
+		cacheDir: runDir(t), node: node}
 }
 
 // list is plugin after the plugins of network (a conflist as

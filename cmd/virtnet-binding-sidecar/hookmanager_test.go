@@ -136,7 +136,16 @@ func TestKubeVirtHookManager(t *testing.T) {
 			if *kubevirtProbe != "" {
 				recordHooks(t, startSidecar(t, setpriv, pod, tc.plugin), tc.plugin, dir)
 			}
-			replayHooks(t, startSidecar(t, setpriv, pod, tc.plugin), dir)
+			sc := startSidecar(t, setpriv, pod, tc.plugin)
+			if tc.method == api.BindingSlirp && *kubevirtProbe == "" {
+				// The transcript was recorded while the sidecar gave
+				// slirp KubeVirt's fallback search domain whatever the
+				// pod's resolv.conf said: a resolv.conf without search
+				// domains gets that fallback (cluster.local) now too.
+				// Re-recording (scripts/kvprobe.sh) drops this.
+				require.NoError(t, os.WriteFile(filepath.Join(filepath.Dir(sc.hooks), "resolv.conf"), []byte("nameserver 10.96.0.10\n"), 0o644))
+			}
+			replayHooks(t, sc, dir)
 		})
 	}
 }

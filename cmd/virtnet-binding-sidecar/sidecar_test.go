@@ -45,7 +45,7 @@ func TestMain(m *testing.M) {
 // network: phase1 for one interface, the hand-off record on the tap, the
 // unprivileged port start lowered to 67 (the CNI plugin's own tests run it
 // through libcni).
-func prepare(t *testing.T, pod *testutil.Pod, method string) {
+func prepare(t *testing.T, pod *testutil.Pod, method string) (*api.VMI, *cache.Store) {
 	iface := api.Interface{Name: "default"}
 	switch method {
 	case api.BindingBridge:
@@ -68,6 +68,7 @@ func prepare(t *testing.T, pod *testutil.Pod, method string) {
 	require.NoError(t, pod.Pod.Do(func() error {
 		return os.WriteFile("/proc/sys/net/ipv4/ip_unprivileged_port_start", []byte("67"), 0o644)
 	}))
+	return vmi, store
 }
 
 // client calls the sidecar the way virt-launcher's hook manager does: one

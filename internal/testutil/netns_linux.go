@@ -3,9 +3,13 @@ package testutil
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"net"
+	"os"
 	"runtime"
+	"strconv"
 	"testing"
+	"time"
 
 	current "github.com/containernetworking/cni/pkg/types/100"
 	"github.com/stretchr/testify/require"
@@ -36,6 +40,10 @@ func NewNS(tb testing.TB, prefix string) *NS {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	name := prefix + "-" + hex.EncodeToString(b[:])
+	// Registered before the namespace exists, so that it goes whatever
+	// happens next (a failed creation, a failed test).
+	var ino uint64
+	tb.Cleanup(func() { removeNS(tb, name, ino) })
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
@@ -61,7 +69,9 @@ func NewNS(tb testing.TB, prefix string) *NS {
 	}()
 	require.NoError(tb, <-errc, "create network namespace %s", name)
 	ns := &NS{Name: name, Path: "/var/run/netns/" + name}
-	tb.Cleanup(func() { _ = netns.DeleteNamed(name) })
+	var st unix.Stat_t
+	require.NoError(tb, unix.Stat(ns.Path, &st))
+	ino = st.Ino
 	h, err := netns.GetFromName(name)
 	require.NoError(tb, err)
 	nh, err := netlink.NewHandleAt(h, unix.NETLINK_ROUTE)
@@ -187,4 +197,55 @@ func AddVeth(tb testing.TB, a *NS, aName string, b *NS, bName string, mtu int) {
 	require.NoError(tb, err)
 	require.NoError(tb, b.Handle.LinkSetMTU(lb, mtu))
 	require.NoError(tb, b.Handle.LinkSetUp(lb))
+}
+
+// removeNS kills every process left in the namespace (inode ino; 0 when
+// it was never stat'ed), waits for them to go, then unmounts and removes
+// its name; a failure is reported, since the namespace then leaks.
+func removeNS(tb testing.TB, name string, ino uint64) {
+	if ino != 0 {
+		for try := 0; try < 200; try++ {
+			pids := pidsInNetns(ino)
+			if len(pids) == 0 {
+				break
+			}
+			for _, pid := range pids {
+				_ = unix.Kill(pid, unix.SIGKILL)
+			}
+			time.Sleep(10 * time.Millisecond) // bounded: 200 tries
+		}
+		if pids := pidsInNetns(ino); len(pids) > 0 {
+			tb.Errorf("processes %v still run in network namespace %s", pids, name)
+		}
+	}
+	err := netns.DeleteNamed(name)
+	if err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+		tb.Errorf("remove network namespace %s: %v", name, err)
+	}
+	// EINVAL: not a mount point (creation failed half-way): the file
+	// may still be there.
+	if err := os.Remove("/var/run/netns/" + name); err != nil && !os.IsNotExist(err) {
+		tb.Errorf("remove network namespace %s: %v", name, err)
+	}
+}
+
+// pidsInNetns lists the processes (other than this one) whose network
+// namespace is the nsfs inode ino.
+func pidsInNetns(ino uint64) []int {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		var st unix.Stat_t
+		if unix.Stat("/proc/"+e.Name()+"/ns/net", &st) == nil && st.Ino == ino {
+			out = append(out, pid)
+		}
+	}
+	return out
 }

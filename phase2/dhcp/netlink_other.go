@@ -19,3 +19,6 @@ func (s *Server) neighbors(int) (func(netip.Addr) net.HardwareAddr, func(), erro
 }
 
 func (s *Server) canRawICMPv6() error { return nsexec.ErrNotSupported }
+
+func listen4(string) (*net.UDPConn, error)         { return nil, nsexec.ErrNotSupported }
+func listen6(*net.Interface) (*net.UDPConn, error) { return nil, nsexec.ErrNotSupported }

@@ -193,7 +193,7 @@ func (s *Server) Serve(ctx context.Context) error {
 func (s *Server) open(k *sockets) error {
 	br := s.cfg.Bridge
 	if s.cfg.HasIPv4() {
-		conn4, err := server4.NewIPv4UDPConn(br, &net.UDPAddr{IP: net.IPv4zero, Port: dhcpv4.ServerPort})
+		conn4, err := listen4(br)
 		if err != nil {
 			return &BindError{Interface: br, Op: "dhcpv4 udp :67", Err: err}
 		}
@@ -214,9 +214,11 @@ func (s *Server) open(k *sockets) error {
 	}
 	k.closeNeigh = closeNeigh
 	h6.SetNeighbors(neigh)
-	if k.v6, err = server6.NewServer(br, nil, s.handle6(h6)); err != nil {
+	conn6, err := listen6(ifi)
+	if err != nil {
 		return &BindError{Interface: br, Op: "dhcpv6 udp [::]:547", Err: err}
 	}
+	k.v6, _ = server6.NewServer(br, nil, s.handle6(h6), server6.WithConn(conn6)) // cannot fail with WithConn
 	return nil
 }
 

@@ -615,6 +615,20 @@ func DeleteOwned(d netdriver.Driver, in binding.Input, name, typ string) error {
 	return d.DeleteLink(name)
 }
 
+// OwnedOrAbsent reports whether the link under name is phase1's for this
+// interface with type typ, or absent; false for any other link.
+func OwnedOrAbsent(d netdriver.Driver, in binding.Input, name, typ string) (bool, error) {
+	l, err := Lookup(d, name)
+	if err != nil || l == nil {
+		return err == nil, err
+	}
+	o, _, err := classify(d, in, l, typ)
+	if err != nil {
+		return false, err
+	}
+	return o != foreign, nil
+}
+
 func isMark(alt string) bool { return strings.HasPrefix(alt, binding.MarkPrefix) }
 
 // isMarked reports whether phase1 (for any VMI) marked l.

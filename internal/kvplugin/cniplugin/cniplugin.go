@@ -16,7 +16,12 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
+	"syscall"
+	"time"
 
 	"github.com/virtnet/virtnet/netdriver/kernel"
 
@@ -25,11 +30,14 @@ import (
 	current "github.com/containernetworking/cni/pkg/types/100"
 	"github.com/containernetworking/cni/pkg/version"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/virtnet/virtnet/api"
+	"github.com/virtnet/virtnet/binding/masquerade"
 	"github.com/virtnet/virtnet/cache"
+	"github.com/virtnet/virtnet/internal/faultinject"
 	"github.com/virtnet/virtnet/internal/kvplugin"
 	"github.com/virtnet/virtnet/internal/names"
-	"github.com/virtnet/virtnet/netdriver"
 	"github.com/virtnet/virtnet/phase1"
 )
 
@@ -39,15 +47,68 @@ const DefaultCacheDir = "/run/virtnet-binding"
 
 // Plugin-specific CNI error codes (CNI reserves 0-99).
 const (
-	// codePhase1 is a failure of phase1 in the pod namespace.
+	// codePhase1 is a permanent failure of phase1 in the pod namespace
+	// (phase1.IsPermanent): retrying cannot help until someone changes
+	// the pod, the configuration or the node. A retryable one is CNI's
+	// 11, "try again later".
 	codePhase1 = 999
 )
 
 // unprivilegedPortStart is where the CNI plugin lowers
-// net.ipv4.ip_unprivileged_port_start in the pod namespace, so that the
-// sidecar (uid 107, no capabilities on a non-root VMI) can bind the DHCP
-// server ports 67 and 547.
-const unprivilegedPortStart = 67
+// net.ipv4.ip_unprivileged_port_start in the pod namespace of a non-root
+// VMI, so that the sidecar (uid 107, every capability dropped by KubeVirt)
+// can bind the DHCP server ports 67 and 547; defaultPortStart is the value
+// of a new namespace, which DEL puts back.
+const (
+	unprivilegedPortStart = 67
+	defaultPortStart      = 1024
+	portStartKey          = "ipv4/ip_unprivileged_port_start"
+)
+
+// Time limits of one invocation ([Plugin]).
+const (
+	// DefaultTimeout bounds a whole ADD, DEL or CHECK: well under the
+	// runtime's own CNI timeout, so that the plugin answers (code 11)
+	// before it is killed.
+	DefaultTimeout = 60 * time.Second
+	// DefaultLockWait bounds the wait for another run of the same
+	// interface or namespace.
+	DefaultLockWait = 10 * time.Second
+)
+
+// Plugin is the CNI plugin with its time limits; the zero value uses
+// [DefaultTimeout] and [DefaultLockWait]. Every verb runs under its
+// deadline: a lock held longer than LockWait, or a verb that runs out of
+// time, ends in CNI error 11 ("try again later") after undoing what the
+// invocation began, never in a wait without end.
+type Plugin struct {
+	Timeout  time.Duration
+	LockWait time.Duration
+}
+
+func (p Plugin) context() (context.Context, context.CancelFunc) {
+	t := p.Timeout
+	if t <= 0 {
+		t = DefaultTimeout
+	}
+	return context.WithTimeout(context.Background(), t)
+}
+
+func (p Plugin) lockWait() time.Duration {
+	if p.LockWait <= 0 {
+		return DefaultLockWait
+	}
+	return p.LockWait
+}
+
+// Add is [Plugin.Add] with the default limits.
+func Add(args *skel.CmdArgs) error { return Plugin{}.Add(args) }
+
+// Del is [Plugin.Del] with the default limits.
+func Del(args *skel.CmdArgs) error { return Plugin{}.Del(args) }
+
+// Check is [Plugin.Check] with the default limits.
+func Check(args *skel.CmdArgs) error { return Plugin{}.Check(args) }
 
 // tapOwner is the uid and gid of the taps: tapOwner from the
 // configuration, else 107, the qemu user of KubeVirt 1.x's non-root
@@ -77,9 +138,15 @@ type netConf struct {
 }
 
 func loadConf(data []byte) (*netConf, error) {
+	invalid := func(msg string) error {
+		return types.NewError(types.ErrInvalidNetworkConfig, "virtnet-binding-cni: "+msg, "")
+	}
 	var c netConf
 	if err := json.Unmarshal(data, &c); err != nil {
 		return nil, types.NewError(types.ErrDecodingFailure, "virtnet-binding-cni: network configuration is not JSON", err.Error())
+	}
+	if err := checkKeys(data); err != nil {
+		return nil, invalid("network configuration: " + err.Error())
 	}
 	if err := version.ParsePrevResult(&c.NetConf); err != nil {
 		return nil, types.NewError(types.ErrDecodingFailure, "virtnet-binding-cni: prevResult", err.Error())
@@ -87,19 +154,62 @@ func loadConf(data []byte) (*netConf, error) {
 	switch c.Binding {
 	case api.BindingBridge, api.BindingMasquerade:
 	default:
-		return nil, types.NewError(types.ErrInvalidNetworkConfig,
-			fmt.Sprintf("virtnet-binding-cni: binding %q: must be %q or %q (slirp needs no CNI plugin)", c.Binding, api.BindingBridge, api.BindingMasquerade), "")
+		return nil, invalid(fmt.Sprintf("binding %q: must be %q or %q (slirp needs no CNI plugin)", c.Binding, api.BindingBridge, api.BindingMasquerade))
 	}
 	if c.TapOwner != nil && (*c.TapOwner < 0 || *c.TapOwner > 1<<31-2) {
-		return nil, types.NewError(types.ErrInvalidNetworkConfig, fmt.Sprintf("virtnet-binding-cni: tapOwner %d: not a uid", *c.TapOwner), "")
+		return nil, invalid(fmt.Sprintf("tapOwner %d: not a uid", *c.TapOwner))
 	}
 	if c.CacheDir == "" {
 		c.CacheDir = DefaultCacheDir
 	}
+	if err := checkCacheDir(c.CacheDir); err != nil {
+		return nil, invalid(err.Error())
+	}
+	if c.LogLevel != "" {
+		var l slog.Level
+		if err := l.UnmarshalText([]byte(c.LogLevel)); err != nil {
+			return nil, invalid(fmt.Sprintf("logLevel %q: want debug, info, warn or error", c.LogLevel))
+		}
+	}
 	if c.Binding != api.BindingMasquerade && (len(c.Ports) > 0 || c.VMNetworkCIDR != "" || c.VMIPv6NetworkCIDR != "") {
 		return nil, types.NewError(types.ErrInvalidNetworkConfig, "virtnet-binding-cni: ports, vmNetworkCIDR and vmIPv6NetworkCIDR are masquerade settings", "binding "+c.Binding)
 	}
+	for i, p := range c.Ports {
+		if p.Port < 1 || p.Port > 65535 {
+			return nil, invalid(fmt.Sprintf("ports[%d].port %d: not a port (1 to 65535)", i, p.Port))
+		}
+		switch p.Protocol {
+		case "", "TCP", "UDP":
+		default:
+			return nil, invalid(fmt.Sprintf("ports[%d].protocol %q: must be TCP or UDP", i, p.Protocol))
+		}
+	}
+	if c.VMNetworkCIDR != "" || c.VMIPv6NetworkCIDR != "" {
+		n := &api.Network{Pod: &api.PodNetwork{VMNetworkCIDR: c.VMNetworkCIDR, VMIPv6NetworkCIDR: c.VMIPv6NetworkCIDR}}
+		if _, _, err := masquerade.Subnets(n, true, true); err != nil {
+			return nil, invalid(err.Error())
+		}
+	}
 	return &c, nil
+}
+
+// cacheRoots are where cacheDir may be: the node's tmpfs (the records go
+// with a reboot, as the pods do).
+var cacheRoots = [...]string{"/run/", "/var/run/"}
+
+// checkCacheDir refuses a cacheDir that is not a clean absolute path under
+// /run or /var/run, or whose parent is not an existing directory: the
+// plugin creates the cache directory itself, never its parents, so that a
+// configuration cannot make root create directories anywhere.
+func checkCacheDir(dir string) error {
+	if !filepath.IsAbs(dir) || filepath.Clean(dir) != dir || !slices.ContainsFunc(cacheRoots[:], func(r string) bool { return strings.HasPrefix(dir, r) }) {
+		return fmt.Errorf("cacheDir %q: must be a clean absolute path under /run or /var/run", dir)
+	}
+	fi, err := os.Lstat(filepath.Dir(dir))
+	if err != nil || !fi.IsDir() {
+		return fmt.Errorf("cacheDir %q: its parent %s must be an existing directory", dir, filepath.Dir(dir))
+	}
+	return nil
 }
 
 func (c *netConf) logger() *slog.Logger {
@@ -108,6 +218,13 @@ func (c *netConf) logger() *slog.Logger {
 		_ = level.UnmarshalText([]byte(c.LogLevel))
 	}
 	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level})).With("plugin", "virtnet-binding-cni")
+}
+
+// logger is the invocation's logger: the container ID on every line;
+// phase1 adds the interface, pod interface and binding to its own lines
+// (each key once per line).
+func (t *target) logger(c *netConf, containerID string) *slog.Logger {
+	return c.logger().With("containerID", containerID)
 }
 
 // target is the one VMI interface an invocation is about.
@@ -224,18 +341,23 @@ func phase1Error(err error) error {
 			details += ", interface " + pe.Interface
 		}
 	}
-	return types.NewError(codePhase1, "virtnet-binding-cni: "+err.Error(), details)
+	code := uint(codePhase1)
+	if !phase1.IsPermanent(err) {
+		code = types.ErrTryAgainLater
+	}
+	return types.NewError(code, "virtnet-binding-cni: "+err.Error(), details)
 }
 
 // Add is the CNI ADD: phase1 for the interface, the hand-off record, the
-// unprivileged port start; it prints prevResult (chained) or an empty
-// result.
-func Add(args *skel.CmdArgs) error {
+// unprivileged port start of a non-root VMI; it prints prevResult
+// (chained) or an empty result.
+func (p Plugin) Add(args *skel.CmdArgs) error {
 	c, err := loadConf(args.StdinData)
 	if err != nil {
 		return err
 	}
-	ctx := context.Background()
+	ctx, cancel := p.context()
+	defer cancel()
 	podIface, err := podInterfaceForAdd(c, args)
 	if err != nil {
 		return err
@@ -244,35 +366,56 @@ func Add(args *skel.CmdArgs) error {
 	if err != nil {
 		return err
 	}
-	log := c.logger().With("containerID", args.ContainerID, "interface", t.iface, "podInterface", t.podIface)
+	log := t.logger(c, args.ContainerID)
 	store, err := cache.New(c.CacheDir)
 	if err != nil {
 		return types.NewError(types.ErrIOFailure, "virtnet-binding-cni: cache", err.Error())
 	}
-	if err := phase1.Run(ctx, t.vmi, args.Netns, store, phase1.Options{Logger: log, TapOwner: c.tapOwner()}); err != nil {
+	opts := p.options(c, log)
+	opts.Attachment = &cache.Attachment{ContainerID: args.ContainerID, IfName: args.IfName}
+	if err := phase1.Run(ctx, t.vmi, args.Netns, store, opts); err != nil {
 		return phase1Error(err)
 	}
-	if err := handOff(t, args.Netns, store); err != nil {
+	rec, err := handOff(t, args.Netns, store)
+	if err != nil {
 		return phase1Error(err)
 	}
-	if err := lowerPortStart(args.Netns); err != nil {
-		return phase1Error(err)
+	if c.needsPortStart(rec) {
+		if err := lowerPortStart(args.Netns); err != nil {
+			return phase1Error(err)
+		}
 	}
-	log.Info("interface ready for the sidecar", "record", kvplugin.TapOf(t.podIface, t.podIface == api.PrimaryPodInterface))
+	log.Info("interface ready for the sidecar", "interface", t.iface, "record", kvplugin.TapOf(t.podIface, t.podIface == api.PrimaryPodInterface))
 	return printResult(c)
 }
 
-// handOff writes the interface's hand-off record into its tap's alias.
-func handOff(t *target, netns string, store *cache.Store) error {
+func (p Plugin) options(c *netConf, log *slog.Logger) phase1.Options {
+	return phase1.Options{Logger: log, TapOwner: c.tapOwner(), LockWait: p.lockWait()}
+}
+
+// nonRoot reports whether the taps go to a non-root VMI, whose sidecar
+// KubeVirt runs without capabilities.
+func (c *netConf) nonRoot() bool { return c.tapOwner().For(nil) != 0 }
+
+// needsPortStart reports whether the sidecar of the interface must bind
+// the DHCP ports without a capability: a non-root VMI whose interface
+// gets a DHCP server (IPAM on).
+func (c *netConf) needsPortStart(rec *cache.Interface) bool {
+	return c.nonRoot() && rec != nil && !rec.IPAMDisabled
+}
+
+// handOff writes the interface's hand-off record into its tap's alias and
+// returns the record.
+func handOff(t *target, netns string, store *cache.Store) (*cache.Interface, error) {
 	rec, err := store.ReadInterface(t.vmi.Metadata.UID, t.iface)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	alias, err := kvplugin.Encode(rec)
 	if err != nil {
-		return fmt.Errorf("hand-off record: %w", err)
+		return nil, fmt.Errorf("hand-off record: %w", err)
 	}
-	return kvplugin.WriteAlias(netns, rec.Tap, alias)
+	return rec, kvplugin.WriteAlias(netns, rec.Tap, alias)
 }
 
 // lowerPortStart lets unprivileged processes of the pod bind ports from
@@ -283,15 +426,52 @@ func lowerPortStart(netns string) error {
 		return err
 	}
 	defer func() { _ = closeFn() }()
-	const key = "ipv4/ip_unprivileged_port_start"
-	cur, err := d.Sysctl(key)
+	cur, err := d.Sysctl(portStartKey)
 	if err != nil {
 		return err
 	}
 	if n, err := strconv.Atoi(cur); err == nil && n <= unprivilegedPortStart {
 		return nil
 	}
-	return d.SetSysctl(key, strconv.Itoa(unprivilegedPortStart))
+	return d.SetSysctl(portStartKey, strconv.Itoa(unprivilegedPortStart))
+}
+
+// restorePortStart puts ip_unprivileged_port_start back to a new
+// namespace's value when it is still the one ADD set and no other
+// interface of this store is recorded in the namespace.
+func restorePortStart(netns string, store *cache.Store, self string) error {
+	f, err := os.Open(netns)
+	if err != nil {
+		return err
+	}
+	var st syscall.Stat_t
+	err = syscall.Fstat(int(f.Fd()), &st)
+	f.Close()
+	if err != nil {
+		return err
+	}
+	id := fmt.Sprintf("%d:%d", st.Dev, st.Ino)
+	uids, err := store.VMIs()
+	if err != nil {
+		return err
+	}
+	for _, uid := range uids {
+		if uid == self {
+			continue
+		}
+		if ns, err := store.RecordedNamespace(uid); err == nil && ns.ID == id {
+			return nil // another interface of the pod still needs it
+		}
+	}
+	d, closeFn, err := kernel.OpenDriver(netns)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = closeFn() }()
+	if cur, err := d.Sysctl(portStartKey); err != nil || cur != strconv.Itoa(unprivilegedPortStart) {
+		return err
+	}
+	return d.SetSysctl(portStartKey, strconv.Itoa(defaultPortStart))
 }
 
 func printResult(c *netConf) error {
@@ -323,48 +503,94 @@ func recordedTarget(c *netConf, args *skel.CmdArgs, store *cache.Store) (*target
 }
 
 // Del is the CNI DEL: phase1's cleanup, or only forgetting the records when
-// the namespace is gone; without an ADD it succeeds.
-func Del(args *skel.CmdArgs) error {
+// the namespace is gone (no file, or a file that is no longer a network
+// namespace: a stale bind mount); without an ADD it succeeds. A namespace
+// other than the one the records describe is refused (permanent).
+func (p Plugin) Del(args *skel.CmdArgs) error {
 	c, err := loadConf(args.StdinData)
 	if err != nil {
 		return err
 	}
+	ctx, cancel := p.context()
+	defer cancel()
 	store, err := cache.New(c.CacheDir)
 	if err != nil {
 		return types.NewError(types.ErrIOFailure, "virtnet-binding-cni: cache", err.Error())
 	}
-	t, err := recordedTarget(c, args, store)
-	if err != nil || t == nil {
-		return err // nil: DEL without ADD
+	if _, err := store.RemoveStaleLocks(); err != nil {
+		return types.NewError(types.ErrIOFailure, "virtnet-binding-cni: cache", err.Error())
 	}
-	log := c.logger().With("containerID", args.ContainerID, "interface", t.iface, "podInterface", t.podIface)
-	if args.Netns == "" || !exists(args.Netns) {
-		// The pod's namespace is gone and everything in it with it.
-		log.Info("namespace gone; forgetting the records")
-		if err := store.DeleteVMI(t.vmi.Metadata.UID); err != nil {
-			return types.NewError(types.ErrIOFailure, "virtnet-binding-cni: cache", err.Error())
+	t, err := recordedTarget(c, args, store)
+	if err != nil {
+		return err
+	}
+	if t == nil {
+		// DEL without ADD, or after an ADD killed before its first
+		// record: forget what it may have left (a namespace record,
+		// temporary files).
+		probe, err := resolve(c, args, api.PrimaryPodInterface, false)
+		if err != nil {
+			return err
+		}
+		if err := forget(ctx, store, probe.vmi.Metadata.UID, p.lockWait()); err != nil {
+			return phase1Error(err)
 		}
 		return nil
 	}
-	if err := phase1.Cleanup(context.Background(), t.vmi, args.Netns, store, phase1.Options{Logger: log, TapOwner: c.tapOwner()}); err != nil {
+	log := t.logger(c, args.ContainerID)
+	if args.Netns == "" || !isNetns(args.Netns) {
+		// The pod's namespace is gone and everything in it with it.
+		log.Info("namespace gone; forgetting the records", "interface", t.iface, "netns", args.Netns)
+		if err := forget(ctx, store, t.vmi.Metadata.UID, p.lockWait()); err != nil {
+			return phase1Error(err)
+		}
+		return nil
+	}
+	if err := phase1.Cleanup(ctx, t.vmi, args.Netns, store, p.options(c, log)); err != nil {
 		return phase1Error(err)
 	}
-	log.Info("interface cleaned up")
+	if c.nonRoot() {
+		if err := restorePortStart(args.Netns, store, t.vmi.Metadata.UID); err != nil {
+			log.Warn("could not restore ip_unprivileged_port_start", "error", err)
+		}
+	}
+	log.Info("interface cleaned up", "interface", t.iface)
 	return nil
 }
 
-func exists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
+// forget deletes a VMI's records under its lock.
+func forget(ctx context.Context, store *cache.Store, uid string, wait time.Duration) error {
+	lctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	l, err := store.LockVMI(lctx, uid)
+	if err != nil {
+		return &phase1.Error{Step: phase1.StepLock, Err: err}
+	}
+	err = store.DeleteVMI(uid)
+	if rerr := l.Remove(); err == nil {
+		err = rerr
+	}
+	if err != nil {
+		return &phase1.Error{Step: phase1.StepCleanup, Err: err}
+	}
+	return nil
+}
+
+// isNetns reports whether p is a network namespace file (nsfs).
+func isNetns(p string) bool {
+	var fs unix.Statfs_t
+	return unix.Statfs(p, &fs) == nil && fs.Type == unix.NSFS_MAGIC
 }
 
 // Check is the CNI CHECK: it verifies phase1's records, the kernel state
 // and the hand-off record without changing anything.
-func Check(args *skel.CmdArgs) error {
+func (p Plugin) Check(args *skel.CmdArgs) error {
 	c, err := loadConf(args.StdinData)
 	if err != nil {
 		return err
 	}
+	ctx, cancel := p.context()
+	defer cancel()
 	store, err := cache.New(c.CacheDir)
 	if err != nil {
 		return types.NewError(types.ErrIOFailure, "virtnet-binding-cni: cache", err.Error())
@@ -376,16 +602,77 @@ func Check(args *skel.CmdArgs) error {
 	if t == nil {
 		return types.NewError(codePhase1, "virtnet-binding-cni: CHECK: no ADD recorded for this interface", args.ContainerID)
 	}
-	if err := check(t, args.Netns, store); err != nil {
-		return types.NewError(codePhase1, "virtnet-binding-cni: CHECK: "+err.Error(), "")
+	if err := p.check(ctx, c, t, args.Netns, store); err != nil {
+		code := uint(codePhase1)
+		if errors.Is(err, phase1.ErrLocked) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+			code = types.ErrTryAgainLater // another run, or out of time: not a verdict
+		}
+		return types.NewError(code, "virtnet-binding-cni: CHECK: "+err.Error(), "")
 	}
 	return nil
 }
 
-// check verifies, without changing anything, that phase1 finished, that
-// the bridge and the tap are there and joined, and that the tap carries
-// the hand-off record of the recorded interface.
-func check(t *target, netns string, store *cache.Store) error {
+// GC is [Plugin.GC] with the default limits.
+func GC(args *skel.CmdArgs) error { return Plugin{}.GC(args) }
+
+// GC is the CNI GC (CNI 1.1): it forgets the records of every attachment
+// this plugin recorded (in cacheDir) that is not in
+// cni.dev/valid-attachments, and removes lock files no run holds. The
+// namespaces of those attachments are gone, and everything phase1 made
+// in them with them; records of an attachment that another run holds are
+// left for the next GC.
+func (p Plugin) GC(args *skel.CmdArgs) error {
+	c, err := loadConf(args.StdinData)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := p.context()
+	defer cancel()
+	store, err := cache.New(c.CacheDir)
+	if err != nil {
+		return types.NewError(types.ErrIOFailure, "virtnet-binding-cni: cache", err.Error())
+	}
+	valid := map[cache.Attachment]bool{}
+	for _, a := range c.ValidAttachments {
+		valid[cache.Attachment{ContainerID: a.ContainerID, IfName: a.IfName}] = true
+	}
+	uids, err := store.VMIs()
+	if err != nil {
+		return types.NewError(types.ErrIOFailure, "virtnet-binding-cni: cache", err.Error())
+	}
+	log := c.logger()
+	var errs []error
+	for _, uid := range uids {
+		ns, err := store.RecordedNamespace(uid)
+		if err != nil || ns.Attachment == nil || valid[*ns.Attachment] {
+			continue // not an attachment of this plugin, or a valid one
+		}
+		if err := forget(ctx, store, uid, p.lockWait()); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		log.Info("GC: forgot the records of a gone attachment", "containerID", ns.Attachment.ContainerID, "ifname", ns.Attachment.IfName)
+	}
+	if _, err := store.RemoveStaleLocks(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return phase1Error(err)
+	}
+	return nil
+}
+
+// errWouldChange fails a kernel call or record write in CHECK's dry run.
+var errWouldChange = errors.New("CHECK changes nothing")
+
+// check verifies, without changing anything, that ADD would change
+// nothing: phase1 runs again with a driver that refuses every mutating
+// kernel call and a store that refuses every write, so that anything ADD
+// would repair (a bridge or tap gone or moved, the NAT tables, the
+// gateway address, forwarding and the other sysctls, a record) fails the
+// check naming it; then the hand-off record on the tap, and, for a
+// non-root VMI, that the sidecar may bind the DHCP ports.
+func (p Plugin) check(ctx context.Context, c *netConf, t *target, netns string, store *cache.Store) error {
 	uid := t.vmi.Metadata.UID
 	pod, err := store.ReadProgress(uid, t.iface)
 	if err != nil {
@@ -398,24 +685,33 @@ func check(t *target, netns string, store *cache.Store) error {
 	if err != nil {
 		return err
 	}
-	d, closeFn, err := kernel.OpenDriver(netns)
+	nl, err := kernel.Open(netns)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = closeFn() }()
-	br, err := d.LinkByName(rec.Bridge)
-	if err != nil {
-		return fmt.Errorf("bridge %s: %w", rec.Bridge, err)
-	}
-	if br.Type != netdriver.TypeBridge || !br.Up {
-		return fmt.Errorf("bridge %s: type %s, up %v", rec.Bridge, br.Type, br.Up)
-	}
-	tap, err := d.LinkByName(rec.Tap)
-	if err != nil {
-		return fmt.Errorf("tap %s: %w", rec.Tap, err)
-	}
-	if tap.Type != netdriver.TypeTuntap || tap.Master != rec.Bridge {
-		return fmt.Errorf("tap %s: type %s, master %q (want %s)", rec.Tap, tap.Type, tap.Master, rec.Bridge)
+	defer nl.Close()
+	var would []string
+	dry := &faultinject.Driver{Inner: nl, Before: func(call faultinject.Call) error {
+		if call.Mutating {
+			would = append(would, call.Method)
+			return errWouldChange
+		}
+		return nil
+	}}
+	ro := store.WithHook(func(step cache.WriteStep, tmp, path string) error {
+		if step == cache.WriteTempCreated {
+			would = append(would, "write "+filepath.Base(path))
+			return errWouldChange
+		}
+		return nil
+	})
+	opts := p.options(c, slog.New(slog.DiscardHandler))
+	opts.Driver, opts.KeepOnFailure = dry, true
+	if err := phase1.Run(ctx, t.vmi, netns, ro, opts); err != nil {
+		if len(would) > 0 {
+			return fmt.Errorf("ADD would repair the namespace (%s): %w", strings.Join(would, ", "), err)
+		}
+		return err
 	}
 	want, err := kvplugin.Encode(rec)
 	if err != nil {
@@ -427,6 +723,16 @@ func check(t *target, netns string, store *cache.Store) error {
 	}
 	if got != want {
 		return fmt.Errorf("tap %s: hand-off record %q differs from phase1's records (%q)", rec.Tap, got, want)
+	}
+	if c.needsPortStart(rec) {
+		v, err := nl.Sysctl(portStartKey)
+		if err != nil {
+			return err
+		}
+		if n, err := strconv.Atoi(v); err != nil || n > unprivilegedPortStart {
+			return fmt.Errorf("net.%s is %s: the sidecar (uid %d, no capabilities) cannot bind the DHCP port 67",
+				strings.ReplaceAll(portStartKey, "/", "."), v, c.tapOwner().For(nil))
+		}
 	}
 	return nil
 }

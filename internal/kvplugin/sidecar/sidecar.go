@@ -16,17 +16,23 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
+	"golang.org/x/net/netutil"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"libvirt.org/go/libvirtxml"
 
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/binding"
 	"github.com/virtnet/virtnet/binding/registry"
+	"github.com/virtnet/virtnet/cache"
 	"github.com/virtnet/virtnet/internal/hookapi/info"
 	"github.com/virtnet/virtnet/internal/hookapi/v1alpha3"
 	"github.com/virtnet/virtnet/internal/kvplugin"
 	"github.com/virtnet/virtnet/internal/names"
+	"github.com/virtnet/virtnet/internal/nsexec"
 	"github.com/virtnet/virtnet/phase2"
 	"github.com/virtnet/virtnet/phase2/dhcp"
 )
@@ -65,7 +71,31 @@ type Config struct {
 	ResolvConf string
 	// Logger is never nil after fill.
 	Logger *slog.Logger
+	// ShutdownGrace bounds how long Run waits, once it stops, for calls
+	// in progress (a client may hold a half-sent call for ever); then it
+	// closes them. 0 means DefaultShutdownGrace.
+	ShutdownGrace time.Duration
+	// WatchInterval is how often each DHCP server's bridge is checked
+	// (see [Run]); 0 means DefaultWatchInterval.
+	WatchInterval time.Duration
 }
+
+// Limits of the hook server.
+const (
+	// DefaultShutdownGrace is [Config.ShutdownGrace]'s default.
+	DefaultShutdownGrace = 5 * time.Second
+	// DefaultWatchInterval is [Config.WatchInterval]'s default.
+	DefaultWatchInterval = 2 * time.Second
+	// MaxMessageSize bounds a call's message (a domain and a VMI are
+	// tens of KiB; parsing costs tens of times the message).
+	MaxMessageSize = 1 << 20
+	// MaxConcurrentCalls bounds the calls handled at once; more are
+	// refused with ResourceExhausted (virt-launcher makes one at a time).
+	MaxConcurrentCalls = 4
+	// MaxConnections bounds the open connections (virt-launcher opens one
+	// per call).
+	MaxConnections = 32
+)
 
 // SocketName is the socket's file name: <plugin>.sock, or, serving all
 // three names, virtnet-<container name>.sock (virt-launcher counts
@@ -126,12 +156,14 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	s := &sidecar{cfg: cfg, served: served, registry: registry.Default(), log: cfg.Logger, shutdown: cancel, dhcp: map[string]*runningDHCP{}}
-	srv := grpc.NewServer()
+	s := &sidecar{cfg: cfg, served: served, registry: registry.Default(), log: cfg.Logger, shutdown: cancel,
+		dhcp: map[string]*runningDHCP{}, calls: make(chan struct{}, MaxConcurrentCalls)}
+	srv := grpc.NewServer(grpc.MaxRecvMsgSize(MaxMessageSize), grpc.MaxConcurrentStreams(MaxConcurrentCalls),
+		grpc.UnaryInterceptor(s.limit))
 	info.RegisterInfoServer(srv, s)
 	v1alpha3.RegisterCallbacksServer(srv, s)
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(lis) }()
+	go func() { errc <- srv.Serve(netutil.LimitListener(lis, MaxConnections)) }()
 	cfg.Logger.Info("serving hooks", "socket", path, "plugin", cfg.Plugin, "version", Version)
 	select {
 	case <-ctx.Done():
@@ -139,10 +171,44 @@ func Run(ctx context.Context, cfg Config) error {
 		s.stopDHCP()
 		return err
 	}
-	srv.GracefulStop()
+	s.stop(srv)
 	s.stopDHCP()
 	cfg.Logger.Info("stopped")
 	return nil
+}
+
+// stop lets the calls in progress finish for at most ShutdownGrace, then
+// closes them.
+func (s *sidecar) stop(srv *grpc.Server) {
+	grace := s.cfg.ShutdownGrace
+	if grace <= 0 {
+		grace = DefaultShutdownGrace
+	}
+	done := make(chan struct{})
+	go func() {
+		srv.GracefulStop()
+		close(done)
+	}()
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		s.log.Warn("calls still open after the shutdown grace; closing them", "grace", grace.String())
+		srv.Stop()
+		<-done
+	}
+}
+
+// limit refuses a call beyond MaxConcurrentCalls at once.
+func (s *sidecar) limit(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	select {
+	case s.calls <- struct{}{}:
+	default:
+		return nil, status.Errorf(codes.ResourceExhausted, "%d calls in progress already", MaxConcurrentCalls)
+	}
+	defer func() { <-s.calls }()
+	return handler(ctx, req)
 }
 
 // removeStaleSocket removes a socket left by an earlier run; any other
@@ -168,6 +234,9 @@ type sidecar struct {
 	registry binding.Registry
 	log      *slog.Logger
 	shutdown context.CancelFunc
+
+	// calls holds a token per call in progress.
+	calls chan struct{}
 
 	mu   sync.Mutex
 	dhcp map[string]*runningDHCP
@@ -240,37 +309,10 @@ func (s *sidecar) define(domainXML, vmiJSON []byte) ([]byte, []phase2.Item, *api
 		}
 		it := phase2.Item{Pair: pair, Binding: b}
 		if m := pair.Binding(); m == api.BindingBridge || m == api.BindingMasquerade {
-			src, err := kvplugin.ReadRecord(s.cfg.NetNS, m, pair.PodInterface, pair.Primary())
+			rec, err := s.record(res.VMI, pair)
 			if err != nil {
 				return nil, nil, nil, fmt.Errorf("interface %q (plugin %s): %w (did virtnet-binding-cni run for it? see the networkAttachmentDefinition of the plugin)",
 					pair.Interface.Name, res.Plugins[pair.Interface.Name], err)
-			}
-			rec := src.Record
-			rec.Interface = pair.Interface.Name
-			if m == api.BindingMasquerade {
-				// The CNI plugin does not know the VMI: the stable MAC
-				// comes from the VMI's UID here, so that it survives a
-				// migration to another pod (the kernel does not use it).
-				rec.MAC = names.VMMAC(res.VMI.Metadata.UID, pair.Interface.Name).String()
-			}
-			if m == api.BindingBridge {
-				// The CNI plugin took the pod link's MAC; a VM that had
-				// another one on its previous pod (status.interfaces, after
-				// a migration) keeps it, as in KubeVirt v1.9.0.
-				hw, err := res.VMI.StatusMAC(pair.Interface.Name)
-				if err != nil {
-					return nil, nil, nil, err
-				}
-				if hw != nil {
-					rec.MAC = hw.String()
-				}
-			}
-			if pair.Interface.MacAddress != "" {
-				hw, err := net.ParseMAC(pair.Interface.MacAddress)
-				if err != nil {
-					return nil, nil, nil, &api.FieldError{Path: "macAddress", Value: pair.Interface.MacAddress, Reason: err.Error()}
-				}
-				rec.MAC = hw.String()
 			}
 			it.Record = rec
 		}
@@ -280,7 +322,13 @@ func (s *sidecar) define(domainXML, vmiJSON []byte) ([]byte, []phase2.Item, *api
 	if err := dom.Unmarshal(string(domainXML)); err != nil {
 		return nil, nil, nil, fmt.Errorf("domain XML: %w", err)
 	}
-	if err := render(&dom, res.VMI, items); err != nil {
+	// The pod's resolv.conf gives slirp its search domains, as KubeVirt's
+	// does.
+	resolv, err := os.ReadFile(s.cfg.ResolvConf)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, nil, fmt.Errorf("resolv.conf: %w", err)
+	}
+	if err := render(&dom, res.VMI, items, resolv); err != nil {
 		return nil, nil, nil, err
 	}
 	out, err := dom.Marshal()
@@ -290,15 +338,63 @@ func (s *sidecar) define(domainXML, vmiJSON []byte) ([]byte, []phase2.Item, *api
 	return []byte(out), items, res.VMI, nil
 }
 
+// record reads the interface's hand-off record from its tap and gives it
+// the VM's MAC.
+func (s *sidecar) record(vmi *api.VMI, pair api.Pair) (*cache.Interface, error) {
+	m := pair.Binding()
+	src, err := kvplugin.ReadRecord(s.cfg.NetNS, m, pair.PodInterface, pair.Primary())
+	if err != nil {
+		return nil, err
+	}
+	rec := src.Record
+	rec.Interface = pair.Interface.Name
+	if m == api.BindingMasquerade {
+		// The CNI plugin does not know the VMI: the stable MAC comes
+		// from the VMI's UID here, so that it survives a migration to
+		// another pod (the kernel does not use it).
+		rec.MAC = names.VMMAC(vmi.Metadata.UID, pair.Interface.Name).String()
+	}
+	if m == api.BindingBridge {
+		// The CNI plugin took the pod link's MAC; a VM that had another
+		// one on its previous pod (status.interfaces, after a migration)
+		// keeps it, as in KubeVirt v1.9.0.
+		hw, err := vmi.StatusMAC(pair.Interface.Name)
+		if err != nil {
+			return nil, err
+		}
+		if hw != nil {
+			rec.MAC = hw.String()
+		}
+	}
+	if pair.Interface.MacAddress != "" {
+		hw, err := net.ParseMAC(pair.Interface.MacAddress)
+		if err != nil {
+			return nil, &api.FieldError{Path: "macAddress", Value: pair.Interface.MacAddress, Reason: err.Error()}
+		}
+		rec.MAC = hw.String()
+	}
+	return rec, nil
+}
+
 // render adds the items' interfaces to dom; an interface already there
 // with the same alias is replaced in place, everything else is kept.
-func render(dom *libvirtxml.Domain, vmi *api.VMI, items []phase2.Item) error {
+func render(dom *libvirtxml.Domain, vmi *api.VMI, items []phase2.Item, resolv []byte) error {
 	var existing []libvirtxml.DomainInterface
 	if dom.Devices != nil {
 		existing = dom.Devices.Interfaces
 		dom.Devices.Interfaces = nil
 	}
-	if err := phase2.Render(vmi, items, dom, binding.RenderOptions{InterfaceType: binding.InterfaceEthernet}); err != nil {
+	aliases := map[string]bool{}
+	for _, di := range existing {
+		if di.Alias == nil {
+			continue
+		}
+		if aliases[di.Alias.Name] {
+			return fmt.Errorf("domain XML: two interfaces with alias %q: refusing to guess which to replace", di.Alias.Name)
+		}
+		aliases[di.Alias.Name] = true
+	}
+	if err := phase2.Render(vmi, items, dom, binding.RenderOptions{InterfaceType: binding.InterfaceEthernet, ResolvConf: resolv}); err != nil {
 		return err
 	}
 	var added []libvirtxml.DomainInterface
@@ -337,41 +433,53 @@ func render(dom *libvirtxml.Domain, vmi *api.VMI, items []phase2.Item) error {
 
 // startDHCP starts a DHCP server per interface whose binding asks for one
 // (binding.DHCPServer) and whose record has IPAM, once per interface; it
-// returns when each is bound.
+// returns when each is bound. Each server is then watched (see
+// [sidecar.supervise]).
 func (s *sidecar) startDHCP(ctx context.Context, vmi *api.VMI, items []phase2.Item) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var resolv []byte
 	for _, it := range items {
 		name := it.Pair.Interface.Name
 		ds, ok := it.Binding.(binding.DHCPServer)
 		if !ok || s.dhcp[name] != nil {
 			continue
 		}
-		svc := ds.DHCPService(it.Record)
-		if !svc.Serves() {
-			continue
-		}
-		if resolv == nil {
-			b, err := os.ReadFile(s.cfg.ResolvConf)
-			if err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return fmt.Errorf("resolv.conf: %w", err)
+		pair := it.Pair
+		configFor := func(rec *cache.Interface) (*dhcp.Config, error) {
+			svc := ds.DHCPService(rec)
+			if !svc.Serves() {
+				return nil, nil
 			}
-			resolv = append([]byte{}, b...)
+			resolv, err := os.ReadFile(s.cfg.ResolvConf)
+			if err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return nil, fmt.Errorf("resolv.conf: %w", err)
+			}
+			cfg, err := dhcp.NewConfigFor(vmi, pair.Interface, rec, resolv,
+				dhcp.Service{IPv4: svc.IPv4, IPv6: svc.IPv6, RequireMAC: svc.RequireMAC})
+			if errors.Is(err, dhcp.ErrIPAMDisabled) {
+				return nil, nil
+			}
+			return cfg, err
 		}
-		cfg, err := dhcp.NewConfigFor(vmi, it.Pair.Interface, it.Record, resolv,
-			dhcp.Service{IPv4: svc.IPv4, IPv6: svc.IPv6, RequireMAC: svc.RequireMAC})
-		if errors.Is(err, dhcp.ErrIPAMDisabled) {
+		cfg, err := configFor(it.Record)
+		if err != nil {
+			return fmt.Errorf("interface %q: %w", name, err)
+		}
+		if cfg == nil {
 			s.log.Info("no IPAM: no DHCP server", "interface", name)
 			continue
 		}
-		if err != nil {
-			return fmt.Errorf("interface %q: %w", name, err)
+		again := func() (*dhcp.Config, error) {
+			rec, err := s.record(vmi, pair)
+			if err != nil {
+				return nil, err
+			}
+			return configFor(rec)
 		}
 		// Without CAP_NET_RAW (a non-root VMI's sidecar) the server logs
 		// once that router advertisements are off and serves DHCPv4 and
 		// DHCPv6 all the same.
-		run, err := s.serve(ctx, cfg)
+		run, err := s.serve(ctx, cfg, again)
 		if err != nil {
 			return fmt.Errorf("interface %q: %w", name, err)
 		}
@@ -380,32 +488,147 @@ func (s *sidecar) startDHCP(ctx context.Context, vmi *api.VMI, items []phase2.It
 	return nil
 }
 
-func (s *sidecar) serve(ctx context.Context, cfg *dhcp.Config) (*runningDHCP, error) {
+// serve starts a server for cfg and returns once it is bound; the server
+// runs until Shutdown, watched by supervise, which rebuilds its
+// configuration with again when it restarts it.
+func (s *sidecar) serve(ctx context.Context, cfg *dhcp.Config, again func() (*dhcp.Config, error)) (*runningDHCP, error) {
+	// The servers outlive the call: they run until Shutdown.
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	run, err := s.start(sctx, cfg)
+	if err == nil {
+		select {
+		case <-ctx.Done():
+			err = ctx.Err()
+		default:
+		}
+	}
+	if err != nil {
+		cancel()
+		if run != nil {
+			<-run.done
+		}
+		return nil, err
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.supervise(sctx, cfg, run, again)
+	}()
+	return &runningDHCP{cancel: cancel}, nil
+}
+
+// server is one DHCP server while it runs.
+type server struct {
+	stop    context.CancelFunc
+	done    chan error
+	ifindex int
+}
+
+// start starts a server for cfg and waits until it is bound.
+func (s *sidecar) start(ctx context.Context, cfg *dhcp.Config) (*server, error) {
+	idx, err := s.ifindex(cfg.Bridge)
+	if err != nil {
+		return nil, err
+	}
 	srv, err := dhcp.NewServer(cfg, s.log, dhcp.WithNetNS(s.cfg.NetNS))
 	if err != nil {
 		return nil, err
 	}
-	// The servers outlive the call: they run until Shutdown.
-	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	done := make(chan error, 1)
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		done <- srv.Serve(sctx)
-	}()
+	sctx, stop := context.WithCancel(ctx)
+	run := &server{stop: stop, done: make(chan error, 1), ifindex: idx}
+	go func() { run.done <- srv.Serve(sctx) }()
 	select {
 	case <-srv.Ready():
 		s.log.Info("DHCP server started", "interface", cfg.Interface, "bridge", cfg.Bridge, "mac", cfg.MAC.String(), "address", cfg.Address.String())
-		return &runningDHCP{cancel: cancel}, nil
-	case err := <-done:
-		cancel()
+		return run, nil
+	case err := <-run.done:
+		stop()
 		if err == nil {
 			err = errors.New("DHCP server stopped before it was ready")
 		}
 		return nil, err
-	case <-ctx.Done():
-		cancel()
-		return nil, ctx.Err()
+	}
+}
+
+// ifindex is the index of the link named name in the pod's namespace (0
+// when there is none).
+func (s *sidecar) ifindex(name string) (int, error) {
+	idx := 0
+	err := nsexec.Do(s.cfg.NetNS, func() error {
+		ifi, err := net.InterfaceByName(name)
+		if err == nil {
+			idx = ifi.Index
+		}
+		return nil
+	})
+	return idx, err
+}
+
+// supervise watches a server until ctx ends: every WatchInterval it checks
+// that the server's bridge is still the link it bound to. A server bound
+// to a bridge that went away (the CNI's DEL) hears nothing any more, even
+// once a bridge of the same name is back (an ADD: another link): it is
+// stopped with an error in the log, and started again, with the
+// configuration of the hand-off record then on the tap, once the bridge
+// is back. A server that fails is reported and restarted the same way.
+func (s *sidecar) supervise(ctx context.Context, cfg *dhcp.Config, run *server, again func() (*dhcp.Config, error)) {
+	every := s.cfg.WatchInterval
+	if every <= 0 {
+		every = DefaultWatchInterval
+	}
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	name, bridge := cfg.Interface, cfg.Bridge
+	for {
+		var done chan error
+		if run != nil {
+			done = run.done
+		}
+		select {
+		case <-ctx.Done():
+			if run != nil {
+				run.stop()
+				<-run.done
+			}
+			return
+		case err := <-done:
+			s.log.Error("DHCP server stopped; restarting it once its bridge is there", "interface", name, "bridge", bridge, "error", fmt.Sprint(err))
+			run.stop()
+			run = nil
+		case <-tick.C:
+			idx, err := s.ifindex(bridge)
+			if err != nil {
+				s.log.Error("DHCP server: cannot see the pod's namespace", "interface", name, "error", err.Error())
+				continue
+			}
+			if run != nil && idx == run.ifindex {
+				continue
+			}
+			if run != nil {
+				s.log.Error("DHCP server's bridge went away or was made again; stopping the server", "interface", name, "bridge", bridge)
+				run.stop()
+				<-run.done
+				run = nil
+			}
+			if idx == 0 {
+				continue
+			}
+			c, err := again()
+			if err == nil && c == nil {
+				err = errors.New("the interface's record no longer asks for a DHCP server")
+			}
+			if err != nil {
+				s.log.Error("DHCP server not restarted", "interface", name, "error", err.Error())
+				continue
+			}
+			if run, err = s.start(ctx, c); err != nil {
+				s.log.Error("DHCP server not restarted", "interface", name, "error", err.Error())
+				run = nil
+				continue
+			}
+			bridge = c.Bridge
+			s.log.Info("DHCP server restarted on the new bridge", "interface", name, "bridge", bridge)
+		}
 	}
 }
 

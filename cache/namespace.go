@@ -1,0 +1,139 @@
+package cache
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// NamespaceFile is the file in a VMI's record directory that binds its
+// records to the network namespace they describe.
+const NamespaceFile = "netns.json"
+
+// Namespace is the namespace record: the identity of the network
+// namespace (its nsfs device and inode, the same for every path of it)
+// the VMI's records describe.
+type Namespace struct {
+	Version int `json:"version"`
+	// ID is "<dev>:<ino>" of the namespace's nsfs file.
+	ID string `json:"id"`
+	// Attachment is the CNI attachment the records are of, when a CNI
+	// plugin runs phase1 (for its GC).
+	Attachment *Attachment `json:"attachment,omitempty"`
+}
+
+// Attachment names a CNI attachment: the container ID and CNI_IFNAME.
+type Attachment struct {
+	ContainerID string `json:"containerID"`
+	IfName      string `json:"ifname"`
+}
+
+func (r *Namespace) version() int { return r.Version }
+
+// NamespaceMismatchError is a run or cleanup given a network namespace
+// other than the one the VMI's records describe: another pod's, or a new
+// namespace of a reused container ID.
+type NamespaceMismatchError struct {
+	UID string
+	// Recorded is the namespace of the records, Got the one given.
+	Recorded, Got string
+}
+
+func (e *NamespaceMismatchError) Error() string {
+	return fmt.Sprintf("cache: the records of VMI %s describe network namespace %s, not %s (another pod's namespace, or a reused ID): refusing to touch either",
+		e.UID, e.Recorded, e.Got)
+}
+
+// Permanent is true: a retry gets the same namespace.
+func (e *NamespaceMismatchError) Permanent() bool { return true }
+
+// RecordedNamespace reads the VMI's namespace record; one never written
+// is an error matching [ErrNotExist].
+func (s *Store) RecordedNamespace(uid string) (*Namespace, error) {
+	if err := CheckName("VMI UID", uid); err != nil {
+		return nil, err
+	}
+	rec := &Namespace{}
+	if err := s.read(filepath.Join(s.root, uid, NamespaceFile), rec); err != nil {
+		return nil, err
+	}
+	return rec, nil
+}
+
+// CheckNamespace refuses, with a [*NamespaceMismatchError], a namespace
+// id other than the one the VMI's namespace record holds; a VMI without
+// one passes.
+func (s *Store) CheckNamespace(uid, id string) error {
+	rec, err := s.RecordedNamespace(uid)
+	switch {
+	case errors.Is(err, ErrNotExist):
+		return nil
+	case err != nil:
+		return err
+	case rec.ID != id:
+		return &NamespaceMismatchError{UID: uid, Recorded: rec.ID, Got: id}
+	}
+	return nil
+}
+
+// PutNamespace writes the VMI's namespace record (no directory fsync: see
+// [Store.SyncVMI]), after [Store.CheckNamespace].
+// att, when not nil, is recorded with it; nil keeps the one recorded.
+func (s *Store) PutNamespace(uid, id string, att *Attachment) (wrote bool, err error) {
+	if err := s.CheckNamespace(uid, id); err != nil {
+		return false, err
+	}
+	if att == nil {
+		if old, err := s.RecordedNamespace(uid); err == nil {
+			att = old.Attachment
+		}
+	}
+	return s.writeFile(filepath.Join(s.root, uid, NamespaceFile), &Namespace{Version: Version, ID: id, Attachment: att})
+}
+
+// HasRecords reports whether any interface record of the VMI exists
+// (the namespace record and temporary files do not count).
+func (s *Store) HasRecords(uid string) (bool, error) {
+	if err := CheckName("VMI UID", uid); err != nil {
+		return false, err
+	}
+	dir := filepath.Join(s.root, uid)
+	if err := checkExistingDirs(s.root, dir); err != nil {
+		return false, err
+	}
+	ents, err := os.ReadDir(dir)
+	if os.IsNotExist(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("cache: list %s: %w", dir, err)
+	}
+	for _, e := range ents {
+		if filepath.Ext(e.Name()) == ".json" && e.Name() != NamespaceFile {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// VMIs lists the VMI UIDs that have a record directory under the root.
+func (s *Store) VMIs() ([]string, error) {
+	if err := checkExistingDirs(s.root); err != nil {
+		return nil, err
+	}
+	ents, err := os.ReadDir(s.root)
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cache: list %s: %w", s.root, err)
+	}
+	var out []string
+	for _, e := range ents {
+		if e.IsDir() && CheckName("VMI UID", e.Name()) == nil {
+			out = append(out, e.Name())
+		}
+	}
+	return out, nil
+}
