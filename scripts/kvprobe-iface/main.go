@@ -23,6 +23,7 @@ import (
 	ephemeraldisk "kubevirt.io/kubevirt/pkg/ephemeral-disk"
 	"kubevirt.io/kubevirt/pkg/network/domainspec"
 	"kubevirt.io/kubevirt/pkg/network/namescheme"
+	osdisk "kubevirt.io/kubevirt/pkg/os/disk"
 	"kubevirt.io/kubevirt/pkg/testutils"
 	"kubevirt.io/kubevirt/pkg/virt-api/webhooks/mutating-webhook/mutators"
 	"kubevirt.io/kubevirt/pkg/virt-launcher/virtwrap/api"
@@ -75,6 +76,7 @@ func convertFile(path, out string) error {
 		IsBlockDV:                       map[string]bool{},
 		PermanentVolumes:                map[string]v1.VolumeStatus{},
 		HotplugVolumes:                  map[string]v1.VolumeStatus{},
+		DisksInfo:                       map[string]*osdisk.DiskInfo{"containerdisk": {Format: "qcow2", VirtualSize: 5 << 30}},
 		EphemeraldiskCreator:            ephemeraldisk.NewEphemeralDiskCreator(filepath.Join("/var/run/kubevirt-ephemeral-disks", "disk-data")),
 		DomainAttachmentByInterfaceName: domainspec.DomainAttachmentByInterfaceName(vmi.Spec.Domain.Devices.Interfaces, bindings),
 		HypervisorName:                  "kvm",
