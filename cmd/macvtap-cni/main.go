@@ -29,5 +29,6 @@ func main() {
 		Del:    wrap(p.Del),
 		Check:  wrap(p.Check),
 		Status: wrap(p.Status),
+		GC:     wrap(p.GC),
 	}, plugin.VersionInfo(), "macvtap CNI plugin (virtnet)")
 }
