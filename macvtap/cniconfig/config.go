@@ -13,7 +13,6 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 	"github.com/containernetworking/cni/pkg/version"
 
-	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/macvtap"
 )
 
@@ -29,10 +28,13 @@ const (
 )
 
 // DefaultOwner and DefaultGroup own /dev/tapN after ADD: uid and gid 107,
-// the qemu user of KubeVirt's launcher images, as in kubevirt/macvtap-cni.
+// the qemu user of KubeVirt's launcher images (api.QemuID), as in
+// kubevirt/macvtap-cni. Written out rather than taken from package api,
+// whose initialisation the plugin, started for every pod, need not pay
+// (TestDefaultOwnerIsQemu keeps them equal).
 const (
-	DefaultOwner = api.QemuID
-	DefaultGroup = api.QemuID
+	DefaultOwner = 107
+	DefaultGroup = 107
 )
 
 // MaxID is the largest owner or group the configuration accepts:

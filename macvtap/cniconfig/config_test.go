@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/macvtap"
 )
 
@@ -194,4 +195,9 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("accepted owner/group %d/%d", c.OwnerID(), c.GroupID())
 		}
 	})
+}
+
+func TestDefaultOwnerIsQemu(t *testing.T) {
+	require.Equal(t, api.QemuID, DefaultOwner)
+	require.Equal(t, api.QemuID, DefaultGroup)
 }
