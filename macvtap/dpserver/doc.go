@@ -40,8 +40,10 @@
 // lists the devices assigned to live pods and deletes the host macvtap of
 // every device of its resources that is not assigned and was allocated
 // more than [Config.GiveBackAfter] ago (the kubelet records an assignment
-// only after Allocate returns). Host macvtaps of its slots found at start
-// count as allocated then.
+// only after Allocate returns). A device a live pod holds is kept, and no
+// longer looked at once its macvtap has left the host. Host macvtaps of its
+// slots found at start count as allocated then. The kubelet is asked only
+// while some allocation is older than GiveBackAfter.
 //
 // # Kubelet restarts
 //

@@ -361,10 +361,15 @@ func (d *Daemon) giveBack(ctx context.Context) {
 	if _, err := os.Stat(d.cfg.PodResourcesSocket); err != nil {
 		return
 	}
+	// Ask the kubelet only when some allocation is old enough to give back.
+	now := time.Now()
 	d.mu.Lock()
-	pending := len(d.allocated)
+	due := false
+	for _, a := range d.allocated {
+		due = due || now.Sub(a.at) > d.cfg.GiveBackAfter
+	}
 	d.mu.Unlock()
-	if pending == 0 {
+	if !due {
 		return
 	}
 	assigned, err := d.assigned(ctx)
@@ -372,15 +377,29 @@ func (d *Daemon) giveBack(ctx context.Context) {
 		d.log.Warn("macvtap device plugin: cannot list pod resources; nothing given back", "err", err)
 		return
 	}
-	now := time.Now()
 	d.mu.Lock()
-	var stale []string
+	var stale, held []string
 	for id, a := range d.allocated {
-		if !assigned[id] && now.Sub(a.at) > d.cfg.GiveBackAfter {
+		switch {
+		case assigned[id]:
+			held = append(held, id)
+		case now.Sub(a.at) > d.cfg.GiveBackAfter:
 			stale = append(stale, id)
 		}
 	}
 	d.mu.Unlock()
+	for _, id := range held {
+		// A live pod holds it; once its macvtap has left the host (moved
+		// into the pod, where it dies with the pod) there is nothing left
+		// to give back: stop tracking it.
+		if ok, err := d.cfg.Kernel.Exists(ctx, macvtap.HostLinkName(id)); err == nil && !ok {
+			d.mu.Lock()
+			a := d.allocated[id]
+			delete(d.allocated, id)
+			d.mu.Unlock()
+			_ = d.inv.Release(a.resource, id)
+		}
+	}
 	for _, id := range stale {
 		d.release(ctx, id, "no live pod holds it")
 	}

@@ -254,6 +254,15 @@ func TestDaemonAgainstKubeletAPI(t *testing.T) {
 		require.Eventually(t, func() bool { return !k.has(macvtap.HostLinkName("eth0Mvp2")) }, 20*time.Second, 10*time.Millisecond,
 			"eth0Mvp2's macvtap given back")
 		require.True(t, k.has(macvtap.HostLinkName("eth0Mvp1")), "a device a live pod holds is kept")
+		// The CNI plugin moves the held device's macvtap into the pod: the
+		// daemon stops tracking it.
+		require.NoError(t, k.Remove(ctx, macvtap.HostLinkName("eth0Mvp1")))
+		require.Eventually(t, func() bool {
+			d.mu.Lock()
+			defer d.mu.Unlock()
+			_, tracked := d.allocated["eth0Mvp1"]
+			return !tracked
+		}, 20*time.Second, 10*time.Millisecond, "eth0Mvp1 no longer tracked once its macvtap left the host")
 	})
 
 	cancel()
