@@ -42,6 +42,8 @@ gobench ./phase2 'Render1$|Render64$|Load64$' 2s >"$tmp/go"
 gobench ./examples/virtnet-xml 'DecodeRender$' 2s >>"$tmp/go"
 gobench ./netdriver/kernel 'ApplyNAT$' 40x >>"$tmp/go"
 gobench ./phase2/dhcp 'DiscoverAck$|ServerHeap$' 2000x >>"$tmp/go"
+# CNI plugins as whole processes, against the reference bridge plugin, in one run.
+gobench ./bench 'CNIProcess$|CNIStartup$' 21x >"$tmp/cni"
 
 echo "| benchmark | result | per interface | notes |"
 echo "|---|---:|---:|---|"
@@ -74,3 +76,15 @@ while read -r name iters rest; do
 	[ -n "$heap" ] && notes="heap in use after $iters exchanges: $((heap / 1024)) KiB (growth $growth B)"
 	printf '| %s | %s µs/op | %s | %s |\n' "$name" "$(awk -v n="$ns" 'BEGIN{printf "%.1f", n/1000}')" "$per" "$notes"
 done <"$tmp/go"
+# | BenchmarkCNIProcess/<plugin> | ADD | DEL |, | BenchmarkCNIStartup/<plugin> | VERSION process | init |
+metric() { awk -v m="$1" '{for (i=1;i<NF;i++) if ($(i+1)==m) printf "%.1f", $i/1e6}'; }
+while read -r name _ rest; do
+	name=${name%-*}
+	case $name in
+	*CNIProcess*) printf '| CNI %s (median of 21 fresh pods) | ADD %s ms | DEL %s ms | whole process: exec, init, verb, exit |\n' \
+		"${name#*/}" "$(metric add-ns/op <<<"$rest")" "$(metric del-ns/op <<<"$rest")" ;;
+	*CNIStartup*) printf '| CNI %s start-up | VERSION %s ms | package init %s ms | GODEBUG=inittrace=1, %s B allocated by init |\n' \
+		"${name#*/}" "$(metric version-ns/op <<<"$rest")" "$(metric init-ns/op <<<"$rest")" \
+		"$(awk '{for (i=1;i<NF;i++) if ($(i+1)=="init-B/op") print $i}' <<<"$rest")" ;;
+	esac
+done <"$tmp/cni"

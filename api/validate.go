@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 var (
@@ -16,7 +17,9 @@ var (
 	portNameRE  = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
 	// ifaceNameRE is KubeVirt's rule for interface and network names, with
 	// a length cap (see MaxInterfaceName).
-	ifaceNameRE  = regexp.MustCompile(`^[A-Za-z0-9_-]{1,220}$`)
+	// Compiled on first use: the counted repetition makes a 200 KB program
+	// that every binary importing api would otherwise build at start-up.
+	ifaceNameRE  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]{1,220}$`) })
 	pciAddressRE = regexp.MustCompile(`^([0-9a-fA-F]{4}):([0-9a-fA-F]{2}):([01][0-9a-fA-F])\.([0-7])$`)
 )
 
@@ -81,7 +84,7 @@ func (v *validator) networks(vmi *VMI) {
 		p := fmt.Sprintf("spec.networks[%d]", i)
 		if n.Name == "" {
 			v.add(p+".name", nil, "required")
-		} else if !ifaceNameRE.MatchString(n.Name) {
+		} else if !ifaceNameRE().MatchString(n.Name) {
 			v.add(p+".name", n.Name, "not a network name (1 to 220 of A-Z, a-z, 0-9, '-' and '_')")
 		} else if j, dup := seen[n.Name]; dup {
 			v.add(p+".name", n.Name, "duplicate of spec.networks[%d]", j)
@@ -199,7 +202,7 @@ func (v *validator) interfaces(vmi *VMI) {
 		declared[iface.Name] = true
 		if iface.Name == "" {
 			v.add(p+".name", nil, "required")
-		} else if !ifaceNameRE.MatchString(iface.Name) {
+		} else if !ifaceNameRE().MatchString(iface.Name) {
 			v.add(p+".name", iface.Name, "not an interface name (1 to 220 of A-Z, a-z, 0-9, '-' and '_')")
 		} else if j, dup := ifaces[iface.Name]; dup {
 			v.add(p+".name", iface.Name, "duplicate of spec.domain.devices.interfaces[%d]", j)
@@ -390,11 +393,12 @@ func (v *validator) state(p string, iface *Interface, nw *Network) {
 
 // pluginNameRE is what a binding plugin's name may be: a key of the
 // KubeVirt CR's spec.configuration.network.binding (a DNS subdomain).
-var pluginNameRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$`)
+// Compiled on first use, as ifaceNameRE.
+var pluginNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$`) })
 
 func (v *validator) plugin(p, name string) {
 	switch {
-	case !pluginNameRE.MatchString(name):
+	case !pluginNameRE().MatchString(name):
 		v.add(p, name, "not a binding plugin name (a DNS subdomain: 1 to 253 of a-z, 0-9, '-' and '.')")
 	case contains(BindingMethods(), name) && !contains(PluginAliases(), name):
 		v.add(p, name, "the name of a core binding method: set %s: {} on the interface instead, or register the plugin under another name", name)

@@ -31,5 +31,6 @@ func main() {
 		Del:    wrap(p.Del),
 		Check:  wrap(p.Check),
 		Status: wrap(p.Status),
+		GC:     wrap(p.GC),
 	}, plugin.VersionInfo(), buildinfo.About("macvtap-cni"))
 }

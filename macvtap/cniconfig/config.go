@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"slices"
 	"strconv"
@@ -12,7 +13,6 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 	"github.com/containernetworking/cni/pkg/version"
 
-	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/macvtap"
 )
 
@@ -28,10 +28,13 @@ const (
 )
 
 // DefaultOwner and DefaultGroup own /dev/tapN after ADD: uid and gid 107,
-// the qemu user of KubeVirt's launcher images, as in kubevirt/macvtap-cni.
+// the qemu user of KubeVirt's launcher images (api.QemuID), as in
+// kubevirt/macvtap-cni. Written out rather than taken from package api,
+// whose initialisation the plugin, started for every pod, need not pay
+// (TestDefaultOwnerIsQemu keeps them equal).
 const (
-	DefaultOwner = api.QemuID
-	DefaultGroup = api.QemuID
+	DefaultOwner = 107
+	DefaultGroup = 107
 )
 
 // MaxID is the largest owner or group the configuration accepts:
@@ -90,9 +93,39 @@ func (c *NetConf) GroupID() int {
 // the CNI library implements).
 func SupportedVersions() []string { return version.All.SupportedVersions() }
 
-// Parse decodes and validates a configuration. Every error is a
-// *[ConfigError].
+// knownKeys are the top-level keys a configuration may have: the CNI spec's
+// own ("cniVersion" … "prevResult", "cni.dev/valid-attachments" of GC), the
+// conventions' "runtimeConfig" and "args", the two keys Multus injects for a
+// device-plugin resource ("deviceID", and "pciBusID", which this plugin
+// ignores), and this plugin's.
+var knownKeys = map[string]bool{
+	"cniVersion": true, "cniVersions": true, "name": true, "type": true, "capabilities": true,
+	"ipam": true, "dns": true, "prevResult": true, "cni.dev/valid-attachments": true,
+	"runtimeConfig": true, "args": true, "pciBusID": true,
+	"deviceID": true, "mac": true, "mtu": true, "promiscMode": true, "mode": true,
+	"lowerDevice": true, "owner": true, "group": true,
+}
+
+// Parse decodes and validates the configuration of an attachment (ADD, DEL,
+// CHECK): deviceID is required. Every error is a *[ConfigError].
+//
+// A top-level key the plugin does not know is refused
+// ([ErrUnknownField]): every key of this plugin changes what ADD does to a
+// VM's only link, so a misspelt one ("promiscmode", "lowerdevice") would
+// otherwise be a silently different device. The keys the CNI spec, its
+// conventions and Multus add are known (see the package documentation).
 func Parse(data []byte) (*NetConf, error) {
+	return parse(data, true)
+}
+
+// ParseNetwork decodes and validates the configuration of a network, as GC
+// and STATUS receive it: no attachment, so no deviceID (Multus adds it per
+// attachment). Otherwise as [Parse].
+func ParseNetwork(data []byte) (*NetConf, error) {
+	return parse(data, false)
+}
+
+func parse(data []byte, attachment bool) (*NetConf, error) {
 	var c NetConf
 	if err := json.Unmarshal(data, &c); err != nil {
 		var typeErr *json.UnmarshalTypeError
@@ -103,7 +136,16 @@ func Parse(data []byte) (*NetConf, error) {
 		}
 		return nil, &ConfigError{Err: fmt.Errorf("%w: %w", ErrInvalidJSON, err)}
 	}
-	if err := c.Validate(); err != nil {
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(data, &keys); err != nil {
+		return nil, &ConfigError{Err: fmt.Errorf("%w: want an object: %w", ErrInvalidJSON, err)}
+	}
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
+		if !knownKeys[k] {
+			return nil, &ConfigError{Field: k, Err: ErrUnknownField}
+		}
+	}
+	if err := c.validate(attachment); err != nil {
 		return nil, err
 	}
 	if c.IPAM.Type == "" {
@@ -122,8 +164,11 @@ func Parse(data []byte) (*NetConf, error) {
 	return &c, nil
 }
 
-// Validate checks every field and fills HardwareAddr and MacvtapMode.
-func (c *NetConf) Validate() error {
+// Validate checks every field of an attachment's configuration (deviceID
+// is required) and fills HardwareAddr and MacvtapMode.
+func (c *NetConf) Validate() error { return c.validate(true) }
+
+func (c *NetConf) validate(attachment bool) error {
 	switch {
 	case c.CNIVersion == "":
 		return &ConfigError{Field: "cniVersion", Err: ErrRequired}
@@ -133,7 +178,7 @@ func (c *NetConf) Validate() error {
 		return &ConfigError{Field: "name", Err: ErrRequired}
 	case c.Type != PluginType:
 		return &ConfigError{Field: "type", Value: c.Type, Err: ErrWrongType}
-	case c.DeviceID == "":
+	case attachment && c.DeviceID == "":
 		return &ConfigError{Field: "deviceID", Err: ErrRequired}
 	case c.MTU != 0 && (c.MTU < MinMTU || c.MTU > MaxMTU):
 		return &ConfigError{Field: "mtu", Value: strconv.Itoa(c.MTU), Err: fmt.Errorf("%w: want %d to %d", ErrMTURange, MinMTU, MaxMTU)}

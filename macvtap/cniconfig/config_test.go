@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/macvtap"
 )
 
@@ -41,7 +42,7 @@ func TestParse(t *testing.T) {
 	require.Equal(t, 107, c.GroupID())
 
 	c, err = Parse([]byte(`{"cniVersion":"1.1.0","name":"n","type":"macvtap","deviceID":"d","mac":"02:23:45:67:89:01",
-		"owner":0,"group":36,"lowerDevice":"eno1","ipam":{},"runtimeConfig":{"x":1},"someRuntimeKey":true}`))
+		"owner":0,"group":36,"lowerDevice":"eno1","ipam":{},"runtimeConfig":{"x":1},"args":{"cni":{}},"pciBusID":"d","capabilities":{"mac":true}}`))
 	require.NoError(t, err)
 	require.Equal(t, net.HardwareAddr{2, 0x23, 0x45, 0x67, 0x89, 1}, c.HardwareAddr)
 	require.Equal(t, 0, c.OwnerID())
@@ -91,6 +92,8 @@ func TestParseErrors(t *testing.T) {
 		{"owner 2^32-1 ((uid_t)-1: unchanged)", `{` + base + `,"owner":4294967295}`, "owner", ErrOutOfRange, ""},
 		{"group 2^33+107", `{` + base + `,"group":8589934699}`, "group", ErrOutOfRange, ""},
 		{"ipam without type", `{` + base + `,"ipam":{"subnet":"10.1.0.0/24"}}`, "ipam.type", ErrRequired, ""},
+		{"unknown key", `{` + base + `,"promiscmode":true}`, "promiscmode", ErrUnknownField, `macvtap config: promiscmode: unknown key`},
+		{"unknown keys: the first in order", `{` + base + `,"zz":1,"lowerdevice":"eno1"}`, "lowerdevice", ErrUnknownField, ""},
 		{"ipam not an object", `{` + base + `,"ipam":"host-local"}`, "ipam", ErrInvalidJSON, ""},
 	}
 	for _, tc := range tests {
@@ -105,6 +108,21 @@ func TestParseErrors(t *testing.T) {
 			require.Contains(t, err.Error(), tc.errText)
 		})
 	}
+}
+
+func TestParseNetwork(t *testing.T) {
+	// GC and STATUS: no deviceID, the valid attachments of GC.
+	gc := `{"cniVersion":"1.1.0","name":"n","type":"macvtap","ipam":{"type":"host-local"},
+		"cni.dev/valid-attachments":[{"containerID":"c1","ifname":"net1"}]}`
+	c, err := ParseNetwork([]byte(gc))
+	require.NoError(t, err)
+	require.Len(t, c.ValidAttachments, 1)
+	_, err = Parse([]byte(gc))
+	require.ErrorIs(t, err, ErrRequired, "an attachment needs its deviceID")
+	_, err = ParseNetwork([]byte(`{"cniVersion":"1.1.0","name":"n","type":"macvtap","mtu":1}`))
+	require.ErrorIs(t, err, ErrMTURange, "the rest is still checked")
+	_, err = ParseNetwork([]byte(`{"cniVersion":"1.1.0","name":"n","type":"macvtap","x":1}`))
+	require.ErrorIs(t, err, ErrUnknownField)
 }
 
 func TestEffectiveMAC(t *testing.T) {
@@ -177,4 +195,9 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("accepted owner/group %d/%d", c.OwnerID(), c.GroupID())
 		}
 	})
+}
+
+func TestDefaultOwnerIsQemu(t *testing.T) {
+	require.Equal(t, api.QemuID, DefaultOwner)
+	require.Equal(t, api.QemuID, DefaultGroup)
 }

@@ -12,6 +12,15 @@
 // Fields beyond kubevirt/macvtap-cni's (mac, mtu, deviceID, promiscMode,
 // owner, group): "mode" (it appears in NetworkAttachmentDefinitions in the
 // wild; the plugin applies it to the macvtap) and "lowerDevice" (lets the
-// plugin create the macvtap itself when no device plugin made one). Unknown
-// fields are ignored, as the CNI spec asks (runtimes add their own).
+// plugin create the macvtap itself when no device plugin made one).
+//
+// Unknown top-level keys are refused with [ErrUnknownField] (CNI error code
+// 2, "unsupported field"), the key named: a misspelt "promiscmode" or
+// "lowerdevice" would otherwise give a VM a silently different device. The
+// keys that others add are known: the CNI spec's (cniVersion, cniVersions,
+// name, type, capabilities, ipam, dns, prevResult,
+// cni.dev/valid-attachments), the conventions' runtimeConfig and args, and
+// Multus's deviceID and pciBusID (the latter ignored). The "ipam" object is
+// the IPAM plugin's to check. [ParseNetwork] is the GC and STATUS form,
+// where no deviceID exists yet.
 package cniconfig

@@ -28,6 +28,8 @@ var (
 	ErrInvalidName = errors.New("invalid interface name")
 	// ErrOutOfRange: owner or group is negative or above [MaxID].
 	ErrOutOfRange = errors.New("out of range")
+	// ErrUnknownField: a top-level key the plugin does not know.
+	ErrUnknownField = errors.New("unknown key (misspelt? the plugin refuses keys it would ignore)")
 	// ErrBadArgs: CNI_ARGS does not parse.
 	ErrBadArgs = errors.New("invalid CNI_ARGS")
 )

@@ -5,8 +5,9 @@
 // and an [Inventory] that hands out and takes back device slots per resource
 // without ever exceeding a resource's capacity.
 //
-// It does not speak the kubelet device-plugin gRPC protocol; a daemon that
-// does would build its ListAndWatch and Allocate answers from these types.
+// The daemon that speaks the kubelet device-plugin gRPC protocol, building
+// its ListAndWatch and Allocate answers from these types, is
+// [github.com/virtnet/virtnet/macvtap/dpserver].
 //
 // Behaviour follows kubevirt/macvtap-cni; the deliberate differences are:
 //   - a capacity written as 0 or a negative number is an error (kubevirt's

@@ -119,6 +119,17 @@ func (inv *Inventory) Claim(resource, deviceID string) (Slot, error) {
 	return p.slot(i), nil
 }
 
+// Slot returns the slot with deviceID, in use or not, without changing it.
+func (inv *Inventory) Slot(resource, deviceID string) (Slot, error) {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	p, i, err := inv.lookup(resource, deviceID)
+	if err != nil {
+		return Slot{}, err
+	}
+	return p.slot(i), nil
+}
+
 // Release returns the slot with deviceID to its resource.
 func (inv *Inventory) Release(resource, deviceID string) error {
 	inv.mu.Lock()

@@ -41,6 +41,11 @@ func TestInventory(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "eth0Mvp0", again.DeviceID, "lowest free slot first")
 
+	peek, err := inv.Slot("dataplane", "dataplaneMvp0")
+	require.NoError(t, err)
+	require.Equal(t, "dataplaneMvp0", peek.DeviceID)
+	_, err = inv.Slot("dataplane", "dataplaneMvp1")
+	require.ErrorIs(t, err, ErrUnknownDevice)
 	d, err := inv.Claim("dataplane", "dataplaneMvp0")
 	require.NoError(t, err)
 	require.Equal(t, macvtap.ModeVEPA, d.Mode)

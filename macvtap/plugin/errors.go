@@ -1,9 +1,11 @@
 package plugin
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
+	"syscall"
 
 	"github.com/containernetworking/cni/pkg/types"
 
@@ -81,6 +83,8 @@ const (
 // library prints, with the CNI spec's codes:
 //
 //   - 1 (incompatible CNI version): a cniVersion the plugin does not speak;
+//   - 2 (unsupported field): a configuration key the plugin does not know
+//     ([cniconfig.ErrUnknownField]);
 //   - 3 (container unknown): CNI_NETNS does not exist ([ErrNetNSGone]);
 //   - 4 (invalid environment variables): CNI_ARGS, CNI_IFNAME
 //     ([ErrBadIfName]) or a CNI_NETNS that is not a namespace
@@ -90,11 +94,14 @@ const (
 //   - 7 (invalid network config): any other configuration error, and a CHECK
 //     without prevResult ([ErrNoPrevResult]);
 //   - 50 (plugin not available): [ErrNotSupported];
+//   - 11 (try again later): a transient kernel condition or an ended context
+//     ([Transient]);
 //   - 100-103: this plugin's own conditions ([CodeDeviceNotFound], …);
 //   - 999 (the CNI library's "internal"): anything else, a kernel call that
-//     failed.
+//     failed for good.
 //
-// The message is err's text.
+// An IPAM plugin's own error keeps its code (an IPAM's 11 stays 11). The
+// message is err's text.
 func CNIError(err error) error {
 	if err == nil {
 		return nil
@@ -113,6 +120,8 @@ func Code(err error) uint {
 		switch {
 		case errors.Is(err, cniconfig.ErrUnsupportedVersion):
 			return types.ErrIncompatibleCNIVersion
+		case errors.Is(err, cniconfig.ErrUnknownField):
+			return types.ErrUnsupportedField
 		case strings.HasPrefix(ce.Field, "CNI_ARGS"):
 			return types.ErrInvalidEnvironmentVariables
 		case errors.Is(err, cniconfig.ErrInvalidJSON):
@@ -139,5 +148,22 @@ func Code(err error) uint {
 			return c.code
 		}
 	}
+	if Transient(err) {
+		return types.ErrTryAgainLater
+	}
 	return types.ErrInternal
+}
+
+// Transient reports whether err is a condition that a later try of the same
+// verb may not meet: the kernel busy or short of memory (EBUSY, EAGAIN,
+// EINTR, ENOBUFS, ENOMEM), or the verb's context ended. [Code] gives those
+// the CNI spec's 11 ("try again later").
+func Transient(err error) bool {
+	for _, e := range []error{syscall.EBUSY, syscall.EAGAIN, syscall.EINTR, syscall.ENOBUFS, syscall.ENOMEM,
+		context.DeadlineExceeded, context.Canceled} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }

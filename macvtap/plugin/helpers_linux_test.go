@@ -1,10 +1,13 @@
 package plugin
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -25,8 +28,62 @@ func (w tlogWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// testLogger logs to t.Log and fails the test on a record that carries a
+// key twice (the logger's With attributes included): one value per key.
 func testLogger(t *testing.T) *slog.Logger {
-	return slog.New(slog.NewTextHandler(tlogWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	return slog.New(uniqueKeys{fail: t.Errorf, next: slog.NewTextHandler(tlogWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug})})
+}
+
+// uniqueKeys is a slog.Handler that checks each record's keys are unique.
+type uniqueKeys struct {
+	fail func(format string, args ...any)
+	with []string
+	next slog.Handler
+}
+
+func (h uniqueKeys) Enabled(ctx context.Context, l slog.Level) bool { return h.next.Enabled(ctx, l) }
+
+func (h uniqueKeys) Handle(ctx context.Context, r slog.Record) error {
+	seen := map[string]bool{}
+	for _, k := range h.with {
+		seen[k] = true
+	}
+	r.Attrs(func(a slog.Attr) bool {
+		if seen[a.Key] {
+			h.fail("log record %q carries key %q twice", r.Message, a.Key)
+		}
+		seen[a.Key] = true
+		return true
+	})
+	return h.next.Handle(ctx, r)
+}
+
+func (h uniqueKeys) WithAttrs(as []slog.Attr) slog.Handler {
+	with := slices.Clone(h.with)
+	for _, a := range as {
+		if slices.Contains(with, a.Key) {
+			h.fail("logger carries key %q twice", a.Key)
+		}
+		with = append(with, a.Key)
+	}
+	return uniqueKeys{fail: h.fail, with: with, next: h.next.WithAttrs(as)}
+}
+
+func (h uniqueKeys) WithGroup(name string) slog.Handler {
+	return uniqueKeys{fail: h.fail, next: h.next.WithGroup(name)}
+}
+
+// TestUniqueKeysHandler: the checker itself finds a repeated key, in a
+// record and against the logger's With attributes.
+func TestUniqueKeysHandler(t *testing.T) {
+	var got []string
+	h := uniqueKeys{fail: func(f string, a ...any) { got = append(got, fmt.Sprintf(f, a...)) }, next: slog.NewTextHandler(io.Discard, nil)}
+	log := slog.New(h).With("a", 1)
+	log.Info("fine", "b", 2)
+	require.Empty(t, got)
+	log.Info("twice", "a", 2)
+	log.With("a", 3)
+	require.Equal(t, []string{`log record "twice" carries key "a" twice`, `logger carries key "a" twice`}, got)
 }
 
 // addDummy creates a dummy lower device (ip link add NAME mtu MTU type dummy; ip link set NAME up).

@@ -31,7 +31,7 @@ func TestMain(m *testing.M) {
 		wrap := func(f func(*skel.CmdArgs) error) func(*skel.CmdArgs) error {
 			return func(a *skel.CmdArgs) error { return CNIError(f(a)) }
 		}
-		skel.PluginMainFuncs(skel.CNIFuncs{Add: wrap(p.Add), Del: wrap(p.Del), Check: wrap(p.Check), Status: wrap(p.Status)},
+		skel.PluginMainFuncs(skel.CNIFuncs{Add: wrap(p.Add), Del: wrap(p.Del), Check: wrap(p.Check), Status: wrap(p.Status), GC: wrap(p.GC)},
 			VersionInfo(), "macvtap CNI plugin (test binary)")
 		os.Exit(0)
 	}

@@ -1,15 +1,24 @@
 package plugin
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"maps"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
 	"github.com/stretchr/testify/require"
 
+	"github.com/virtnet/virtnet/internal/testutil"
 	"github.com/virtnet/virtnet/macvtap"
 	"github.com/virtnet/virtnet/macvtap/cniconfig"
 )
@@ -159,4 +168,103 @@ func TestCheckNeedsPrevResult(t *testing.T) {
 func TestStatus(t *testing.T) {
 	require.NoError(t, (&Plugin{}).Status(&skel.CmdArgs{StdinData: []byte(`{"cniVersion":"1.1.0","name":"n","type":"macvtap","deviceID":"d"}`)}))
 	require.Error(t, (&Plugin{}).Status(&skel.CmdArgs{StdinData: []byte(`{}`)}))
+}
+
+// TestGCReleasesStaleAddress: the reference host-local IPAM (go.mod's
+// version) holds addresses of two attachments; a GC (through the plugin's
+// process, as a runtime calls it) naming only one of them as valid leaves
+// that one and releases the stale one. STATUS reaches the IPAM too.
+func TestGCReleasesStaleAddress(t *testing.T) {
+	plugins := testutil.CNIPluginDir(t)
+	bin := binDir(t)
+	require.NoError(t, os.Symlink(filepath.Join(plugins, "host-local"), filepath.Join(bin, "host-local")))
+	data := t.TempDir()
+	ipam := `"ipam":{"type":"host-local","dataDir":"` + data + `","ranges":[[{"subnet":"192.0.2.0/24"}]]}`
+	p := &Plugin{Log: testLogger(t)}
+	for _, id := range []string{"live", "stale"} {
+		args := &skel.CmdArgs{ContainerID: id, Netns: "/nonexistent", IfName: "net1", Path: bin,
+			StdinData: []byte(`{"cniVersion":"1.1.0","name":"gcnet","type":"macvtap","deviceID":"d",` + ipam + `}`)}
+		conf, err := cniconfig.Parse(args.StdinData)
+		require.NoError(t, err)
+		res, err := p.ipamAdd(t.Context(), conf, args)
+		require.NoError(t, err)
+		require.Len(t, res.IPs, 1)
+	}
+	reserved := func() map[string]string {
+		out := map[string]string{}
+		entries, err := os.ReadDir(filepath.Join(data, "gcnet"))
+		require.NoError(t, err)
+		for _, e := range entries {
+			if net.ParseIP(e.Name()) == nil {
+				continue // lock, last_reserved_ip
+			}
+			b, err := os.ReadFile(filepath.Join(data, "gcnet", e.Name()))
+			require.NoError(t, err)
+			out[e.Name()] = strings.Fields(string(b))[0]
+		}
+		return out
+	}
+	require.ElementsMatch(t, []string{"live", "stale"}, slices.Collect(maps.Values(reserved())))
+
+	run := func(verb, conf string) (string, error) {
+		cmd := exec.CommandContext(t.Context(), filepath.Join(bin, rolePlugin))
+		cmd.Env = append(os.Environ(), "CNI_COMMAND="+verb, "CNI_PATH="+bin)
+		cmd.Stdin = strings.NewReader(conf)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	gc := `{"cniVersion":"1.1.0","name":"gcnet","type":"macvtap",` + ipam +
+		`,"cni.dev/valid-attachments":[{"containerID":"live","ifname":"net1"}]}`
+	out, err := run("GC", gc)
+	require.NoError(t, err, out)
+	require.Equal(t, []string{"live"}, slices.Collect(maps.Values(reserved())), "the stale address is released")
+	out, err = run("STATUS", `{"cniVersion":"1.1.0","name":"gcnet","type":"macvtap",`+ipam+`}`)
+	require.NoError(t, err, out)
+
+	// A misspelt key is refused before the IPAM runs, with code 2 naming it.
+	out, err = run("GC", `{"cniVersion":"1.1.0","name":"gcnet","type":"macvtap","lowerdevice":"eno1",`+ipam+`}`)
+	require.Error(t, err)
+	require.Contains(t, out, `"code": 2`)
+	require.Contains(t, out, "lowerdevice: unknown key")
+	require.Len(t, reserved(), 1)
+}
+
+// TestGCAndStatusReachIPAM: GC and STATUS run the configured IPAM plugin
+// with the verb; without IPAM they do nothing.
+func TestGCAndStatusReachIPAM(t *testing.T) {
+	bin := binDir(t)
+	log := filepath.Join(t.TempDir(), "ipam.log")
+	t.Setenv(fakeIPAMLog, log)
+	conf := []byte(`{"cniVersion":"1.1.0","name":"n","type":"macvtap","ipam":{"type":"fakeipam"}}`)
+	p := &Plugin{Log: testLogger(t)}
+	require.NoError(t, p.GC(&skel.CmdArgs{Path: bin, StdinData: conf}))
+	require.NoError(t, p.Status(&skel.CmdArgs{Path: bin, StdinData: conf}))
+	got, err := os.ReadFile(log)
+	require.NoError(t, err)
+	require.Equal(t, "GC \nSTATUS \n", string(got))
+	noIPAM := []byte(`{"cniVersion":"1.1.0","name":"n","type":"macvtap"}`)
+	require.NoError(t, p.GC(&skel.CmdArgs{StdinData: noIPAM}))
+	require.NoError(t, p.Status(&skel.CmdArgs{StdinData: noIPAM}))
+}
+
+func TestTransientCode(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		code uint
+	}{
+		{"EBUSY", &Error{Verb: "ADD", Step: "move", Err: syscall.EBUSY}, types.ErrTryAgainLater},
+		{"ENOBUFS", &Error{Verb: "ADD", Step: "move", Err: fmt.Errorf("netlink: %w", syscall.ENOBUFS)}, types.ErrTryAgainLater},
+		{"deadline", &Error{Verb: "DEL", Step: "run IPAM", Err: context.DeadlineExceeded}, types.ErrTryAgainLater},
+		{"EPERM", &Error{Verb: "ADD", Step: "move", Err: syscall.EPERM}, types.ErrInternal},
+		{"IPAM's own 11", &Error{Verb: "ADD", Step: "run IPAM", Err: types.NewError(types.ErrTryAgainLater, "pool busy", "")}, types.ErrTryAgainLater},
+		{"unknown key", &cniconfig.ConfigError{Field: "x", Err: cniconfig.ErrUnknownField}, types.ErrUnsupportedField},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var te *types.Error
+			require.ErrorAs(t, CNIError(tc.err), &te)
+			require.Equal(t, tc.code, te.Code)
+		})
+	}
 }

@@ -64,11 +64,36 @@ func (p *Plugin) Del(args *skel.CmdArgs) error { return p.Teardown(context.Backg
 // Check is the CNI CHECK verb; see [Plugin.Verify].
 func (p *Plugin) Check(args *skel.CmdArgs) error { return p.Verify(context.Background(), args) }
 
-// Status is the CNI STATUS verb: the plugin keeps no state and is always
-// ready once its configuration parses.
+// Status is the CNI STATUS verb (CNI 1.1): the plugin itself keeps no
+// state and is ready once the network configuration parses; when "ipam" is
+// configured, the IPAM plugin's STATUS is the answer (host-local, for one,
+// has nothing to say; an IPAM that cannot allocate reports it here).
 func (p *Plugin) Status(args *skel.CmdArgs) error {
-	_, err := cniconfig.Parse(args.StdinData)
-	return err
+	conf, err := cniconfig.ParseNetwork(args.StdinData)
+	if err != nil {
+		return err
+	}
+	if conf.IPAM.Type == "" {
+		return nil
+	}
+	return p.ipamExec(context.Background(), "STATUS", conf, args)
+}
+
+// GC is the CNI GC verb (CNI 1.1): the plugin keeps nothing of its own
+// (the macvtap of an attachment dies with the pod's namespace, the host
+// ones belong to the device plugin), so GC is the IPAM plugin's: it is
+// passed the configuration unchanged, cni.dev/valid-attachments included,
+// and releases the addresses of every other attachment (host-local does).
+func (p *Plugin) GC(args *skel.CmdArgs) error {
+	conf, err := cniconfig.ParseNetwork(args.StdinData)
+	if err != nil {
+		return err
+	}
+	if conf.IPAM.Type == "" {
+		return nil
+	}
+	p.log().Info("macvtap GC: passed to IPAM", "ipam", conf.IPAM.Type, "validAttachments", len(conf.ValidAttachments))
+	return p.ipamExec(context.Background(), "GC", conf, args)
 }
 
 // Setup moves and configures the macvtap for args (see the package
