@@ -80,8 +80,17 @@ go vet ./...
 go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 go mod tidy -diff
 
+# What is on the machine before the tests, so that only the suite's own
+# leftovers fail it at the end.
+leakbase=$(mktemp)
+trap 'rm -f "$leakbase"' EXIT
+scripts/leakcheck.sh --save "$leakbase"
+
 echo "== tests (static binaries: the kernel VM runs them as they are)"
 CGO_ENABLED=0 go test -count=1 -timeout 20m ./...
 
 echo "== tests under the race detector"
 go test -race -count=1 -timeout 20m ./...
+
+echo "== leftovers (network namespaces, processes, mounts the tests made)"
+scripts/leakcheck.sh --since "$leakbase"

@@ -182,7 +182,7 @@ func TestExampleNetworks(t *testing.T) {
 		}
 		cfg, ok := defined[key]
 		require.True(t, ok, "network %s is not defined in deploy/", key)
-		conf, err := libcni.ConfFromBytes([]byte(cfg))
+		conf, err := libcni.NetworkPluginConfFromBytes([]byte(cfg))
 		require.NoError(t, err, key)
 		require.Equal(t, net.Multus.NetworkName, conf.Network.Name)
 		found++
