@@ -79,6 +79,20 @@ func TestKustomization(t *testing.T) {
 	}
 	require.Len(t, seen, len(overridable), "an image under images: that no resource uses")
 
+	// Every image of virtnet's own in deploy/, in the kustomization or
+	// not (deploy/macvtap.yaml), carries the release.
+	all, err := filepath.Glob("*.yaml")
+	require.NoError(t, err)
+	for _, f := range all {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		for _, m := range imageRE.FindAllStringSubmatch(string(b), -1) {
+			if strings.HasPrefix(m[2], "registry.example.org/virtnet/") {
+				require.True(t, strings.HasSuffix(m[2], ":"+rel), "%s: %s is not pinned to %s", f, m[2], rel)
+			}
+		}
+	}
+
 	var cfg struct {
 		Images []struct {
 			Path string `json:"path"`
