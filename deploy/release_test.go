@@ -237,15 +237,23 @@ func TestImagesEveryArch(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("needs the go command")
 	}
-	cf := string(containerfile)
-	require.Contains(t, cf, "FROM --platform=$BUILDPLATFORM")
-	require.Contains(t, cf, "GOARCH=$TARGETARCH")
-	require.Contains(t, cf, `org.opencontainers.image.version="${VERSION}"`)
+	for _, cf := range []string{string(containerfile), string(macvtapContainerfile)} {
+		require.Contains(t, cf, "FROM --platform=$BUILDPLATFORM")
+		require.Contains(t, cf, "GOARCH=$TARGETARCH")
+		require.Contains(t, cf, `org.opencontainers.image.version="${VERSION}"`)
+		for _, stage := range strings.Split(cf, "\nFROM ")[1:] {
+			if strings.Contains(strings.SplitN(stage, "\n", 2)[0], " AS build") {
+				continue
+			}
+			require.NotRegexp(t, `(?m)^RUN `, stage, "a RUN in a target stage needs the target's architecture (emulation)")
+		}
+	}
 	root, err := filepath.Abs("..")
 	require.NoError(t, err)
 	// amd64 is what every other test builds; arm64 is the other image.
 	for _, arch := range []string{"arm64"} {
-		cmd := exec.Command("go", "build", "-o", t.TempDir()+"/", "./cmd/virtnet-binding-sidecar", "./cmd/virtnet-binding-cni")
+		cmd := exec.Command("go", "build", "-o", t.TempDir()+"/", "./cmd/virtnet-binding-sidecar", "./cmd/virtnet-binding-cni",
+			"./cmd/virtnet-macvtap-dp", "./cmd/macvtap-cni")
 		cmd.Dir = root
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
 		out, err := cmd.CombinedOutput()
