@@ -37,22 +37,35 @@ const MaxManifestSize = 4 << 20
 // beyond [MaxAliasExpansion] times its size (a [*DecodeError] wrapping
 // [ErrAliasExpansion]). Decode applies no defaults and does not validate:
 // see [SetDefaults] and [Validate], or [Load] for all three.
-func Decode(data []byte) (*VMI, error) {
-	vmi, _, err := decode(data)
-	return vmi, err
-}
+//
+// Decode is for manifests people write (the CLIs, [Load]); a VMI that
+// KubeVirt itself serialised goes through [DecodeKubeVirt].
+func Decode(data []byte) (*VMI, error) { return decode(data, false) }
 
-// decode is Decode that also says whether the manifest was a
-// VirtualMachine, whose spec paths are under spec.template.spec.
-func decode(data []byte) (*VMI, bool, error) {
-	d, err := decodeManifest(data)
+// DecodeKubeVirt is [Decode] for a VMI that KubeVirt serialised (the one
+// virt-launcher hands a hook sidecar in OnDefineDomain, a VMI object a
+// launcher is given): a field that neither KubeVirt's schema nor virtnet
+// knows is accepted and listed, by path, in [VMI.Unknown] (a newer
+// KubeVirt adds and defaults fields; refusing them would stop every VM
+// the day KubeVirt is upgraded). Field names stay case-sensitive (a key
+// that differs from a known one in case only is still an error: it is a
+// known field misspelt, not a new one) and a field given twice is still
+// an error. The caller logs [VMI.Unknown]; virtnet renders nothing from
+// those fields.
+func DecodeKubeVirt(data []byte) (*VMI, error) { return decode(data, true) }
+
+// LoadKubeVirt is [Load] with [DecodeKubeVirt].
+func LoadKubeVirt(data []byte) (*VMI, error) { return load(data, true) }
+
+func decode(data []byte, lenient bool) (*VMI, error) {
+	d, err := decodeManifest(data, lenient)
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	if len(d.fieldErrs) > 0 {
-		return nil, false, &DecodeError{Reason: "strict decoding", Err: errors.Join(d.fieldErrs...)}
+		return nil, &DecodeError{Reason: "strict decoding", Err: errors.Join(d.fieldErrs...)}
 	}
-	return d.vmi, d.fromVM, nil
+	return d.vmi, nil
 }
 
 // decoded is a manifest decoded as far as it goes: with fieldErrs (unknown,
@@ -71,7 +84,7 @@ func isTypeError(err error) bool {
 	return errors.As(err, &te)
 }
 
-func decodeManifest(data []byte) (decoded, error) {
+func decodeManifest(data []byte, lenient bool) (decoded, error) {
 	if len(data) > MaxManifestSize {
 		return decoded{}, &DecodeError{Reason: fmt.Sprintf("manifest is %d bytes, more than %d", len(data), MaxManifestSize)}
 	}
@@ -108,7 +121,7 @@ func decodeManifest(data []byte) (decoded, error) {
 	}
 	// Unknown, duplicate and mistyped fields all at once, before the
 	// decoder, which stops at the first mistyped one.
-	errs, unsupported, err := strictCheck(js, root, prefix)
+	errs, unsupported, unknown, err := strictCheck(js, root, prefix, lenient)
 	if err != nil {
 		return decoded{}, &DecodeError{Reason: "not a Kubernetes object", Err: err}
 	}
@@ -159,6 +172,7 @@ func decodeManifest(data []byte) (decoded, error) {
 	}
 	vmi.Kind = KindVMI
 	vmi.Unsupported = unsupported
+	vmi.Unknown = unknown
 	return decoded{vmi: &vmi, fromVM: head.Kind == KindVM, fieldErrs: errs}, nil
 }
 
@@ -213,8 +227,10 @@ func toJSON(data []byte) ([]byte, []error, error) {
 // mistyped fields, the rest of the manifest is still validated, and the
 // error holds both (a validation error about a field that was itself
 // mistyped, or about what holds it, is left out: it only repeats it).
-func Load(data []byte) (*VMI, error) {
-	d, err := decodeManifest(data)
+func Load(data []byte) (*VMI, error) { return load(data, false) }
+
+func load(data []byte, lenient bool) (*VMI, error) {
+	d, err := decodeManifest(data, lenient)
 	if err != nil {
 		return nil, err
 	}

@@ -194,6 +194,11 @@ type strictWalk struct {
 	errs        []error
 	dropped     int
 	unsupported []string
+	// lenient accepts a key nobody knows (see [DecodeKubeVirt]) and
+	// lists it in unknown, unless it differs from a known key in case
+	// only.
+	lenient bool
+	unknown []string
 }
 
 func (w *strictWalk) fail(path, reason string) {
@@ -250,7 +255,13 @@ func (w *strictWalk) value(n schemaNode, path string, depth int) (empty bool, er
 					c, known = schemaNode{kv: "*"}, true
 				}
 				if !known {
-					w.fail(p, unknownReason(n, key))
+					if reason, caseOnly := unknownReason(n, key); w.lenient && !caseOnly {
+						if len(w.unknown) < maxStrictErrors {
+							w.unknown = append(w.unknown, p)
+						}
+					} else {
+						w.fail(p, reason)
+					}
 					c = schemaNode{kv: "*"} // walk on for duplicates only
 				}
 				childEmpty, err := w.value(c, p, depth+1)
@@ -412,28 +423,28 @@ func orderUnsupported(found []string, prefix string) []string {
 }
 
 // unknownReason says that key is unknown and, when a known key differs
-// from it in case only, which one was meant.
-func unknownReason(n schemaNode, key string) string {
+// from it in case only (caseOnly), which one was meant.
+func unknownReason(n schemaNode, key string) (reason string, caseOnly bool) {
 	for _, k := range n.keys() {
 		if strings.EqualFold(k, key) {
-			return fmt.Sprintf("unknown field (field names are case-sensitive: did you mean %q?)", k)
+			return fmt.Sprintf("unknown field (field names are case-sensitive: did you mean %q?)", k), true
 		}
 	}
-	return "unknown field (in neither KubeVirt's schema, v0.53.2 or v1.9.0, nor what virtnet reads)"
+	return "unknown field (in neither KubeVirt's schema, v0.53.2 or v1.9.0, nor what virtnet reads)", false
 }
 
 // strictCheck walks js, rooted at root (prefix is the path of the VMI
 // spec), and returns the unknown and duplicate fields and the unsupported
 // features.
-func strictCheck(js []byte, root schemaNode, prefix string) (errs []error, unsupported []string, err error) {
+func strictCheck(js []byte, root schemaNode, prefix string, lenient bool) (errs []error, unsupported, unknown []string, err error) {
 	dec := json.NewDecoder(bytes.NewReader(js))
 	dec.UseNumber()
-	w := &strictWalk{dec: dec, prefix: prefix}
+	w := &strictWalk{dec: dec, prefix: prefix, lenient: lenient}
 	if _, err := w.value(root, "", 0); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, nil, fmt.Errorf("data after the document")
+		return nil, nil, nil, fmt.Errorf("data after the document")
 	}
-	return w.errors(), orderUnsupported(w.unsupported, prefix), nil
+	return w.errors(), orderUnsupported(w.unsupported, prefix), w.unknown, nil
 }

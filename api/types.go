@@ -25,6 +25,11 @@ type VMI struct {
 	// manifest that virtnet does not render (for example
 	// "spec.domain.devices.gpus"). It is filled by [Decode], not by JSON.
 	Unsupported []string `json:"-"`
+	// Unknown lists the field paths that neither KubeVirt's schema
+	// (v0.53.2 and v1.9.0) nor virtnet knows, which [DecodeKubeVirt]
+	// accepts (at most 50; [Decode] refuses them). Filled by the
+	// decoder, not by JSON.
+	Unknown []string `json:"-"`
 }
 
 // VMIStatus is the part of a VMI's status virtnet reads.

@@ -23,7 +23,7 @@ var (
 // Models returns the interface models KubeVirt accepts (a new slice on
 // each call).
 func Models() []string {
-	return []string{"e1000", "e1000e", "ne2k_pci", "pcnet", "rtl8139", "virtio"}
+	return []string{"e1000", "e1000e", "igb", "ne2k_pci", "pcnet", "rtl8139", "virtio"}
 }
 
 // MaxInterfaceName is the longest interface (and network) name Validate
@@ -88,7 +88,11 @@ func (v *validator) networks(vmi *VMI) {
 		} else {
 			seen[n.Name] = i
 		}
+		if n.ResourceClaim != nil {
+			v.add(p+".resourceClaim", n.Name, "DRA networks (resourceClaim) are not supported")
+		}
 		switch {
+		case n.ResourceClaim != nil && n.Pod == nil && n.Multus == nil:
 		case n.Pod == nil && n.Multus == nil:
 			v.add(p, n.Name, "needs one of pod or multus")
 		case n.Pod != nil && n.Multus != nil:
@@ -212,6 +216,9 @@ func (v *validator) interfaces(vmi *VMI) {
 			v.add(p+".binding", iface.Plugin.Name, "a binding plugin and the binding method %s at once", strings.Join(bindings, ","))
 		case iface.Plugin != nil:
 			v.plugin(p+".binding.name", iface.Plugin.Name)
+			if contains(PluginAliases(), iface.Plugin.Name) {
+				v.binding(p, iface, nw)
+			}
 		case len(bindings) == 0:
 			v.add(p, iface.Name, "needs one binding method (one of %s) or a binding plugin (binding: {name: …})", strings.Join(BindingMethods(), ", "))
 		case len(bindings) == 1:
@@ -242,6 +249,11 @@ func (v *validator) interfaces(vmi *VMI) {
 		// only, whatever their binding; elsewhere they are ignored.
 		if nw != nil && nw.Pod != nil {
 			v.ports(p, iface, portNames)
+			v.portRanges(p, iface)
+		}
+		v.state(p, iface, nw)
+		if iface.ACPIIndex < 0 {
+			v.add(p+".acpiIndex", iface.ACPIIndex, "negative")
 		}
 		v.dhcp(p+".dhcpOptions", iface.DHCPOptions)
 	}
@@ -261,17 +273,118 @@ func (v *validator) binding(p string, iface *Interface, net *Network) {
 	if net == nil {
 		return
 	}
+	key := p + "." + b
+	switch {
+	case iface.Plugin != nil:
+		key = p + ".binding.name"
+	case iface.PasstBinding != nil:
+		key = p + ".passtBinding"
+	}
 	switch b {
 	case BindingMasquerade, BindingSlirp, BindingPasst:
 		// KubeVirt v0.53 refuses masquerade and slirp on anything but
 		// spec.networks[].pod, a multus default network included.
 		if net.Pod == nil {
-			v.add(p+"."+b, iface.Name, "%s binding is only possible on the pod network (spec.networks[].pod)", b)
+			v.add(key, iface.Name, "%s binding is only possible on the pod network (spec.networks[].pod)", b)
 		}
 	case BindingMacvtap, BindingSRIOV:
 		if net.Multus == nil {
-			v.add(p+"."+b, iface.Name, "%s binding needs a multus network", b)
+			v.add(key, iface.Name, "%s binding needs a multus network", b)
 		}
+	}
+}
+
+// PluginAliases are the KubeVirt 1.x binding plugin names that resolve to
+// a virtnet core method of the same name (a new slice on each call):
+// KubeVirt 1.x dropped the core keys passt, macvtap and slirp and its
+// documentation registers their plugins under these names, so
+// binding: {name: passt} is passt: {} (rendered as KubeVirt's passt
+// plugin renders it, type='user').
+func PluginAliases() []string {
+	return []string{BindingPasst, BindingMacvtap, BindingSlirp}
+}
+
+// MaxPortRanges is the most portRanges one interface may have (KubeVirt
+// v1.9's webhook).
+const MaxPortRanges = 10
+
+// portRanges checks interfaces[].portRanges as KubeVirt v1.9's webhook
+// does (pod network only): masquerade only, not with ports, at most
+// MaxPortRanges, protocol TCP or UDP (required), 1 <= start <= end <=
+// 65535, and no two ranges of one protocol overlapping.
+func (v *validator) portRanges(p string, iface *Interface) {
+	if iface.PortRanges == nil {
+		return
+	}
+	if iface.Ports != nil {
+		v.add(p+".portRanges", len(iface.PortRanges), "ports and portRanges at once")
+	}
+	if iface.Binding() != BindingMasquerade {
+		v.add(p+".portRanges", len(iface.PortRanges), "portRanges only on a masquerade interface (binding %q)", iface.Binding())
+	}
+	if len(iface.PortRanges) > MaxPortRanges {
+		v.add(p+".portRanges", len(iface.PortRanges), "more than %d port ranges", MaxPortRanges)
+		return
+	}
+	type span struct {
+		start, end int32
+		index      int
+	}
+	byProto := map[string][]span{}
+	for j, r := range iface.PortRanges {
+		rp := fmt.Sprintf("%s.portRanges[%d]", p, j)
+		switch {
+		case r.Protocol != "TCP" && r.Protocol != "UDP":
+			v.add(rp+".protocol", r.Protocol, "neither TCP nor UDP (required)")
+		case r.Start < 1 || r.Start > 65535:
+			v.add(rp+".start", r.Start, "outside 1-65535")
+		case r.End < 1 || r.End > 65535:
+			v.add(rp+".end", r.End, "outside 1-65535")
+		case r.Start > r.End:
+			v.add(rp+".start", r.Start, "after end %d", r.End)
+		default:
+			byProto[r.Protocol] = append(byProto[r.Protocol], span{r.Start, r.End, j})
+		}
+	}
+	for _, proto := range []string{"TCP", "UDP"} {
+		spans := byProto[proto]
+		for a := range spans {
+			for b := a + 1; b < len(spans); b++ {
+				if spans[a].start <= spans[b].end && spans[b].start <= spans[a].end {
+					v.add(fmt.Sprintf("%s.portRanges[%d]", p, spans[b].index), fmt.Sprintf("%d-%d", spans[b].start, spans[b].end),
+						"%s range overlaps portRanges[%d] (%d-%d)", proto, spans[a].index, spans[a].start, spans[a].end)
+				}
+			}
+		}
+	}
+}
+
+// state checks interfaces[].state as KubeVirt v1.9's webhook does: up,
+// down or absent; down and up not on SR-IOV; absent only on a bridge
+// interface of a secondary network.
+func (v *validator) state(p string, iface *Interface, nw *Network) {
+	switch iface.State {
+	case "", InterfaceStateUp:
+	case InterfaceStateDown:
+	case InterfaceStateAbsent:
+		if iface.Binding() != BindingBridge {
+			v.add(p+".state", iface.State, "absent only on a bridge interface (binding %q)", iface.Binding())
+		}
+		if nw != nil && (nw.Pod != nil || nw.Multus != nil && nw.Multus.Default) {
+			v.add(p+".state", iface.State, "absent not on the default network")
+		}
+		return
+	default:
+		v.add(p+".state", iface.State, "not an interface state (up, down or absent)")
+		return
+	}
+	if iface.State != "" && iface.SRIOV != nil {
+		v.add(p+".state", iface.State, "a link state on an SR-IOV interface")
+	}
+	if iface.State == InterfaceStateDown && iface.Binding() == BindingSlirp {
+		// Slirp's NIC is given on QEMU's command line, which has no
+		// link state: libvirt would have to set it after start.
+		v.add(p+".state", iface.State, "link state down on a slirp interface (its QEMU command line cannot say it)")
 	}
 }
 
@@ -283,7 +396,7 @@ func (v *validator) plugin(p, name string) {
 	switch {
 	case !pluginNameRE.MatchString(name):
 		v.add(p, name, "not a binding plugin name (a DNS subdomain: 1 to 253 of a-z, 0-9, '-' and '.')")
-	case contains(BindingMethods(), name):
+	case contains(BindingMethods(), name) && !contains(PluginAliases(), name):
 		v.add(p, name, "the name of a core binding method: set %s: {} on the interface instead, or register the plugin under another name", name)
 	}
 }
@@ -341,7 +454,7 @@ func (v *validator) ports(p string, iface *Interface, names map[string]string) {
 		// A port declared twice is one forward for masquerade and passt
 		// (KubeVirt v0.53 accepts it); slirp's QEMU would try to bind the
 		// host port twice and fail.
-		if first, dup := seen[k]; dup && iface.Slirp != nil {
+		if first, dup := seen[k]; dup && iface.Binding() == BindingSlirp {
 			v.add(pp+".port", port.Port, "%s port already declared at ports[%d]", proto, first)
 		} else if !dup {
 			seen[k] = j

@@ -85,6 +85,12 @@ type RenderOptions struct {
 	// Env is the launcher's environment (SR-IOV device plugin variables
 	// PCIDEVICE_* and KUBEVIRT_RESOURCE_NAME_*); nil means none.
 	Env map[string]string
+	// NetworkInfo is the content of KubeVirt 1.x's downward-API file
+	// /etc/podinfo/network-info (the pod annotation
+	// kubevirt.io/network-info: each network's device-info, the SR-IOV
+	// VF's PCI address among them); nil means none was read.
+	// prestart.Hook fills it when the VMI has an SR-IOV interface.
+	NetworkInfo []byte
 	// ResolvConf is the content of the pod's resolv.conf, whose search
 	// domains slirp offers the guest (dnssearch=); nil means none was
 	// read, which gives KubeVirt's default search domain (cluster.local).

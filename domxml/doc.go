@@ -47,7 +47,10 @@
 // Every field of the VMI subset ([api.VMI]) and what the domain does with
 // it, as KubeVirt v0.53 does (TestFieldTable checks each row; the
 // comparison with KubeVirt's own converter, TestKubeVirtComparison, renders
-// each "rendered" row through both):
+// each "rendered" row of the domain's own fields through both), and every
+// key of interfaces[] and networks[] in KubeVirt's schema, v0.53.2's and
+// v1.9.0's (TestNetFieldTable renders those rows through phase1 and
+// phase2; TestNetFieldsCoverSchema fails on a key without a row):
 //
 //	metadata.name                                  rendered  <name> <namespace>_<name>; cloud-init image path
 //	metadata.namespace                             rendered  <name>
@@ -111,6 +114,27 @@
 //	spec.networks                                  n/a       the bindings (phase1, phase2.Render)
 //	spec.domain.devices.interfaces                 n/a       the bindings render <interface> and SR-IOV <hostdev>
 //	spec.domain.devices.interfaces[].tag           n/a       ConfigDrive device metadata with the pinned PCI address (PinTagged, cloudinit.DevicesMetadata)
+//	spec.domain.devices.interfaces[].name          rendered  <alias name='ua-<name>'> of the interface's device
+//	spec.domain.devices.interfaces[].bridge        rendered  <interface type='bridge'> on k6t-<pod link> (or 'ethernet' on the tap) with the pod link's MAC
+//	spec.domain.devices.interfaces[].masquerade    rendered  the same on the NAT bridge, with the VM's own MAC
+//	spec.domain.devices.interfaces[].slirp         rendered  QEMU's -netdev user / -device on <qemu:commandline>, no <interface>
+//	spec.domain.devices.interfaces[].sriov         rendered  <hostdev managed='no'> of the VF (alias ua-sriov-<name>)
+//	spec.domain.devices.interfaces[].macvtap       rendered  <interface type='ethernet'> on the macvtap, managed='no'
+//	spec.domain.devices.interfaces[].passt         rendered  <interface type='user'> with <backend type='passt'/> (KubeVirt v0.56's form)
+//	spec.domain.devices.interfaces[].passtBinding  rendered  <interface type='vhostuser'>, <backend type='passt' logFile>, shared memfd memory (KubeVirt v1.9's form)
+//	spec.domain.devices.interfaces[].binding       rendered  the binding registered under the plugin's name (passt, macvtap, slirp, managed-tap, or yours)
+//	spec.domain.devices.interfaces[].macAddress    rendered  <mac address>
+//	spec.domain.devices.interfaces[].model         rendered  <model type>: virtio-non-transitional (or -transitional), e1000, e1000e, igb, …
+//	spec.domain.devices.interfaces[].pciAddress    rendered  <address type='pci'>
+//	spec.domain.devices.interfaces[].bootOrder     rendered  <boot order>, else <rom enabled='no'/>
+//	spec.domain.devices.interfaces[].acpiIndex     rendered  <acpi index> (slirp: acpi-index= on -device)
+//	spec.domain.devices.interfaces[].state         rendered  down: <link state='down'/>; absent: no device, phase1 removes what it made (slirp down and SR-IOV up/down refused)
+//	spec.domain.devices.interfaces[].ports         rendered  passt <portForward>, slirp hostfwd=; masquerade: NAT rules only (phase1)
+//	spec.domain.devices.interfaces[].portRanges    n/a       masquerade NAT rules for exactly those ranges (phase1)
+//	spec.domain.devices.interfaces[].dhcpOptions   n/a       the launcher's DHCP server (phase2/dhcp)
+//	spec.networks[].name                           rendered  pairs the network with its interface (alias ua-<name>)
+//	spec.networks[].pod                            n/a       the pod network: pod link eth0, VM network CIDRs (phase1, DHCP)
+//	spec.networks[].multus                         n/a       a Multus network: pod link net<N> or pod<hash> (phase1)
 //	spec.domain.devices.autoattachPodInterface     n/a       api.SetDefaults (the default pod network)
 //	spec.domain.devices.networkInterfaceMultiqueue n/a       the bindings: <driver queues> = vCPUs, multi-queue taps
 //	spec.domain.ioThreadsPolicy                    refused
@@ -123,4 +147,5 @@
 //	spec.domain.devices.clientPassthrough          refused
 //	spec.domain.devices.inputs                     refused
 //	spec.volumes[].others                          refused   configMap, secret, downwardAPI, serviceAccountName, ephemeral, downwardMetrics
+//	spec.networks[].resourceClaim                  refused   KubeVirt 1.x's DRA networks
 package domxml

@@ -173,11 +173,16 @@ func addrsString(addrs []netip.Addr) string {
 }
 
 // IstioReservedPorts are the ports of Istio's Envoy sidecar (admin 15000,
-// outbound 15001, inbound 15006, tunnel 15008, merged telemetry 15020,
-// health 15021, telemetry 15090): with a proxy and no declared ports, a
-// connection to them from the pod's loopback stays in the pod (KubeVirt
-// v0.53's istio.ReservedPorts).
-func IstioReservedPorts() []uint16 { return []uint16{15000, 15001, 15006, 15008, 15020, 15021, 15090} }
+// outbound 15001, debug 15004, inbound 15006, tunnel 15008, secure
+// network 15009, merged telemetry 15020, health 15021, DNS 15053,
+// telemetry 15090): with a proxy and no declared ports, a connection to
+// them from the pod's loopback stays in the pod. This is KubeVirt v1.9's
+// set (pkg/network/istio); v0.53's lacked 15004, 15009 and 15053, which
+// newer Envoys listen on too, so they are reserved whatever the VMI's
+// KubeVirt version.
+func IstioReservedPorts() []uint16 {
+	return []uint16{15000, 15001, 15004, 15006, 15008, 15009, 15020, 15021, 15053, 15090}
+}
 
 // IstioNonProxiedPorts are the ports Envoy does not take: with a proxy
 // they are the only ones DNAT-ed to the VM from outside (KubeVirt v0.53's

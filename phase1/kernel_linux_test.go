@@ -85,6 +85,53 @@ func TestMasqueradeTraffic(t *testing.T) {
 	require.NoError(t, err)
 }
 
+// portRangesVMI is KubeVirt 1.x's masquerade with portRanges (issue 22).
+const portRangesVMI = `
+apiVersion: kubevirt.io/v1
+kind: VirtualMachineInstance
+metadata: {name: vmi-ranges, namespace: default, uid: ` + uid + `}
+spec:
+  domain:
+    devices:
+      interfaces:
+      - name: default
+        masquerade: {}
+        portRanges: [{protocol: TCP, start: 8000, end: 8010}, {protocol: TCP, start: 9000, end: 9000}]
+  networks: [{name: default, pod: {}}]
+`
+
+// TestMasqueradePortRangesTraffic runs masquerade phase1 with KubeVirt
+// 1.x's portRanges on this kernel: the first and last port of a range
+// reach the VM stand-in from the node and from the pod's loopback, the
+// ports just outside it do not (a portRanges VMI must not be opened
+// wide, as it was when portRanges was dropped).
+func TestMasqueradePortRangesTraffic(t *testing.T) {
+	pod := testutil.NewPod(t)
+	vmi := testutil.LoadVMI(t, portRangesVMI)
+	s := realRun(t, vmi, pod)
+	rec, err := s.ReadInterface(uid, "default")
+	require.NoError(t, err)
+	vm := vmNS(t, pod.Pod, rec.Bridge, rec.MAC, rec.IPv4, rec.Gateway)
+	for _, port := range []string{"7999", "8000", "8010", "8011", "9000", "9001"} {
+		testutil.ServeSource(t, vm, "tcp4", "0.0.0.0:"+port)
+	}
+	for _, tc := range []struct {
+		port  string
+		reach bool
+	}{{"8000", true}, {"8010", true}, {"9000", true}, {"7999", false}, {"8011", false}, {"9001", false}} {
+		seen, err := testutil.DialSource(pod.Node, "tcp4", "10.244.1.7:"+tc.port, 1)
+		if !tc.reach {
+			require.Error(t, err, "port %s is outside the ranges: it must not reach the VM", tc.port)
+			continue
+		}
+		require.NoError(t, err, "port %s is in a range: it must reach the VM", tc.port)
+		require.Equal(t, "10.244.1.1", seen)
+		seen, err = testutil.DialSource(pod.Pod, "tcp4", "127.0.0.1:"+tc.port, 1)
+		require.NoError(t, err, "the pod's loopback reaches the VM on port %s", tc.port)
+		require.Equal(t, rec.Gateway, seen)
+	}
+}
+
 // TestBridgeNoIPAMKernel runs the IPAM-less bridge binding (no dummy
 // needed) on this kernel and cleans it up again.
 func TestBridgeNoIPAMKernel(t *testing.T) {

@@ -125,12 +125,18 @@ func (o *Options) fill() {
 // to the namespace, and a failure after that (a kernel step, a cache
 // write, the context) undoes every interface of the VMI this run touched,
 // unless [Options.KeepOnFailure] is set.
+//
+// An interface whose state is absent (KubeVirt 1.x's hot-unplug) is not
+// prepared; what an earlier run prepared for it is removed, and its
+// records deleted, before the other interfaces are prepared, its pod
+// link being gone already or not (TestAbsentInterface).
 func Run(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.Store, opts Options) (err error) {
 	opts.fill()
-	pairs, err := pairsOf(vmi, opts)
+	all, err := pairsOf(vmi, opts)
 	if err != nil {
 		return err
 	}
+	pairs, absent := api.Present(all)
 	uid := vmi.Metadata.UID
 	unlock, err := lockRun(ctx, vmi, netnsPath, store, opts)
 	if err != nil {
@@ -146,6 +152,9 @@ func Run(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.Store
 	if err != nil {
 		return err
 	}
+	if _, _, err := readRecords(store, uid, absent); err != nil {
+		return err
+	}
 	d, closeFn, err := driverFor(netnsPath, opts)
 	if err != nil {
 		return err
@@ -159,6 +168,14 @@ func Run(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.Store
 			return &Error{Step: StepCanceled, Err: err}
 		}
 		if steps[i], err = planPair(ctx, d, vmi, p, states[i], recorded[i], opts); err != nil {
+			return err
+		}
+	}
+	// An absent interface (KubeVirt 1.x's hot-unplug) loses what an
+	// earlier run prepared for it, its pod link possibly gone already;
+	// one never prepared has no record and is skipped.
+	if len(absent) > 0 {
+		if err := cleanupPairs(ctx, d, vmi, absent, store, opts, func(int) bool { return true }); err != nil {
 			return err
 		}
 	}

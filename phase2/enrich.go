@@ -36,10 +36,13 @@ func ReadRecords(ctx context.Context, vmi *api.VMI, store *cache.Store, opts Opt
 	if reg == nil {
 		reg = registry.Default()
 	}
-	pairs, err := api.Pairs(vmi)
+	all, err := api.Pairs(vmi)
 	if err != nil {
 		return nil, err
 	}
+	// An absent interface (state: absent) is not rendered, and phase1
+	// has removed (or will remove) its records.
+	pairs, _ := api.Present(all)
 	items := make([]Item, 0, len(pairs))
 	for _, p := range pairs {
 		if err := ctx.Err(); err != nil {

@@ -33,6 +33,8 @@ func (Binding) Render(in binding.RenderInput, dom *libvirtxml.Domain) error {
 		ROM:     rom,
 		Alias:   domxml.Alias(iface.Name),
 		Address: addr,
+		Link:    nicxml.Link(iface),
+		ACPI:    nicxml.ACPI(iface),
 	}
 	if rec.MTU > 0 {
 		di.MTU = &libvirtxml.DomainInterfaceMTU{Size: uint(rec.MTU)}

@@ -2,6 +2,7 @@ package masquerade_test
 
 import (
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
@@ -87,4 +88,39 @@ spec:
 			"k6t-eth0", netip.MustParseAddr("10.0.2.2"), netip.MustParseAddr("10.0.2.1"))
 		require.ErrorIs(t, err, binding.ErrNoAddress)
 	})
+}
+
+// TestPlanNATPortRanges: KubeVirt 1.x's portRanges become exactly those
+// ports, one interval per range, as KubeVirt v1.9 writes them (the
+// traffic is phase1's TestMasqueradePortRangesTraffic).
+func TestPlanNATPortRanges(t *testing.T) {
+	vmi, err := api.Load([]byte(`kind: VirtualMachineInstance
+metadata: {name: m, uid: 5a1e0000-0000-4000-8000-000000000001}
+spec:
+  domain:
+    devices:
+      interfaces:
+      - {name: default, masquerade: {}, portRanges: [{protocol: TCP, start: 8000, end: 8010}, {protocol: UDP, start: 5000, end: 5001}, {protocol: TCP, start: 65535, end: 65535}]}
+  networks: [{name: default, pod: {}}]
+status: {migrationTransport: Unix}
+`))
+	require.NoError(t, err)
+	pairs, err := api.Pairs(vmi)
+	require.NoError(t, err)
+	in := binding.Input{VMI: vmi, Pair: pairs[0], Names: binding.Names{Pod: "eth0"}}
+	nat, err := masquerade.PlanNAT(in, &cache.Link{Name: "eth0"}, netdriver.IPv4, "k6t-eth0", netip.MustParseAddr("10.0.2.2"), netip.MustParseAddr("10.0.2.1"))
+	require.NoError(t, err)
+	require.Len(t, nat.Ports, 11+2+1)
+	lines, err := netdriver.NATListing(nat)
+	require.NoError(t, err)
+	require.Equal(t, []string{
+		"output: ip daddr 127.0.0.1 tcp dport { 8000-8010, 65535 } counter dnat to 10.0.2.2",
+		"output: ip daddr 127.0.0.1 udp dport { 5000-5001 } counter dnat to 10.0.2.2",
+		"postrouting: ip saddr 10.0.2.2 counter masquerade",
+		"postrouting: oifname \"k6t-eth0\" counter jump KUBEVIRT_POSTINBOUND",
+		"KUBEVIRT_PREINBOUND: tcp dport { 8000-8010, 65535 } counter dnat to 10.0.2.2",
+		"KUBEVIRT_PREINBOUND: udp dport { 5000-5001 } counter dnat to 10.0.2.2",
+		"KUBEVIRT_POSTINBOUND: ip saddr 127.0.0.1 tcp dport { 8000-8010, 65535 } counter snat to 10.0.2.1",
+		"KUBEVIRT_POSTINBOUND: ip saddr 127.0.0.1 udp dport { 5000-5001 } counter snat to 10.0.2.1",
+	}, slices.DeleteFunc(lines, func(l string) bool { return strings.HasPrefix(l, "prerouting") }))
 }

@@ -254,7 +254,7 @@ func PlanNAT(in binding.Input, link *cache.Link, family netdriver.Family, bridge
 		Bridge:       bridge,
 		VM:           vm,
 		Gateway:      gw,
-		Ports:        natPorts(in.Pair.Interface.Ports),
+		Ports:        append(natPorts(in.Pair.Interface.Ports), natPortRanges(in.Pair.Interface.PortRanges)...),
 	}
 	if !in.VMI.MigratesOverUnix() {
 		nat.MigrationPorts = migrationPorts()
@@ -280,6 +280,29 @@ func PlanNAT(in binding.Input, link *cache.Link, family netdriver.Family, bridge
 		nat.Proxy = p
 	}
 	return nat, nil
+}
+
+// natPortRanges are the ports of KubeVirt 1.x's portRanges, one by one:
+// the rule set groups consecutive ports into one interval of its port set
+// (netdriver.NAT.Rules), so a range becomes `tcp dport 8000-8010`, as
+// KubeVirt v1.9 writes it, and at most ten ranges stay ten intervals
+// whatever their size. The ranges are validated (api.Validate); one out of
+// 1-65535 is skipped, never widened.
+func natPortRanges(ranges []api.PortRange) []netdriver.NATPort {
+	var out []netdriver.NATPort
+	for _, r := range ranges {
+		proto := "tcp"
+		if r.Protocol == "UDP" {
+			proto = "udp"
+		}
+		if r.Start < 1 || r.End > 65535 || r.Start > r.End {
+			continue
+		}
+		for p := int(r.Start); p <= int(r.End); p++ {
+			out = append(out, netdriver.NATPort{Protocol: proto, Port: uint16(p)})
+		}
+	}
+	return out
 }
 
 func natPorts(ports []api.Port) []netdriver.NATPort {

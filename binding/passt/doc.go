@@ -49,6 +49,30 @@
 // port, as KubeVirt does. The <mac> appears only when the interface sets
 // macAddress (libvirt generates one otherwise).
 //
+// # KubeVirt 1.x's passtBinding: the vhost-user form
+//
+// An interface with passtBinding: {} (KubeVirt v1.9's core passt) is
+// rendered as KubeVirt v1.9 renders it:
+//
+//	<interface type='vhostuser'>
+//	  [<mac address='…'/>] <source dev='eth0'/> [<boot order='N'/>]
+//	  <portForward …/> <model type='virtio-non-transitional'/> [<driver name='vhost' queues='N'/>]
+//	  <backend type='passt' logFile='/var/run/kubevirt/passt.log'/> [<acpi index='N'/>] <alias name='ua-<name>'/>
+//	</interface>
+//
+// with the domain's memory made shareable, which vhost-user needs:
+// <memoryBacking><source type='memfd'/><access mode='shared'/>, and one
+// NUMA cell of every vCPU and the memory when the domain has none
+// ([SharedMemory]). With Istio's sidecar (sidecar.istio.io/inject:
+// "true") Istio's reserved ports are excluded from the TCP forwards
+// (<range start='15000' exclude='yes'/>, …), and, as in v1.9, no UDP
+// port is forwarded unless declared. passt: {} and KubeVirt 1.x's
+// binding: {name: passt} (its passt plugin) keep the type='user' form
+// above. The vhost-user form needs libvirt ≥ 11.1.0 (the first with a
+// passt backend on type='vhostuser'); libvirt 9.0's schema refuses it
+// (TestRenderVhostUser logs that). docs/kubevirt-1x-api.md says which
+// libvirt takes which form.
+//
 // # libvirt versions
 //
 // The passt backend needs libvirt ≥ 9.0 and the passt binary in the
@@ -61,11 +85,13 @@
 //
 // # Deliberate differences from KubeVirt's passt
 //
-//   - No logFile on <backend> (KubeVirt writes /var/run/kubevirt/passt.log):
-//     the path is the launcher's business, not the binding's.
-//   - No Istio port exclusions (KubeVirt excludes Istio's ports when the
-//     sidecar is injected).
+//   - type='user' form: no logFile on <backend> (the vhost-user form has
+//     KubeVirt v1.9's), and no Istio port exclusions (KubeVirt v0.56's
+//     form had none either).
+//   - vhost-user form: a bootOrder is rendered (<boot order>), where
+//     KubeVirt v1.9 drops it for passtBinding; no <rom> element, as v1.9.
 //   - Adjacent ports are merged into ranges (KubeVirt lists one range per
 //     port); passt receives the same set of ports.
-//   - No multiqueue <driver>: passt serves a single queue.
+//   - type='user' form: no multiqueue <driver> (passt serves a single
+//     queue there); the vhost-user form has v1.9's virtio <driver>.
 package passt

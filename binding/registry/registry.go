@@ -10,12 +10,14 @@ import (
 	"github.com/virtnet/virtnet/binding/sriov"
 )
 
-// Default returns a new registry holding every binding method.
+// Default returns a new registry holding every binding method, and
+// bridge.ManagedTap under its plugin name (KubeVirt 1.x's managedTap
+// attachment: binding: {name: managed-tap}).
 func Default() binding.Registry {
 	r := binding.Registry{}
 	for _, b := range []binding.Binding{
 		bridge.Binding{}, masquerade.Binding{}, slirp.Binding{},
-		sriov.Binding{}, macvtap.Binding{}, passt.Binding{},
+		sriov.Binding{}, macvtap.Binding{}, passt.Binding{}, bridge.ManagedTap{},
 	} {
 		r[b.Method()] = b
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/binding"
+	"github.com/virtnet/virtnet/binding/bridge"
 	"github.com/virtnet/virtnet/binding/registry"
 	"github.com/virtnet/virtnet/cache"
 	"github.com/virtnet/virtnet/phase2/dhcp"
@@ -27,6 +28,7 @@ func TestWhatBindingsNeed(t *testing.T) {
 		{api.BindingPasst, false, "ua-net1"},
 		{api.BindingMacvtap, false, "ua-net1"},
 		{api.BindingSRIOV, false, "ua-sriov-net1"},
+		{bridge.ManagedTapName, false, "ua-net1"},
 	}
 	reg := registry.Default()
 	require.Len(t, reg, len(tests), "every built-in binding is in the table")

@@ -94,6 +94,9 @@ func Args(pair api.Pair, search []string) ([]string, error) {
 	if iface.BootOrder != nil {
 		device = append(device, "bootindex="+strconv.FormatUint(uint64(*iface.BootOrder), 10))
 	}
+	if iface.ACPIIndex > 0 {
+		device = append(device, "acpi-index="+strconv.Itoa(iface.ACPIIndex))
+	}
 	return []string{"-netdev", strings.Join(netdev, ","), "-device", strings.Join(device, ",")}, nil
 }
 

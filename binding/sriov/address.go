@@ -1,6 +1,7 @@
 package sriov
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -21,6 +22,10 @@ const (
 	// NetworkStatusAnnotation is the Multus annotation with the devices it
 	// attached.
 	NetworkStatusAnnotation = "k8s.v1.cni.cncf.io/network-status"
+	// NetworkInfoFile is KubeVirt 1.x's downward-API file of the pod's
+	// kubevirt.io/network-info annotation, as errors name it
+	// (binding.RenderOptions.NetworkInfo holds its content).
+	NetworkInfoFile = "/etc/podinfo/network-info"
 )
 
 // ResourceEnvVar is the variable naming an interface's resource:
@@ -45,6 +50,20 @@ type networkStatus struct {
 	} `json:"device-info"`
 }
 
+// networkInfo is KubeVirt 1.x's downward-API network-info (the
+// kubevirt.io/network-info pod annotation): per VMI network name, the
+// device-info Multus reported.
+type networkInfo struct {
+	Interfaces []struct {
+		Network    string `json:"network"`
+		DeviceInfo *struct {
+			PCI *struct {
+				Address string `json:"pci-address"`
+			} `json:"pci"`
+		} `json:"deviceInfo"`
+	} `json:"interfaces"`
+}
+
 // assignment is the host PCI address of one SR-IOV interface, or why
 // there is none.
 type assignment struct {
@@ -57,8 +76,8 @@ type assignment struct {
 // An interface whose address cannot be found is left out and its error
 // is in the returned map of errors; an unparsable network-status
 // annotation fails every interface.
-func Addresses(vmi *api.VMI, env map[string]string) (map[string]string, map[string]error) {
-	as := allocate(vmi, env)
+func Addresses(vmi *api.VMI, env map[string]string, netInfo []byte) (map[string]string, map[string]error) {
+	as := allocate(vmi, env, netInfo)
 	addrs, errs := map[string]string{}, map[string]error{}
 	for name, a := range as {
 		if a.err != nil {
@@ -70,7 +89,7 @@ func Addresses(vmi *api.VMI, env map[string]string) (map[string]string, map[stri
 	return addrs, errs
 }
 
-func allocate(vmi *api.VMI, env map[string]string) map[string]assignment {
+func allocate(vmi *api.VMI, env map[string]string, netInfo []byte) map[string]assignment {
 	out := map[string]assignment{}
 	pairs, err := api.Pairs(vmi)
 	if err != nil {
@@ -85,6 +104,37 @@ func allocate(vmi *api.VMI, env map[string]string) map[string]assignment {
 	slices.SortFunc(sriov, func(a, b api.Pair) int { return a.Index - b.Index })
 
 	taken := map[string]bool{}
+	// 0. KubeVirt 1.x's network-info, by network name.
+	if len(bytes.TrimSpace(netInfo)) > 0 {
+		var ni networkInfo
+		if err := json.Unmarshal(netInfo, &ni); err != nil {
+			for _, p := range sriov {
+				out[p.Interface.Name] = assignment{err: &AddressError{Interface: p.Interface.Name,
+					Variable: NetworkInfoFile, Value: string(netInfo), Err: fmt.Errorf("%w: %w", ErrBadNetworkStatus, err)}}
+			}
+			return out
+		}
+		byNet := map[string]string{}
+		for _, e := range ni.Interfaces {
+			if e.Network != "" && e.DeviceInfo != nil && e.DeviceInfo.PCI != nil && e.DeviceInfo.PCI.Address != "" {
+				byNet[e.Network] = e.DeviceInfo.PCI.Address
+			}
+		}
+		for _, p := range sriov {
+			a, ok := byNet[p.Network.Name]
+			if !ok {
+				continue
+			}
+			if _, err := nicxml.ParsePCIAddress(a); err != nil {
+				out[p.Interface.Name] = assignment{err: &AddressError{Interface: p.Interface.Name,
+					Variable: NetworkInfoFile, Value: a, Err: fmt.Errorf("%w: %w", ErrBadAddress, err)}}
+				continue
+			}
+			key := strings.ToLower(a)
+			out[p.Interface.Name] = assignment{address: key}
+			taken[key] = true
+		}
+	}
 	// 1. Multus network-status.
 	if raw, ok := vmi.Metadata.Annotations[NetworkStatusAnnotation]; ok {
 		var entries []networkStatus
@@ -102,6 +152,9 @@ func allocate(vmi *api.VMI, env map[string]string) map[string]assignment {
 			}
 		}
 		for _, p := range sriov {
+			if _, done := out[p.Interface.Name]; done {
+				continue
+			}
 			a, ok := byPod[p.PodInterface]
 			if !ok {
 				continue

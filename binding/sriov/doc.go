@@ -26,8 +26,15 @@
 //
 // # Finding the VF's host PCI address
 //
-// Two sources, both reachable without privileges:
+// Three sources, all reachable without privileges:
 //
+//  0. KubeVirt 1.x's downward-API file /etc/podinfo/network-info
+//     ([binding.RenderOptions.NetworkInfo]; prestart.Hook reads it, its
+//     NetworkInfo field names another path): the pod annotation
+//     kubevirt.io/network-info that v1.x's virt-controller writes from
+//     Multus' network-status, {"interfaces": [{"network": "<VMI network
+//     name>", "deviceInfo": {"pci": {"pci-address": "0000:65:00.3"}}}]}
+//     (KubeVirt v1.9's pkg/network/downwardapi), keyed by network name.
 //  1. The Multus network-status annotation (k8s.v1.cni.cncf.io/network-status,
 //     [NetworkStatusAnnotation]) in the VMI's metadata.annotations: a JSON
 //     list with, per attachment, the pod interface ("interface": "net1")
@@ -42,8 +49,9 @@
 //     lists the addresses allocated to the pod, comma-separated (a trailing
 //     comma is ignored).
 //
-// Precedence: an interface whose pod interface has a network-status entry
-// with a PCI address takes that address (it is exact: Multus records the
+// Precedence: an interface whose network has a network-info entry with a
+// PCI address takes it; else one whose pod interface has a network-status
+// entry with a PCI address takes that address (it is exact: Multus records the
 // VF it handed to that attachment). The remaining SR-IOV interfaces, in
 // spec.domain.devices.interfaces order, each take the first address of
 // their resource's list that no interface has taken yet (neither through

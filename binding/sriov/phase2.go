@@ -13,7 +13,7 @@ import (
 // Render appends the VF's <hostdev> (see the package doc).
 func (Binding) Render(in binding.RenderInput, dom *libvirtxml.Domain) error {
 	iface := in.Pair.Interface
-	a := allocate(in.VMI, in.Options.Env)[iface.Name]
+	a := allocate(in.VMI, in.Options.Env, in.Options.NetworkInfo)[iface.Name]
 	if a.err != nil {
 		return a.err
 	}
@@ -36,6 +36,7 @@ func (Binding) Render(in binding.RenderInput, dom *libvirtxml.Domain) error {
 		Boot:    nicxml.Boot(iface),
 		Alias:   &libvirtxml.DomainAlias{Name: Binding{}.DeviceAlias(iface.Name)},
 		Address: guest,
+		ACPI:    nicxml.ACPI(iface),
 	}
 	devs := nicxml.Devices(dom)
 	devs.Hostdevs = append(devs.Hostdevs, hd)

@@ -60,6 +60,7 @@ func TestAddresses(t *testing.T) {
 		ifaces    []string
 		env       map[string]string
 		netStatus string
+		netInfo   string
 		want      map[string]string
 		wantErr   map[string]error
 	}{{
@@ -122,6 +123,38 @@ func TestAddresses(t *testing.T) {
 		ifaces:    []string{"s1"},
 		netStatus: `[{"interface":"net1","device-info":{"pci":{"pci-address":"81:10.0"}}}]`,
 		wantErr:   map[string]error{"s1": ErrBadAddress},
+	}, {
+		// KubeVirt 1.x's downward-API file (issue 22 item 7), keyed by
+		// network name, as v1.9's virt-controller writes it.
+		name:    "network-info first, then network-status, then env",
+		ifaces:  []string{"s1", "s2", "s3"},
+		netInfo: `{"interfaces":[{"network":"s2","deviceInfo":{"type":"pci","version":"1.1.0","pci":{"pci-address":"0000:65:00.3"}}},{"network":"default","mac":"aa:bb:cc:dd:ee:ff"}]}`,
+		netStatus: `[{"name":"sriov/s2","interface":"net2","device-info":{"pci":{"pci-address":"0000:81:10.5"}}},` +
+			`{"name":"sriov/s3","interface":"net3","device-info":{"pci":{"pci-address":"0000:81:10.6"}}}]`,
+		env:  map[string]string{ResourceEnvVar("s1"): resA, varA: "0000:65:00.3,0000:81:10.1"},
+		want: map[string]string{"s1": "0000:81:10.1", "s2": "0000:65:00.3", "s3": "0000:81:10.6"},
+	}, {
+		name:    "network-info only",
+		ifaces:  []string{"s1"},
+		netInfo: `{"interfaces":[{"network":"s1","deviceInfo":{"type":"pci","pci":{"pci-address":"0000:3B:02.7"}}}]}`,
+		want:    map[string]string{"s1": "0000:3b:02.7"},
+	}, {
+		name:    "network-info without the network: the environment",
+		ifaces:  []string{"s1"},
+		netInfo: `{"interfaces":[]}`,
+		env:     map[string]string{ResourceEnvVar("s1"): resA, varA: "0000:81:10.0"},
+		want:    map[string]string{"s1": "0000:81:10.0"},
+	}, {
+		name:    "network-info bad JSON",
+		ifaces:  []string{"s1"},
+		netInfo: `{"interfaces":`,
+		env:     map[string]string{ResourceEnvVar("s1"): resA, varA: "0000:81:10.0"},
+		wantErr: map[string]error{"s1": ErrBadNetworkStatus},
+	}, {
+		name:    "network-info bad address",
+		ifaces:  []string{"s1"},
+		netInfo: `{"interfaces":[{"network":"s1","deviceInfo":{"pci":{"pci-address":"zz"}}}]}`,
+		wantErr: map[string]error{"s1": ErrBadAddress},
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -129,7 +162,7 @@ func TestAddresses(t *testing.T) {
 			if tc.netStatus != "" {
 				v.Metadata.Annotations = map[string]string{NetworkStatusAnnotation: tc.netStatus}
 			}
-			got, errs := Addresses(v, tc.env)
+			got, errs := Addresses(v, tc.env, []byte(tc.netInfo))
 			if tc.want == nil {
 				tc.want = map[string]string{}
 			}
@@ -151,7 +184,7 @@ func TestSimulatedEnv(t *testing.T) {
 	names := []string{"s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8"}
 	v, _ := vmiWith(t, names...)
 	env := SimulatedEnv(v)
-	got, errs := Addresses(v, env)
+	got, errs := Addresses(v, env, nil)
 	require.Empty(t, errs)
 	require.Equal(t, "0000:81:10.0", got["s0"])
 	require.Equal(t, "0000:81:10.7", got["s7"])

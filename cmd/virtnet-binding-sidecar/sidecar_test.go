@@ -5,6 +5,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"net"
 	"os"
 	"os/exec"
@@ -344,6 +345,29 @@ func startSidecar(t *testing.T, setpriv string, pod *testutil.Pod, plugin string
 	return &runningSidecar{hooks: hooks, sock: sock, logs: logs, exited: exited}
 }
 
+// newerVMI is vmiJSON with fields no KubeVirt release virtnet knows has:
+// spec.domain.futureKnob, spec.domain.devices.interfaces[0].futureNICKnob
+// and status.futureStatus.
+func newerVMI(t *testing.T, vmiJSON []byte) []byte {
+	t.Helper()
+	var v map[string]any
+	require.NoError(t, json.Unmarshal(vmiJSON, &v))
+	spec := v["spec"].(map[string]any)
+	dom := spec["domain"].(map[string]any)
+	dom["futureKnob"] = map[string]any{"enabled": true}
+	iface := dom["devices"].(map[string]any)["interfaces"].([]any)[0].(map[string]any)
+	iface["futureNICKnob"] = "on"
+	st, _ := v["status"].(map[string]any)
+	if st == nil {
+		st = map[string]any{}
+		v["status"] = st
+	}
+	st["futureStatus"] = []any{1}
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return b
+}
+
 // TestSidecarUnprivileged is the masquerade plugin's sidecar as KubeVirt
 // runs it: its own process as uid 107 with no capabilities at all (a
 // non-root VMI's sidecar), in the pod's network namespace, called over
@@ -414,6 +438,19 @@ func sidecarUnprivileged(t *testing.T, setpriv string, pod *testutil.Pod, dualSt
 	require.NoError(t, dom2.Unmarshal(string(again)))
 	require.Len(t, dom2.Devices.Interfaces, 1)
 	require.Equal(t, out, again, "idempotent")
+
+	// Issue 22 item 1: a VMI from a KubeVirt newer than virtnet's schema
+	// (unknown fields in spec, in an interface and in status) passes the
+	// sidecar, which logs the fields; the manifest edge (api.Load) still
+	// refuses it, naming each path.
+	newer := newerVMI(t, vmiJSON)
+	again, err = c.define(out, newer)
+	require.NoError(t, err, "a newer VMI passes; sidecar log:\n%s", logs)
+	require.Equal(t, out, again, "and renders the same interface")
+	require.Contains(t, logs.String(), "spec.domain.devices.interfaces[0].futureNICKnob")
+	_, err = api.Load(newer)
+	require.ErrorContains(t, err, "spec.domain.futureKnob")
+	require.ErrorContains(t, err, "spec.domain.devices.interfaces[0].futureNICKnob")
 
 	env := lease(t, vmPort(t, pod, "k6t-eth0", ours.MAC.Address))
 	require.Equal(t, "10.0.2.2", env["ip"])

@@ -30,8 +30,8 @@ func main() {
 }
 
 type config struct {
-	vmiFile, netns, dir, out, resolv, ifaceType, hostname string
-	once, cleanup, verbose                                bool
+	vmiFile, netns, dir, out, resolv, netInfo, ifaceType, hostname string
+	once, cleanup, verbose                                         bool
 }
 
 // netnsPath turns a namespace name into its path under /var/run/netns.
@@ -53,6 +53,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fset.StringVar(&c.dir, "dir", "", "working directory for the cache, disks and images (default: a new temporary directory)")
 	fset.StringVar(&c.out, "o", "", "write the domain XML to this file (default: stdout)")
 	fset.StringVar(&c.resolv, "resolv", prestart.DefaultResolvConf, "the pod's resolv.conf, for the DHCP servers")
+	fset.StringVar(&c.netInfo, "network-info", prestart.DefaultNetworkInfo, "KubeVirt 1.x's downward-API network-info file, for SR-IOV VFs")
 	fset.StringVar(&c.hostname, "hostname", "", "hostname for DHCP and cloud-init (default: from the VMI)")
 	fset.StringVar(&c.ifaceType, "interface-type", "", "ethernet or bridge: how bridge and masquerade NICs attach (default: bridge with CAP_NET_ADMIN, else ethernet)")
 	fset.BoolVar(&c.once, "once", false, "exit after the hook instead of serving DHCP until signalled")
@@ -175,6 +176,7 @@ func launch(ctx context.Context, c config, stdout, stderr io.Writer, log *slog.L
 		SecretDir:     filepath.Join(c.dir, "secret"),
 		SysprepDir:    filepath.Join(c.dir, "sysprep"),
 		ResolvConf:    c.resolv,
+		NetworkInfo:   c.netInfo,
 		Hostname:      c.hostname,
 		NetNS:         ns,
 		InterfaceType: ifaceType,

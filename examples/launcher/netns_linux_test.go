@@ -126,6 +126,21 @@ spec:
 	src := dom.Devices.Hostdevs[0].SubsysPCI.Source.Address
 	require.Equal(t, [4]uint{0, 0x3b, 2, 1}, [4]uint{*src.Domain, *src.Bus, *src.Slot, *src.Function})
 	require.Equal(t, "ua-sriov-s1", dom.Devices.Hostdevs[0].Alias.Name)
+
+	// KubeVirt 1.x's downward-API file, when there, names the VF first
+	// (issue 22 item 7).
+	netInfo := filepath.Join(dir, "network-info")
+	require.NoError(t, os.WriteFile(netInfo, []byte(`{"interfaces":[{"network":"s1","deviceInfo":{"type":"pci","version":"1.1.0","pci":{"pci-address":"0000:65:00.4"}}}]}`), 0o644))
+	var out2, errb2 syncBuffer
+	require.Equal(t, 0, run(context.Background(), []string{"-vmi", vmi, "-netns", pod.Pod.Name, "-dir", filepath.Join(dir, "work"),
+		"-o", xmlPath, "-resolv", filepath.Join(dir, "none"), "-network-info", netInfo, "-cleanup", "-once"}, &out2, &errb2), "stderr:\n%s", errb2.String())
+	b, err = os.ReadFile(xmlPath)
+	require.NoError(t, err)
+	var dom2 libvirtxml.Domain
+	require.NoError(t, dom2.Unmarshal(string(b)))
+	require.Len(t, dom2.Devices.Hostdevs, 1)
+	src = dom2.Devices.Hostdevs[0].SubsysPCI.Source.Address
+	require.Equal(t, [4]uint{0, 0x65, 0, 4}, [4]uint{*src.Domain, *src.Bus, *src.Slot, *src.Function})
 }
 
 // TestStdoutIsXML: without -o, stdout is the domain XML alone (progress

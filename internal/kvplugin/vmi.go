@@ -36,9 +36,12 @@ type statusOnly struct {
 }
 
 // Resolve decodes a VMI as virt-launcher sends it (JSON) and keeps the
-// interfaces whose binding.name the sidecar serves.
+// interfaces whose binding.name the sidecar serves. The VMI is machine
+// input (api.DecodeKubeVirt): fields newer than virtnet's KubeVirt schema
+// are accepted and listed in the result's VMI.Unknown, for the caller to
+// log.
 func Resolve(vmiJSON []byte, served Served) (*Resolved, error) {
-	full, err := api.Decode(vmiJSON)
+	full, err := api.DecodeKubeVirt(vmiJSON)
 	if err != nil {
 		return nil, err
 	}

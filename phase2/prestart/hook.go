@@ -20,6 +20,10 @@ import (
 	"github.com/virtnet/virtnet/domxml"
 )
 
+// DefaultNetworkInfo is where KubeVirt 1.x mounts the pod's
+// kubevirt.io/network-info annotation (downward API) in virt-launcher.
+const DefaultNetworkInfo = "/etc/podinfo/network-info"
+
 // DefaultResolvConf is the pod's resolver configuration the DHCP servers
 // read their DNS servers and search domains from.
 const DefaultResolvConf = "/etc/resolv.conf"
@@ -56,6 +60,12 @@ type Hook struct {
 	// cloudinit.Builder).
 	SecretDir  string
 	SysprepDir string
+	// NetworkInfo is KubeVirt 1.x's downward-API file with each
+	// network's device-info, read for SR-IOV interfaces (their VF's PCI
+	// address); "" means [DefaultNetworkInfo]. A missing file is not an
+	// error: the other sources of the address remain (package
+	// binding/sriov).
+	NetworkInfo string
 	// ResolvConf is the pod's resolv.conf; "" means [DefaultResolvConf].
 	// A missing file gives the DHCP defaults (a warning is logged). Its
 	// search domains also go to slirp interfaces.
@@ -242,6 +252,16 @@ func (h *Hook) Run(ctx context.Context) (*Running, error) {
 	if render.InterfaceType, err = ChooseInterfaceType(hk.VMI, "InterfaceType", hk.InterfaceType, netAdmin); err != nil {
 		return nil, err
 	}
+	if hasSRIOV(hk.VMI) {
+		if hk.NetworkInfo == "" {
+			hk.NetworkInfo = DefaultNetworkInfo
+		}
+		b, err := os.ReadFile(hk.NetworkInfo)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, &HookError{Field: "NetworkInfo", Reason: err.Error()}
+		}
+		render.NetworkInfo = b
+	}
 	if hasSlirp(hk.VMI) {
 		// slirp offers the pod's search domains (dnssearch=).
 		b, err := os.ReadFile(hk.ResolvConf)
@@ -289,9 +309,15 @@ func (h *Hook) Run(ctx context.Context) (*Running, error) {
 }
 
 // hasSlirp reports whether the VMI has a slirp interface.
-func hasSlirp(vmi *api.VMI) bool {
-	for _, i := range vmi.Spec.Domain.Devices.Interfaces {
-		if i.Slirp != nil {
+func hasSlirp(vmi *api.VMI) bool { return hasBinding(vmi, api.BindingSlirp) }
+
+func hasSRIOV(vmi *api.VMI) bool { return hasBinding(vmi, api.BindingSRIOV) }
+
+// hasBinding reports whether an interface of the VMI has the binding
+// (through its core key or, for KubeVirt 1.x's names, a plugin).
+func hasBinding(vmi *api.VMI, b string) bool {
+	for i := range vmi.Spec.Domain.Devices.Interfaces {
+		if vmi.Spec.Domain.Devices.Interfaces[i].Binding() == b {
 			return true
 		}
 	}

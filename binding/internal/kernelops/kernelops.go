@@ -270,8 +270,15 @@ const dadWait = 10 * time.Second
 // which is waited for, bounded by ctx and 10 s, before routes whose source
 // it is are added), and a prefix route the kernel adds with an address
 // but the discovery did not have (ptp deletes them) is deleted again.
+//
+// A pod link that is gone is not an error: there is nothing to give back
+// (Multus removes the pod link of an interface KubeVirt 1.x hot-unplugs,
+// state: absent, before phase1 removes what it made for it).
 func RestoreLink(ctx context.Context, d netdriver.Driver, link *cache.Link) error {
 	l, err := d.LinkByName(link.Name)
+	if errors.Is(err, netdriver.ErrLinkNotFound) {
+		return nil
+	}
 	if err != nil {
 		return &binding.PodLinkError{Name: link.Name, Reason: "cannot restore", Err: err}
 	}

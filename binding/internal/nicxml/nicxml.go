@@ -121,3 +121,22 @@ func Devices(dom *libvirtxml.Domain) *libvirtxml.DomainDeviceList {
 	}
 	return dom.Devices
 }
+
+// Link returns <link state='down'/> for an interface whose state is down
+// (KubeVirt 1.x's interfaces[].state), nil otherwise: the guest sees the
+// NIC without carrier until the link is set up.
+func Link(iface *api.Interface) *libvirtxml.DomainInterfaceLink {
+	if !iface.LinkDown() {
+		return nil
+	}
+	return &libvirtxml.DomainInterfaceLink{State: "down"}
+}
+
+// ACPI returns <acpi index='N'/> for an interface with an acpiIndex, nil
+// otherwise.
+func ACPI(iface *api.Interface) *libvirtxml.DomainDeviceACPI {
+	if iface.ACPIIndex <= 0 {
+		return nil
+	}
+	return &libvirtxml.DomainDeviceACPI{Index: uint(iface.ACPIIndex)}
+}

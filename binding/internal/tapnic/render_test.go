@@ -117,6 +117,21 @@ var renderCases = []struct {
 		want: `<interface type="bridge"><mac address="8e:61:55:c2:4a:bd"></mac><source bridge="k6t-eth0"></source>` +
 			`<model type="e1000"></model><mtu size="1440"></mtu><rom enabled="no"></rom><alias name="ua-default"></alias></interface>`,
 	},
+	{
+		// KubeVirt 1.x (issue 22): state down and acpiIndex, as v1.9's
+		// converter renders them; igb is passed as it is.
+		name:  "link down, ACPI index, igb",
+		iface: api.Interface{Model: "igb", State: api.InterfaceStateDown, ACPIIndex: 3},
+		typ:   binding.InterfaceEthernet,
+		want: `<interface type="ethernet"><mac address="8e:61:55:c2:4a:bd"></mac><target dev="tap0" managed="no"></target>` +
+			`<model type="igb"></model><link state="down"></link><mtu size="1440"></mtu><rom enabled="no"></rom><acpi index="3"></acpi><alias name="ua-default"></alias></interface>`,
+	},
+	{
+		name:  "state up renders no link element",
+		iface: api.Interface{State: api.InterfaceStateUp},
+		want: `<interface type="bridge"><mac address="8e:61:55:c2:4a:bd"></mac><source bridge="k6t-eth0"></source>` +
+			`<model type="virtio-non-transitional"></model><mtu size="1440"></mtu><rom enabled="no"></rom><alias name="ua-default"></alias></interface>`,
+	},
 }
 
 func TestRenderErrors(t *testing.T) {

@@ -72,6 +72,8 @@ func Interface(vmi *api.VMI, p api.Pair, rec *cache.Interface, ifaceType binding
 		ROM:     rom,
 		Alias:   domxml.Alias(name),
 		Address: addr,
+		Link:    nicxml.Link(iface),
+		ACPI:    nicxml.ACPI(iface),
 	}
 	if rec.MTU > 0 {
 		di.MTU = &libvirtxml.DomainInterfaceMTU{Size: uint(rec.MTU)}

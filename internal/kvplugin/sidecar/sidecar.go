@@ -226,6 +226,9 @@ func (s *sidecar) define(domainXML, vmiJSON []byte) ([]byte, []phase2.Item, *api
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("vmi: %w", err)
 	}
+	if len(res.VMI.Unknown) > 0 {
+		s.log.Warn("the VMI has fields newer than this virtnet knows; they are ignored", "fields", res.VMI.Unknown)
+	}
 	if len(res.Pairs) == 0 {
 		return domainXML, nil, res.VMI, nil
 	}
