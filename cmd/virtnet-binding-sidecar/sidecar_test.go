@@ -105,8 +105,13 @@ func (c *client) define(domain, vmi []byte) ([]byte, error) {
 
 func waitSocket(t *testing.T, path string, proc *exec.Cmd) {
 	for range 100 {
+		// The file appears at bind(), a moment before listen(): wait
+		// until a connection is accepted (a dial in between is refused).
 		if fi, err := os.Stat(path); err == nil && fi.Mode().Type() == os.ModeSocket {
-			return
+			if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+				c.Close()
+				return
+			}
 		}
 		if proc != nil && proc.ProcessState != nil {
 			t.Fatalf("sidecar exited: %v", proc.ProcessState)

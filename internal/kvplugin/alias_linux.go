@@ -7,6 +7,8 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
+
+	"github.com/virtnet/virtnet/internal/names"
 )
 
 // ErrNoLink is returned when the link that should hold a record is not in
@@ -94,6 +96,18 @@ func ReadRecord(nsPath, binding, podIface string, primary bool) (*RecordSource, 
 	rec, err := Decode(alias, binding, podIface, primary)
 	if err != nil {
 		return nil, fmt.Errorf("alias of %s: %w", tap, err)
+	}
+	// A pod an earlier release's CNI plugin prepared has its bridge (and
+	// NIC) under that release's names.
+	if old := names.LegacyBridge(podIface); rec.Bridge != "" && old != rec.Bridge {
+		if _, _, err := ReadAlias(nsPath, rec.Bridge); errors.Is(err, ErrNoLink) {
+			if _, _, err := ReadAlias(nsPath, old); err == nil {
+				rec.Bridge = old
+				if rec.NIC != "" {
+					rec.NIC = names.LegacyNIC(podIface)
+				}
+			}
+		}
 	}
 	return &RecordSource{Link: tap, Record: rec}, nil
 }

@@ -96,6 +96,18 @@ func NIC(pod string) string {
 	return shortForm("nic", nicPrefix, pod, strings.TrimPrefix(pod, HashedPrefix)+NICSuffix)
 }
 
+// LegacyBridge and LegacyNIC are the bridge and NIC names virtnet v0.1.0
+// gave a pod interface, before KubeVirt v1.9.0's names: "k6t-<pod>" and
+// "<pod>-nic", or their short forms past 15 bytes (for "pod16477688c0e":
+// "k6t-58d19be530f", "nic-11633301eec"). A reader of a hand-off record an
+// earlier release wrote looks for them where the current names are absent.
+func LegacyBridge(pod string) string {
+	return shortForm("bridge", BridgePrefix, pod, BridgePrefix+pod)
+}
+
+// LegacyNIC: see [LegacyBridge].
+func LegacyNIC(pod string) string { return shortForm("nic", nicPrefix, pod, pod+NICSuffix) }
+
 // BridgeLinkLocal is the bridge binding's link-local address for the
 // interface at index i of spec.domain.devices.interfaces, as KubeVirt
 // forms it: "169.254.75.1" followed by i in decimal (i=0 → .10, i=9 → .19,

@@ -39,6 +39,11 @@ func TestLinkNames(t *testing.T) {
 		})
 	}
 	require.NotEqual(t, Bridge("eth0123456789ab"), Bridge("eth0123456789ac"), "short forms differ")
+	// virtnet v0.1.0's names, which readers of its records look for.
+	require.Equal(t, "k6t-58d19be530f", LegacyBridge(blue))
+	require.Equal(t, "nic-11633301eec", LegacyNIC(blue))
+	require.Equal(t, "k6t-eth0", LegacyBridge("eth0"))
+	require.Equal(t, "net1-nic", LegacyNIC("net1"))
 }
 
 // kubevirtNames is one network of testdata/kubevirt-v1.9.0-names.json:
