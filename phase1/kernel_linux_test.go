@@ -196,7 +196,7 @@ spec:
 	require.Equal(t, br.Attrs().Index, mustNL(t, pod.Pod, rec.Tap).Attrs().MasterIndex)
 
 	// #22.4, upgrades: a pod an earlier release prepared has its bridge
-	// under virtnet v0.1.0's short form (k6t-58d19be530f) and says so in
+	// under virtnet's (before v0.1.0) short form (k6t-58d19be530f) and says so in
 	// its record. A re-run resumes under that name (no second bridge) and
 	// Cleanup removes it and frees the pod link.
 	const old = "k6t-58d19be530f"

@@ -351,7 +351,7 @@ func readRecords(store *cache.Store, uid string, pairs []api.Pair) ([]*cache.Pro
 
 // keepRecordedNames has in use the link names the interface record was
 // made with, where it has them: a pod prepared by an earlier release,
-// whose names differ (virtnet v0.1.0 gave a hashed pod interface's bridge
+// whose names differ (virtnet before v0.1.0 gave a hashed pod interface's bridge
 // and NIC hashed short forms, where KubeVirt v1.9.0's names are used
 // now), is resumed and cleaned up under its own names. A recorded name
 // that is not a link name is ignored.

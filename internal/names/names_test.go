@@ -39,7 +39,7 @@ func TestLinkNames(t *testing.T) {
 		})
 	}
 	require.NotEqual(t, Bridge("eth0123456789ab"), Bridge("eth0123456789ac"), "short forms differ")
-	// virtnet v0.1.0's names, which readers of its records look for.
+	// virtnet's (before v0.1.0) names, which readers of its records look for.
 	require.Equal(t, "k6t-58d19be530f", LegacyBridge(blue))
 	require.Equal(t, "nic-11633301eec", LegacyNIC(blue))
 	require.Equal(t, "k6t-eth0", LegacyBridge("eth0"))
