@@ -382,7 +382,7 @@ func secondaryNetworkPodHash(t *testing.T) {
 	require.Equal(t, names.Bridge(podIface), src.Record.Bridge)
 	require.Equal(t, "k6t-16477688c0e", src.Record.Bridge, "KubeVirt v1.9.0's name")
 	require.Equal(t, names.Tap(podIface, false), src.Link)
-	// A pod virtnet's (before v0.1.0) CNI plugin prepared has its bridge under
+	// A pod a pre-v0.1.0 CNI plugin of virtnet prepared has its bridge under
 	// that release's name: the sidecar's reading finds it there.
 	br, err := p.Pod.Handle.LinkByName(src.Record.Bridge)
 	require.NoError(t, err)

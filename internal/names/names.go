@@ -96,7 +96,7 @@ func NIC(pod string) string {
 	return shortForm("nic", nicPrefix, pod, strings.TrimPrefix(pod, HashedPrefix)+NICSuffix)
 }
 
-// LegacyBridge and LegacyNIC are the bridge and NIC names virtnet v0.1.0
+// LegacyBridge and LegacyNIC are the bridge and NIC names virtnet builds before v0.1.0
 // gave a pod interface, before KubeVirt v1.9.0's names: "k6t-<pod>" and
 // "<pod>-nic", or their short forms past 15 bytes (for "pod16477688c0e":
 // "k6t-58d19be530f", "nic-11633301eec"). A reader of a hand-off record an
