@@ -37,3 +37,29 @@ func TestPreviewsDeploy(t *testing.T) {
 	}
 	require.NotZero(t, n, "deploy/ has no VM manifest")
 }
+
+// TestVMDocument: a multi-document file gives its one VM; none or two
+// are refused naming the documents' kinds.
+func TestVMDocument(t *testing.T) {
+	vm := "kind: VirtualMachine\nmetadata: {name: a}\n"
+	cm := "kind: ConfigMap\nmetadata: {name: c}\n"
+	for _, tc := range []struct {
+		name, in, want, err string
+	}{
+		{"single document", vm, vm, ""},
+		{"VM among others", cm + "---\n" + vm + "---\n", vm, ""},
+		{"leading separator: a single document, as it is", "---\n" + vm, "---\n" + vm, ""},
+		{"no VM", cm + "---\n" + cm, "", "2 documents (ConfigMap, ConfigMap): want exactly one VirtualMachine or VirtualMachineInstance, found 0"},
+		{"two VMs", vm + "---\n" + vm, "", "found 2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := vmDocument([]byte(tc.in))
+			if tc.err != "" {
+				require.ErrorContains(t, err, tc.err)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tc.want, string(got))
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"embed"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sigs.k8s.io/yaml"
 	"strings"
 
 	"github.com/virtnet/virtnet/api"
@@ -176,6 +178,10 @@ func loadVMI(file string) (*api.VMI, error) {
 			return nil, err
 		}
 	}
+	data, err := vmDocument(data)
+	if err != nil {
+		return nil, err
+	}
 	vmi, err := api.Load(data)
 	if err != nil {
 		return nil, err
@@ -299,4 +305,55 @@ func previewRegistry() binding.Registry {
 		}
 	}
 	return reg
+}
+
+// vmDocument returns the one VirtualMachine or VirtualMachineInstance of a
+// multi-document YAML file (deploy/macvtap.yaml holds a ConfigMap, a
+// DaemonSet, a NetworkAttachmentDefinition and a VM), or data itself when
+// it is a single document.
+func vmDocument(data []byte) ([]byte, error) {
+	docs := yamlDocuments(data)
+	if len(docs) <= 1 {
+		return data, nil
+	}
+	var found [][]byte
+	var kinds []string
+	for _, d := range docs {
+		var head struct {
+			Kind string `json:"kind"`
+		}
+		if err := yaml.Unmarshal(d, &head); err != nil {
+			return nil, fmt.Errorf("document %d: %w", len(kinds)+1, err)
+		}
+		kinds = append(kinds, head.Kind)
+		if head.Kind == api.KindVM || head.Kind == api.KindVMI {
+			found = append(found, d)
+		}
+	}
+	if len(found) != 1 {
+		return nil, fmt.Errorf("%d documents (%s): want exactly one %s or %s, found %d", len(docs), strings.Join(kinds, ", "), api.KindVM, api.KindVMI, len(found))
+	}
+	return found[0], nil
+}
+
+// yamlDocuments splits a YAML stream at its "---" separator lines, leaving
+// out empty documents.
+func yamlDocuments(data []byte) [][]byte {
+	var docs [][]byte
+	var cur []byte
+	flush := func() {
+		if len(bytes.TrimSpace(cur)) > 0 {
+			docs = append(docs, cur)
+		}
+		cur = nil
+	}
+	for _, line := range bytes.SplitAfter(data, []byte("\n")) {
+		if t := bytes.TrimRight(line, " \t\r\n"); bytes.Equal(t, []byte("---")) || bytes.HasPrefix(t, []byte("--- ")) {
+			flush()
+			continue
+		}
+		cur = append(cur, line...)
+	}
+	flush()
+	return docs
 }
