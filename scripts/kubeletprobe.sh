@@ -13,6 +13,7 @@
 # Output: macvtap/dpserver/testdata/kubelet-$K8S_VERSION/transcript.txt, written by
 # TestKubeletDeviceManagerTranscript -kubelet-probe (it also checks the transcript, as CI does
 # with the committed one).
+case "${1:-}" in -h | --help) sed -n '2,/^[^#]/{/^#/{s/^# \{0,1\}//;p}}' "$0"; exit 0 ;; esac
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)

@@ -14,6 +14,7 @@
 # virt-controller does, registers managed-tap as a managedTap plugin, and writes the converter's domain
 # as <manifest>.xml next to each manifest. Nothing of KubeVirt is copied into this repository: only the
 # XML it produced.
+case "${1:-}" in -h | --help) sed -n '2,/^[^#]/{/^#/{s/^# \{0,1\}//;p}}' "$0"; exit 0 ;; esac
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)

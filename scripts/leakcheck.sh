@@ -16,6 +16,7 @@ set -euo pipefail
 
 mode=check file=
 case "${1:-}" in
+-h | --help) sed -n '2,/^[^#]/{/^#/{s/^# \{0,1\}//;p}}' "$0"; exit 0 ;;
 --save) mode=save file=$2 ;;
 --since) mode=since file=$2 ;;
 "") ;;
