@@ -1,6 +1,6 @@
 package api
 
-import "github.com/google/uuid"
+import "github.com/virtnet/virtnet/internal/uuidv5"
 
 // QemuID is the uid and gid of the qemu user of KubeVirt's launcher
 // images: QEMU of a non-root VMI runs as it, so it owns that VMI's taps
@@ -34,7 +34,7 @@ const (
 // VirtualMachine named name that sets none: stable across restarts, and
 // the same for VMs of one name in different namespaces, as in KubeVirt.
 func VMFirmwareUUID(name string) string {
-	return uuid.NewSHA1(uuid.MustParse(FirmwareUUIDNamespace), []byte(name)).String()
+	return uuidv5.SHA1(FirmwareUUIDNamespace, name)
 }
 
 // SetDefaults applies the defaults KubeVirt's mutating webhook applies to

@@ -11,16 +11,23 @@ import (
 	"sync"
 )
 
+// The patterns are compiled on first use, not at start-up: each CNI
+// process imports api and would otherwise pay for them
+// (docs/cni-startup.md).
 var (
-	dnsLabelRE  = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
-	dnsSubdomRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
-	portNameRE  = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
+	dnsLabelRE  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`) })
+	dnsSubdomRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+	})
+	portNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`) })
 	// ifaceNameRE is KubeVirt's rule for interface and network names, with
 	// a length cap (see MaxInterfaceName).
 	// Compiled on first use: the counted repetition makes a 200 KB program
 	// that every binary importing api would otherwise build at start-up.
 	ifaceNameRE  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]{1,220}$`) })
-	pciAddressRE = regexp.MustCompile(`^([0-9a-fA-F]{4}):([0-9a-fA-F]{2}):([01][0-9a-fA-F])\.([0-7])$`)
+	pciAddressRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^([0-9a-fA-F]{4}):([0-9a-fA-F]{2}):([01][0-9a-fA-F])\.([0-7])$`)
+	})
 )
 
 // Models returns the interface models KubeVirt accepts (a new slice on
@@ -61,21 +68,21 @@ func Validate(vmi *VMI) error {
 func (v *validator) meta(vmi *VMI) {
 	if vmi.Metadata.Name == "" {
 		v.add("metadata.name", nil, "required")
-	} else if len(vmi.Metadata.Name) > 253 || !dnsSubdomRE.MatchString(vmi.Metadata.Name) {
+	} else if len(vmi.Metadata.Name) > 253 || !dnsSubdomRE().MatchString(vmi.Metadata.Name) {
 		v.add("metadata.name", vmi.Metadata.Name, "not a DNS-1123 subdomain")
 	}
-	if ns := vmi.Metadata.Namespace; ns != "" && (len(ns) > 63 || !dnsLabelRE.MatchString(ns)) {
+	if ns := vmi.Metadata.Namespace; ns != "" && (len(ns) > 63 || !dnsLabelRE().MatchString(ns)) {
 		v.add("metadata.namespace", ns, "not a DNS-1123 label")
 	}
-	if h := vmi.Spec.Hostname; h != "" && (len(h) > 63 || !dnsLabelRE.MatchString(h)) {
+	if h := vmi.Spec.Hostname; h != "" && (len(h) > 63 || !dnsLabelRE().MatchString(h)) {
 		v.add("spec.hostname", h, "not a DNS-1123 label")
 	}
-	if s := vmi.Spec.Subdomain; s != "" && (len(s) > 63 || !dnsLabelRE.MatchString(s)) {
+	if s := vmi.Spec.Subdomain; s != "" && (len(s) > 63 || !dnsLabelRE().MatchString(s)) {
 		v.add("spec.subdomain", s, "not a DNS-1123 label")
 	}
 }
 
-func isDNSLabel(s string) bool { return len(s) <= 63 && dnsLabelRE.MatchString(s) }
+func isDNSLabel(s string) bool { return len(s) <= 63 && dnsLabelRE().MatchString(s) }
 
 func (v *validator) networks(vmi *VMI) {
 	seen := map[string]int{}
@@ -245,7 +252,7 @@ func (v *validator) interfaces(vmi *VMI) {
 		if iface.Model != "" && !contains(Models(), iface.Model) {
 			v.add(p+".model", iface.Model, "unknown model; one of %s", strings.Join(Models(), ", "))
 		}
-		if iface.PciAddress != "" && !pciAddressRE.MatchString(iface.PciAddress) {
+		if iface.PciAddress != "" && !pciAddressRE().MatchString(iface.PciAddress) {
 			v.add(p+".pciAddress", iface.PciAddress, "not a PCI address dddd:bb:ss.f")
 		}
 		// KubeVirt v0.53 checks ports on interfaces of the pod network
@@ -435,7 +442,7 @@ func (v *validator) ports(p string, iface *Interface, names map[string]string) {
 	for j, port := range iface.Ports {
 		pp := fmt.Sprintf("%s.ports[%d]", p, j)
 		if port.Name != "" {
-			if len(port.Name) > 15 || !portNameRE.MatchString(port.Name) || strings.Contains(port.Name, "--") ||
+			if len(port.Name) > 15 || !portNameRE().MatchString(port.Name) || strings.Contains(port.Name, "--") ||
 				!strings.ContainsAny(port.Name, "abcdefghijklmnopqrstuvwxyz") {
 				v.add(pp+".name", port.Name, "not an IANA service name (at most 15 of a-z, 0-9 and '-', with a letter)")
 			} else if other, dup := names[port.Name]; dup {
@@ -629,7 +636,7 @@ func (v *validator) storage(vmi *VMI) {
 		switch {
 		case d.Disk != nil:
 			bus, busPath = d.Disk.Bus, p+".disk.bus"
-			if d.Disk.PciAddress != "" && !pciAddressRE.MatchString(d.Disk.PciAddress) {
+			if d.Disk.PciAddress != "" && !pciAddressRE().MatchString(d.Disk.PciAddress) {
 				v.add(p+".disk.pciAddress", d.Disk.PciAddress, "not a PCI address dddd:bb:ss.f")
 			}
 		case d.CDRom != nil:
@@ -703,7 +710,7 @@ func (v *validator) domain(vmi *VMI) {
 		}
 	}
 	if d.Firmware != nil {
-		if u := d.Firmware.UUID; u != "" && !uuidRE.MatchString(u) {
+		if u := d.Firmware.UUID; u != "" && !uuidRE().MatchString(u) {
 			v.add("spec.domain.firmware.uuid", u, "not a UUID")
 		}
 		if b := d.Firmware.Bootloader; b != nil && b.BIOS != nil && b.EFI != nil {
@@ -750,7 +757,9 @@ func CPUFeaturePolicies() []string {
 	return []string{"force", "require", "optional", "disable", "forbid"}
 }
 
-var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+var uuidRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+})
 
 func count(bs ...bool) int {
 	n := 0

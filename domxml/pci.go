@@ -5,19 +5,22 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"libvirt.org/go/libvirtxml"
 
 	"github.com/virtnet/virtnet/api"
 )
 
-var pciRE = regexp.MustCompile(`^([0-9a-fA-F]{4}):([0-9a-fA-F]{2}):([01][0-9a-fA-F])\.([0-7])$`)
+var pciRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^([0-9a-fA-F]{4}):([0-9a-fA-F]{2}):([01][0-9a-fA-F])\.([0-7])$`)
+})
 
 // pciAddress parses a guest PCI address "dddd:bb:ss.f" (the form of
 // pciAddress in a VMI) into a libvirt <address type='pci'>, or returns a
 // *PCIAddressError.
 func pciAddress(s string) (*libvirtxml.DomainAddress, error) {
-	m := pciRE.FindStringSubmatch(s)
+	m := pciRE().FindStringSubmatch(s)
 	if m == nil {
 		return nil, &PCIAddressError{Address: s}
 	}

@@ -1,9 +1,8 @@
 package domxml
 
 import (
-	"github.com/google/uuid"
-
 	"github.com/virtnet/virtnet/api"
+	"github.com/virtnet/virtnet/internal/uuidv5"
 )
 
 // UUIDNamespace is the name-space UUID of [DomainUUID]: SHA-1 of the
@@ -22,7 +21,7 @@ func DomainUUID(vmi *api.VMI) string {
 	if key == "" {
 		key = vmi.Metadata.Namespace + "/" + vmi.Metadata.Name
 	}
-	return uuid.NewSHA1(uuid.MustParse(UUIDNamespace), []byte(key)).String()
+	return uuidv5.SHA1(UUIDNamespace, key)
 }
 
 // FillUID sets metadata.uid, when the VMI has none, to the version-5 UUID

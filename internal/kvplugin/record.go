@@ -9,10 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/virtnet/virtnet/cache"
-	"github.com/virtnet/virtnet/internal/hookapi/handoff"
 	"github.com/virtnet/virtnet/internal/names"
 )
 
@@ -80,7 +77,7 @@ func (e *CorruptError) Unwrap() error { return e.Err }
 
 // Encode turns phase1's interface record into a link alias.
 func Encode(rec *cache.Interface) (string, error) {
-	r := &handoff.Record{
+	r := &wireRecord{
 		Binding:      rec.Binding,
 		PodInterface: rec.PodInterface,
 		Mtu:          uint32(max(rec.MTU, 0)),
@@ -124,12 +121,9 @@ func Encode(rec *cache.Interface) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		r.Routes = append(r.Routes, &handoff.Route{Dst: dst, Gateway: gw, Metric: uint32(max(rt.Metric, 0))})
+		r.Routes = append(r.Routes, &wireRoute{Dst: dst, Gateway: gw, Metric: uint32(max(rt.Metric, 0))})
 	}
-	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(r)
-	if err != nil {
-		return "", err
-	}
+	b := r.marshal()
 	s := prefix + strconv.Itoa(RecordVersion) + " " + base64.RawStdEncoding.EncodeToString(b)
 	if len(s) > MaxAlias {
 		return "", &TooLargeError{Size: len(s), Routes: len(rec.Routes)}
@@ -158,8 +152,8 @@ func Decode(alias, binding, podIface string, primary bool) (*cache.Interface, er
 	if err != nil {
 		return nil, &CorruptError{Err: err}
 	}
-	var r handoff.Record
-	if err := proto.Unmarshal(b, &r); err != nil {
+	var r wireRecord
+	if err := r.unmarshal(b); err != nil {
 		return nil, &CorruptError{Err: err}
 	}
 	if r.Binding != binding {
@@ -212,7 +206,7 @@ func Decode(alias, binding, podIface string, primary bool) (*cache.Interface, er
 		}
 	}
 	for i, rt := range r.Routes {
-		if rt.GetDst() == nil {
+		if rt.Dst == nil {
 			return nil, &CorruptError{Err: fmt.Errorf("routes[%d]: no destination", i)}
 		}
 		v4 := len(rt.Dst.Addr) == 4
@@ -229,7 +223,7 @@ func Decode(alias, binding, podIface string, primary bool) (*cache.Interface, er
 	return rec, nil
 }
 
-func prefixOf(field, s string) (*handoff.Prefix, error) {
+func prefixOf(field, s string) (*wirePrefix, error) {
 	if s == "" {
 		return nil, nil
 	}
@@ -237,7 +231,7 @@ func prefixOf(field, s string) (*handoff.Prefix, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s %q: %w", field, s, err)
 	}
-	return &handoff.Prefix{Addr: p.Addr().AsSlice(), Bits: uint32(p.Bits())}, nil
+	return &wirePrefix{Addr: p.Addr().AsSlice(), Bits: uint32(p.Bits())}, nil
 }
 
 func addrOf(field, s string) ([]byte, error) {
@@ -251,7 +245,7 @@ func addrOf(field, s string) ([]byte, error) {
 	return a.AsSlice(), nil
 }
 
-func prefixString(field string, p *handoff.Prefix, v4 bool) (string, error) {
+func prefixString(field string, p *wirePrefix, v4 bool) (string, error) {
 	if p == nil {
 		return "", nil
 	}

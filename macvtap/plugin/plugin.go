@@ -5,7 +5,6 @@ import (
 	"io"
 	"log/slog"
 
-	"github.com/containernetworking/cni/pkg/invoke"
 	"github.com/containernetworking/cni/pkg/skel"
 	current "github.com/containernetworking/cni/pkg/types/100"
 	"github.com/containernetworking/cni/pkg/version"
@@ -25,9 +24,9 @@ type Plugin struct {
 	HostNetNS string
 	// DevDir is where the tap<ifindex> character devices are; "" means /dev.
 	DevDir string
-	// Exec finds and runs IPAM plugins; nil means the CNI library's default
-	// (search CNI_PATH, exec the binary).
-	Exec invoke.Exec
+	// Exec finds and runs IPAM plugins; nil means search CNI_PATH and exec
+	// the binary.
+	Exec Exec
 }
 
 // VersionInfo lists the CNI spec versions the plugin speaks.
