@@ -32,6 +32,6 @@ func DomainUUID(vmi *api.VMI) string {
 // previewed with one is launched with the same uid by the other.
 func FillUID(vmi *api.VMI) {
 	if vmi.Metadata.UID == "" {
-		vmi.Metadata.UID = uuid.NewSHA1(uuid.MustParse(UUIDNamespace), []byte(vmi.Metadata.Namespace+"/"+vmi.Metadata.Name)).String()
+		vmi.Metadata.UID = uuidv5.SHA1(UUIDNamespace, vmi.Metadata.Namespace+"/"+vmi.Metadata.Name)
 	}
 }
