@@ -102,26 +102,7 @@ func TestLaunchInPod(t *testing.T) {
 // an SR-IOV interface finds its VF: the device plugin's variables give
 // the hostdev its PCI address.
 func TestLaunchSRIOV(t *testing.T) {
-	pod := testutil.NewPod(t)
-	dir := t.TempDir()
-	vmi := filepath.Join(dir, "vmi.yaml")
-	require.NoError(t, os.WriteFile(vmi, []byte(`
-kind: VirtualMachineInstance
-metadata: {name: vm-sriov, namespace: default, uid: 3c2b1a09-8f7e-4d6c-9b5a-493827160504}
-spec:
-  domain: {devices: {interfaces: [{name: s1, sriov: {}}]}}
-  networks: [{name: s1, multus: {networkName: sriov-net}}]
-`), 0o644))
-	t.Setenv("KUBEVIRT_RESOURCE_NAME_s1", "intel.com/sriov_netdevice")
-	t.Setenv("PCIDEVICE_INTEL_COM_SRIOV_NETDEVICE", "0000:3b:02.1")
-	xmlPath := filepath.Join(dir, "domain.xml")
-	var out, errb syncBuffer
-	require.Equal(t, 0, run(context.Background(), []string{"-vmi", vmi, "-netns", pod.Pod.Name, "-dir", filepath.Join(dir, "work"),
-		"-o", xmlPath, "-resolv", filepath.Join(dir, "none"), "-cleanup", "-once"}, &out, &errb), "stderr:\n%s", errb.String())
-	b, err := os.ReadFile(xmlPath)
-	require.NoError(t, err)
-	var dom libvirtxml.Domain
-	require.NoError(t, dom.Unmarshal(string(b)))
+	dom, _ := launchSRIOV(t, sriovVMI)
 	require.Len(t, dom.Devices.Hostdevs, 1)
 	src := dom.Devices.Hostdevs[0].SubsysPCI.Source.Address
 	require.Equal(t, [4]uint{0, 0x3b, 2, 1}, [4]uint{*src.Domain, *src.Bus, *src.Slot, *src.Function})
@@ -129,18 +110,42 @@ spec:
 
 	// KubeVirt 1.x's downward-API file, when there, names the VF first
 	// (issue 22 item 7).
-	netInfo := filepath.Join(dir, "network-info")
+	netInfo := filepath.Join(t.TempDir(), "network-info")
 	require.NoError(t, os.WriteFile(netInfo, []byte(`{"interfaces":[{"network":"s1","deviceInfo":{"type":"pci","version":"1.1.0","pci":{"pci-address":"0000:65:00.4"}}}]}`), 0o644))
-	var out2, errb2 syncBuffer
-	require.Equal(t, 0, run(context.Background(), []string{"-vmi", vmi, "-netns", pod.Pod.Name, "-dir", filepath.Join(dir, "work"),
-		"-o", xmlPath, "-resolv", filepath.Join(dir, "none"), "-network-info", netInfo, "-cleanup", "-once"}, &out2, &errb2), "stderr:\n%s", errb2.String())
-	b, err = os.ReadFile(xmlPath)
-	require.NoError(t, err)
-	var dom2 libvirtxml.Domain
-	require.NoError(t, dom2.Unmarshal(string(b)))
-	require.Len(t, dom2.Devices.Hostdevs, 1)
-	src = dom2.Devices.Hostdevs[0].SubsysPCI.Source.Address
+	dom, _ = launchSRIOV(t, sriovVMI, "-network-info", netInfo)
+	require.Len(t, dom.Devices.Hostdevs, 1)
+	src = dom.Devices.Hostdevs[0].SubsysPCI.Source.Address
 	require.Equal(t, [4]uint{0, 0x65, 0, 4}, [4]uint{*src.Domain, *src.Bus, *src.Slot, *src.Function})
+}
+
+const sriovVMI = `
+kind: VirtualMachineInstance
+metadata: {name: vm-sriov, namespace: default, uid: 3c2b1a09-8f7e-4d6c-9b5a-493827160504}
+spec:
+  domain: {devices: {interfaces: [{name: s1, sriov: {}}]}}
+  networks: [{name: s1, multus: {networkName: sriov-net}}]
+`
+
+// launchSRIOV runs the launcher once (-once -cleanup) on a fresh pod for a
+// manifest whose one interface is SR-IOV s1, its VF given by the device
+// plugin's variables, and returns the domain and the launcher's stderr.
+func launchSRIOV(t *testing.T, manifest string, args ...string) (libvirtxml.Domain, string) {
+	t.Helper()
+	pod := testutil.NewPod(t)
+	dir := t.TempDir()
+	vmi := filepath.Join(dir, "vmi.yaml")
+	require.NoError(t, os.WriteFile(vmi, []byte(manifest), 0o644))
+	t.Setenv("KUBEVIRT_RESOURCE_NAME_s1", "intel.com/sriov_netdevice")
+	t.Setenv("PCIDEVICE_INTEL_COM_SRIOV_NETDEVICE", "0000:3b:02.1")
+	xmlPath := filepath.Join(dir, "domain.xml")
+	var out, errb syncBuffer
+	require.Equal(t, 0, run(context.Background(), append([]string{"-vmi", vmi, "-netns", pod.Pod.Name, "-dir", filepath.Join(dir, "work"),
+		"-o", xmlPath, "-resolv", filepath.Join(dir, "none"), "-cleanup", "-once"}, args...), &out, &errb), "stderr:\n%s", errb.String())
+	b, err := os.ReadFile(xmlPath)
+	require.NoError(t, err)
+	var dom libvirtxml.Domain
+	require.NoError(t, dom.Unmarshal(string(b)))
+	return dom, errb.String()
 }
 
 // TestStdoutIsXML: without -o, stdout is the domain XML alone (progress
@@ -181,32 +186,18 @@ func TestErrorsDoNotStutter(t *testing.T) {
 // is the one the preview showed; before, phase1 refused the VMI's cache
 // directory name.
 func TestLaunchWithoutUID(t *testing.T) {
-	pod := testutil.NewPod(t)
-	dir := t.TempDir()
-	manifest := []byte(`
+	const manifest = `
 kind: VirtualMachineInstance
 metadata: {name: vm-nouid, namespace: default}
 spec:
   domain: {devices: {interfaces: [{name: s1, sriov: {}}]}}
   networks: [{name: s1, multus: {networkName: sriov-net}}]
-`)
-	vmi := filepath.Join(dir, "vmi.yaml")
-	require.NoError(t, os.WriteFile(vmi, manifest, 0o644))
-	t.Setenv("KUBEVIRT_RESOURCE_NAME_s1", "intel.com/sriov_netdevice")
-	t.Setenv("PCIDEVICE_INTEL_COM_SRIOV_NETDEVICE", "0000:3b:02.1")
-	xmlPath := filepath.Join(dir, "domain.xml")
-	var out, errb syncBuffer
-	require.Equal(t, 0, run(context.Background(), []string{"-vmi", vmi, "-netns", pod.Pod.Name, "-dir", filepath.Join(dir, "work"),
-		"-o", xmlPath, "-resolv", filepath.Join(dir, "none"), "-cleanup", "-once"}, &out, &errb), "stderr:\n%s", errb.String())
-	b, err := os.ReadFile(xmlPath)
-	require.NoError(t, err)
-	var dom libvirtxml.Domain
-	require.NoError(t, dom.Unmarshal(string(b)))
-
-	want, err := api.Load(manifest)
+`
+	dom, stderr := launchSRIOV(t, manifest)
+	want, err := api.Load([]byte(manifest))
 	require.NoError(t, err)
 	domxml.FillUID(want)
 	require.NotEmpty(t, want.Metadata.UID)
 	require.Equal(t, domxml.DomainUUID(want), dom.UUID)
-	require.Contains(t, errb.String(), "uid "+want.Metadata.UID)
+	require.Contains(t, stderr, "uid "+want.Metadata.UID)
 }
