@@ -129,7 +129,10 @@ func (s *Store) RemoveStaleLocks() (int, error) {
 		if err != nil {
 			continue
 		}
-		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
+		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil && samePath(f, p) {
+			// Locked, and still the file at p: only a holder of this
+			// file's lock unlinks it (Lock.Remove), so no run can have
+			// replaced it with a file it holds since.
 			if err := os.Remove(p); err == nil {
 				n++
 			}
@@ -137,4 +140,16 @@ func (s *Store) RemoveStaleLocks() (int, error) {
 		f.Close()
 	}
 	return n, nil
+}
+
+// samePath reports whether p still names the file f has open. Between
+// the open and the lock, the holder of that file may have removed it and
+// a new run created and locked another file at p: that one must stay.
+func samePath(f *os.File, p string) bool {
+	fi, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	pi, err := os.Lstat(p)
+	return err == nil && os.SameFile(fi, pi)
 }

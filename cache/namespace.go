@@ -27,6 +27,9 @@ type Namespace struct {
 type Attachment struct {
 	ContainerID string `json:"containerID"`
 	IfName      string `json:"ifname"`
+	// Network is the CNI network's name: GC, which is given the valid
+	// attachments of one network, touches only that network's records.
+	Network string `json:"network,omitempty"`
 }
 
 func (r *Namespace) version() int { return r.Version }

@@ -372,7 +372,7 @@ func (p Plugin) Add(args *skel.CmdArgs) error {
 		return types.NewError(types.ErrIOFailure, "virtnet-binding-cni: cache", err.Error())
 	}
 	opts := p.options(c, log)
-	opts.Attachment = &cache.Attachment{ContainerID: args.ContainerID, IfName: args.IfName}
+	opts.Attachment = &cache.Attachment{ContainerID: args.ContainerID, IfName: args.IfName, Network: c.Name}
 	if err := phase1.Run(ctx, t.vmi, args.Netns, store, opts); err != nil {
 		return phase1Error(err)
 	}
@@ -616,8 +616,11 @@ func (p Plugin) Check(args *skel.CmdArgs) error {
 func GC(args *skel.CmdArgs) error { return Plugin{}.GC(args) }
 
 // GC is the CNI GC (CNI 1.1): it forgets the records of every attachment
-// this plugin recorded (in cacheDir) that is not in
-// cni.dev/valid-attachments, and removes lock files no run holds. The
+// of this network (the configuration's name) that this plugin recorded
+// (in cacheDir) and that is not in cni.dev/valid-attachments, and removes
+// lock files no run holds. The list names the valid attachments of this
+// network only: records of another network sharing the cacheDir, or
+// without a network name, are left alone. The
 // namespaces of those attachments are gone, and everything phase1 made
 // in them with them; records of an attachment that another run holds are
 // left for the next GC.
@@ -634,7 +637,7 @@ func (p Plugin) GC(args *skel.CmdArgs) error {
 	}
 	valid := map[cache.Attachment]bool{}
 	for _, a := range c.ValidAttachments {
-		valid[cache.Attachment{ContainerID: a.ContainerID, IfName: a.IfName}] = true
+		valid[cache.Attachment{ContainerID: a.ContainerID, IfName: a.IfName, Network: c.Name}] = true
 	}
 	uids, err := store.VMIs()
 	if err != nil {
@@ -644,8 +647,8 @@ func (p Plugin) GC(args *skel.CmdArgs) error {
 	var errs []error
 	for _, uid := range uids {
 		ns, err := store.RecordedNamespace(uid)
-		if err != nil || ns.Attachment == nil || valid[*ns.Attachment] {
-			continue // not an attachment of this plugin, or a valid one
+		if err != nil || ns.Attachment == nil || ns.Attachment.Network != c.Name || valid[*ns.Attachment] {
+			continue // not an attachment of this plugin and network, or a valid one
 		}
 		if err := forget(ctx, store, uid, p.lockWait()); err != nil {
 			errs = append(errs, err)

@@ -437,6 +437,13 @@ func TestGCForgetsGoneAttachments(t *testing.T) {
 	c := conf(t, dir, nil)
 	require.NoError(t, quiet(t, func() error { return Add(cmdArgs("ctr-a", a.Pod.Path, c)) }))
 	require.NoError(t, quiet(t, func() error { return Add(cmdArgs("ctr-b", b.Pod.Path, c)) }))
+	// Another network sharing the cacheDir (the shipped bridge and
+	// masquerade NADs do) lists only its own attachments: none of these.
+	other := conf(t, dir, map[string]any{"cniVersion": "1.1.0", "name": "virtnet-other",
+		"cni.dev/valid-attachments": []any{}})
+	require.NoError(t, GC(&skel.CmdArgs{StdinData: other}))
+	require.NoError(t, Check(cmdArgs("ctr-a", a.Pod.Path, c)), "another network's GC left ctr-a")
+	require.NoError(t, Check(cmdArgs("ctr-b", b.Pod.Path, c)), "another network's GC left ctr-b")
 	gc := conf(t, dir, map[string]any{"cniVersion": "1.1.0",
 		"cni.dev/valid-attachments": []any{map[string]any{"containerID": "ctr-b", "ifname": "net1"}}})
 	require.NoError(t, GC(&skel.CmdArgs{StdinData: gc}))
