@@ -93,10 +93,15 @@ func (k *NetlinkKernel) Ensure(ctx context.Context, s deviceplugin.Slot) (int, e
 	}
 	if l, err := k.h.LinkByName(s.HostLink); err == nil {
 		mv, ok := l.(*netlink.Macvtap)
-		if ok && mv.ParentIndex == lower.Attrs().Index && mv.Mode == nlModes[mode] {
+		if !ok {
+			// Not a macvtap: not this daemon's, whatever its name.
+			return 0, fmt.Errorf("%s exists and is a %s link, not a macvtap this daemon made: refusing to replace it", s.HostLink, l.Type())
+		}
+		if mv.ParentIndex == lower.Attrs().Index && mv.Mode == nlModes[mode] {
 			return k.up(l)
 		}
-		// ip link del mvt…
+		// Our macvtap on another lower device or mode (the
+		// configuration changed): ip link del mvt…
 		if err := k.h.LinkDel(l); err != nil && !notFound(err) {
 			return 0, fmt.Errorf("replace %s (%s): %w", s.HostLink, l.Type(), err)
 		}

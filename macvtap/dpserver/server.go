@@ -85,6 +85,11 @@ type Daemon struct {
 	log *slog.Logger
 	inv *deviceplugin.Inventory
 
+	// devMu serialises what changes a device: Allocate's claim, Ensure and
+	// record against give-back's check and Remove, so that give-back never
+	// deletes a macvtap Allocate has just handed to a new pod.
+	devMu sync.Mutex
+
 	mu        sync.Mutex
 	health    map[string]string // resource -> "" when healthy, else the reason
 	changed   chan struct{}     // closed and replaced when health changes
@@ -378,13 +383,14 @@ func (d *Daemon) giveBack(ctx context.Context) {
 		return
 	}
 	d.mu.Lock()
-	var stale, held []string
+	var held []string
+	stale := map[string]time.Time{}
 	for id, a := range d.allocated {
 		switch {
 		case assigned[id]:
 			held = append(held, id)
 		case now.Sub(a.at) > d.cfg.GiveBackAfter:
-			stale = append(stale, id)
+			stale[id] = a.at
 		}
 	}
 	d.mu.Unlock()
@@ -400,16 +406,26 @@ func (d *Daemon) giveBack(ctx context.Context) {
 			_ = d.inv.Release(a.resource, id)
 		}
 	}
-	for _, id := range stale {
-		d.release(ctx, id, "no live pod holds it")
+	for id, at := range stale {
+		// Only the allocation seen stale: an Allocate of the same device
+		// for a new pod since then (the pod-resources list predates it)
+		// has a later time and keeps its macvtap.
+		d.release(ctx, id, at, "no live pod holds it")
 	}
 }
 
-// release deletes the host macvtap of id and frees its slot.
-func (d *Daemon) release(ctx context.Context, id, why string) {
+// release deletes the host macvtap of id and frees its slot, when id is
+// still the allocation made at at (any allocation when at is zero).
+func (d *Daemon) release(ctx context.Context, id string, at time.Time, why string) {
+	d.devMu.Lock()
+	defer d.devMu.Unlock()
 	d.mu.Lock()
 	a, ok := d.allocated[id]
-	delete(d.allocated, id)
+	if ok && (at.IsZero() || a.at.Equal(at)) {
+		delete(d.allocated, id)
+	} else {
+		ok = false
+	}
 	d.mu.Unlock()
 	if !ok {
 		return
@@ -420,6 +436,31 @@ func (d *Daemon) release(ctx context.Context, id, why string) {
 	}
 	_ = d.inv.Release(a.resource, id)
 	d.log.Info("macvtap device plugin: device given back", "deviceID", id, "link", link, "why", why)
+}
+
+// ensure claims id, makes its host macvtap and records the allocation,
+// under devMu (see release). A claim this call did not make (the kubelet
+// allocating a device again, say after its restart) is not released when
+// the macvtap cannot be made: its earlier allocation still holds it.
+func (d *Daemon) ensure(ctx context.Context, resource, id string, slot deviceplugin.Slot) (int, error) {
+	d.devMu.Lock()
+	defer d.devMu.Unlock()
+	_, err := d.inv.Claim(resource, id)
+	fresh := err == nil
+	if err != nil && !errors.Is(err, deviceplugin.ErrInUse) {
+		return 0, status.Errorf(codes.Internal, "macvtap Allocate: %v", err)
+	}
+	idx, err := d.cfg.Kernel.Ensure(ctx, slot)
+	if err != nil {
+		if fresh {
+			_ = d.inv.Release(resource, id)
+		}
+		return 0, status.Errorf(codes.Unavailable, "macvtap Allocate %s: create %s on %s: %v", id, slot.HostLink, slot.LowerDevice, err)
+	}
+	d.mu.Lock()
+	d.allocated[id] = allocation{resource: resource, at: time.Now()}
+	d.mu.Unlock()
+	return idx, nil
 }
 
 // assigned lists the device IDs the kubelet has assigned to live pods.
@@ -516,7 +557,7 @@ func (s *resourceServer) Allocate(ctx context.Context, req *pluginapi.AllocateRe
 	defer func() {
 		if err != nil {
 			for _, id := range made {
-				d.release(context.WithoutCancel(ctx), id, "Allocate failed")
+				d.release(context.WithoutCancel(ctx), id, time.Time{}, "Allocate failed")
 			}
 		}
 	}()
@@ -528,17 +569,10 @@ func (s *resourceServer) Allocate(ctx context.Context, req *pluginapi.AllocateRe
 			if err != nil {
 				return nil, status.Errorf(codes.InvalidArgument, "macvtap Allocate: %v", err)
 			}
-			if _, err := d.inv.Claim(s.res.Name, id); err != nil && !errors.Is(err, deviceplugin.ErrInUse) {
-				return nil, status.Errorf(codes.Internal, "macvtap Allocate: %v", err)
-			}
-			idx, err := d.cfg.Kernel.Ensure(ctx, slot)
+			idx, err := d.ensure(ctx, s.res.Name, id, slot)
 			if err != nil {
-				_ = d.inv.Release(s.res.Name, id)
-				return nil, status.Errorf(codes.Unavailable, "macvtap Allocate %s: create %s on %s: %v", id, slot.HostLink, slot.LowerDevice, err)
+				return nil, err
 			}
-			d.mu.Lock()
-			d.allocated[id] = allocation{resource: s.res.Name, at: time.Now()}
-			d.mu.Unlock()
 			made = append(made, id)
 			tap := "/dev/tap" + strconv.Itoa(idx)
 			cresp.Devices = append(cresp.Devices, &pluginapi.DeviceSpec{ContainerPath: tap, HostPath: tap, Permissions: "rw"})

@@ -306,3 +306,41 @@ func TestNewRejects(t *testing.T) {
 func TestEnvName(t *testing.T) {
 	require.Equal(t, "MACVTAP_NETWORK_KUBEVIRT_IO_DATA_PLANE_1", EnvName("data.plane-1"))
 }
+
+// TestGiveBackSparesNewAllocation: give-back decides from a pod-resources
+// list taken before an Allocate of the same device for a new pod; the
+// release it then makes must not delete that new pod's macvtap (it would
+// never get it back: the kubelet checkpoints the allocation). Only the
+// allocation seen stale is released.
+func TestGiveBackSparesNewAllocation(t *testing.T) {
+	k := newFakeKernel()
+	d, err := New(Config{
+		Resources: []deviceplugin.Resource{{Name: "a", LowerDevice: "eno1", Mode: macvtap.ModeBridge, Capacity: 2}},
+		Kernel:    k, Dir: t.TempDir(), PodResourcesSocket: "-", Poll: 10 * time.Millisecond,
+	})
+	require.NoError(t, err)
+	ctx := t.Context()
+	slot, err := d.inv.Slot("a", "aMvp0")
+	require.NoError(t, err)
+	_, err = d.ensure(ctx, "a", "aMvp0", slot)
+	require.NoError(t, err)
+	d.mu.Lock()
+	seen := d.allocated["aMvp0"].at // what give-back saw as stale
+	d.mu.Unlock()
+
+	time.Sleep(time.Millisecond) // a later allocation time, whatever the clock's resolution
+	_, err = d.ensure(ctx, "a", "aMvp0", slot) // a new pod gets the device
+	require.NoError(t, err)
+	d.release(ctx, "aMvp0", seen, "no live pod holds it")
+	require.True(t, k.has(slot.HostLink), "the new pod's macvtap stays")
+	d.mu.Lock()
+	_, tracked := d.allocated["aMvp0"]
+	d.mu.Unlock()
+	require.True(t, tracked)
+
+	d.mu.Lock()
+	now := d.allocated["aMvp0"].at
+	d.mu.Unlock()
+	d.release(ctx, "aMvp0", now, "no live pod holds it")
+	require.False(t, k.has(slot.HostLink), "the allocation seen stale is given back")
+}
