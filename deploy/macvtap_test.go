@@ -145,6 +145,7 @@ func TestMacvtapManifests(t *testing.T) {
 	require.Equal(t, dp.Image, install.Image)
 	require.Equal(t, []string{"/install-cni"}, install.Command)
 	require.Contains(t, mountsOf(install), "/host/opt/cni/bin")
+	require.True(t, install.SecurityContext.Privileged, "SELinux refuses an unprivileged container's writes to the host's /opt/cni/bin")
 
 	cf := string(macvtapContainerfile)
 	require.Contains(t, cf, "go build -trimpath -o /out/virtnet-macvtap-dp ./cmd/virtnet-macvtap-dp")

@@ -328,7 +328,7 @@ func TestGiveBackSparesNewAllocation(t *testing.T) {
 	seen := d.allocated["aMvp0"].at // what give-back saw as stale
 	d.mu.Unlock()
 
-	time.Sleep(time.Millisecond) // a later allocation time, whatever the clock's resolution
+	time.Sleep(time.Millisecond)               // a later allocation time, whatever the clock's resolution
 	_, err = d.ensure(ctx, "a", "aMvp0", slot) // a new pod gets the device
 	require.NoError(t, err)
 	d.release(ctx, "aMvp0", seen, "no live pod holds it")
