@@ -131,6 +131,11 @@ func allocate(vmi *api.VMI, env map[string]string, netInfo []byte) map[string]as
 				continue
 			}
 			key := strings.ToLower(a)
+			if taken[key] {
+				out[p.Interface.Name] = assignment{err: &AddressError{Interface: p.Interface.Name,
+					Variable: NetworkInfoFile, Value: a, Err: ErrAddressTwice}}
+				continue
+			}
 			out[p.Interface.Name] = assignment{address: key}
 			taken[key] = true
 		}
@@ -163,6 +168,11 @@ func allocate(vmi *api.VMI, env map[string]string, netInfo []byte) map[string]as
 			if _, err := nicxml.ParsePCIAddress(a); err != nil {
 				out[p.Interface.Name] = assignment{err: &AddressError{Interface: p.Interface.Name,
 					Variable: NetworkStatusAnnotation, Value: a, Err: fmt.Errorf("%w: %w", ErrBadAddress, err)}}
+				continue
+			}
+			if taken[key] {
+				out[p.Interface.Name] = assignment{err: &AddressError{Interface: p.Interface.Name,
+					Variable: NetworkStatusAnnotation, Value: a, Err: ErrAddressTwice}}
 				continue
 			}
 			out[p.Interface.Name] = assignment{address: key}

@@ -14,6 +14,9 @@ var (
 	ErrExhausted = errors.New("no unused PCI address left")
 	// ErrBadAddress: the address is not dddd:bb:ss.f.
 	ErrBadAddress = errors.New("bad PCI address")
+	// ErrAddressTwice is a VF address given to a second interface (two
+	// hostdevs of one VF: libvirt would refuse the domain).
+	ErrAddressTwice = errors.New("PCI address already given to another interface")
 	// ErrBadNetworkStatus: the network-status annotation is not the JSON
 	// list Multus writes.
 	ErrBadNetworkStatus = errors.New("bad network-status annotation")

@@ -134,6 +134,20 @@ func TestAddresses(t *testing.T) {
 		env:  map[string]string{ResourceEnvVar("s1"): resA, varA: "0000:65:00.3,0000:81:10.1"},
 		want: map[string]string{"s1": "0000:81:10.1", "s2": "0000:65:00.3", "s3": "0000:81:10.6"},
 	}, {
+		// One VF named for two networks: two hostdevs of one VF would
+		// fail libvirt's define; the second interface says why.
+		name:    "network-info gives one address twice",
+		ifaces:  []string{"s1", "s2"},
+		netInfo: `{"interfaces":[{"network":"s1","deviceInfo":{"type":"pci","pci":{"pci-address":"0000:65:00.3"}}},{"network":"s2","deviceInfo":{"type":"pci","pci":{"pci-address":"0000:65:00.3"}}}]}`,
+		want:    map[string]string{"s1": "0000:65:00.3"},
+		wantErr: map[string]error{"s2": ErrAddressTwice},
+	}, {
+		name:      "network-status gives one address twice",
+		ifaces:    []string{"s1", "s2"},
+		netStatus: `[{"name":"sriov/s1","interface":"net1","device-info":{"pci":{"pci-address":"0000:81:10.5"}}},{"name":"sriov/s2","interface":"net2","device-info":{"pci":{"pci-address":"0000:81:10.5"}}}]`,
+		want:      map[string]string{"s1": "0000:81:10.5"},
+		wantErr:   map[string]error{"s2": ErrAddressTwice},
+	}, {
 		name:    "network-info only",
 		ifaces:  []string{"s1"},
 		netInfo: `{"interfaces":[{"network":"s1","deviceInfo":{"type":"pci","pci":{"pci-address":"0000:3B:02.7"}}}]}`,

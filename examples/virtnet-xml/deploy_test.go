@@ -49,6 +49,8 @@ func TestVMDocument(t *testing.T) {
 		{"single document", vm, vm, ""},
 		{"VM among others", cm + "---\n" + vm + "---\n", vm, ""},
 		{"leading separator: a single document, as it is", "---\n" + vm, "---\n" + vm, ""},
+		{"inline document after the marker", cm + "--- " + vm, vm, ""},
+		{"end marker", vm + "...\n" + cm, vm, ""},
 		{"no VM", cm + "---\n" + cm, "", "2 documents (ConfigMap, ConfigMap): want exactly one VirtualMachine or VirtualMachineInstance, found 0"},
 		{"two VMs", vm + "---\n" + vm, "", "found 2"},
 	} {

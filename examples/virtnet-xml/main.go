@@ -336,8 +336,8 @@ func vmDocument(data []byte) ([]byte, error) {
 	return found[0], nil
 }
 
-// yamlDocuments splits a YAML stream at its "---" separator lines, leaving
-// out empty documents.
+// yamlDocuments splits a YAML stream at its "---" separator lines (and
+// "..." end markers), leaving out empty documents.
 func yamlDocuments(data []byte) [][]byte {
 	var docs [][]byte
 	var cur []byte
@@ -348,9 +348,16 @@ func yamlDocuments(data []byte) [][]byte {
 		cur = nil
 	}
 	for _, line := range bytes.SplitAfter(data, []byte("\n")) {
-		if t := bytes.TrimRight(line, " \t\r\n"); bytes.Equal(t, []byte("---")) || bytes.HasPrefix(t, []byte("--- ")) {
+		t := bytes.TrimRight(line, " \t\r\n")
+		switch {
+		case bytes.Equal(t, []byte("---")), bytes.Equal(t, []byte("...")):
 			flush()
 			continue
+		case bytes.HasPrefix(t, []byte("--- ")):
+			// "--- {kind: …}" or "--- !tag": what follows the marker
+			// starts the next document.
+			flush()
+			line = line[4:]
 		}
 		cur = append(cur, line...)
 	}
