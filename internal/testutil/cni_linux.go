@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -393,6 +394,12 @@ func (n *CNINetwork) settle(tb testing.TB) {
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		addrs, err := n.Node.Handle.AddrList(nil, netlink.FAMILY_V6)
+		if errors.Is(err, netlink.ErrDumpInterrupted) && time.Now().Before(deadline) {
+			// The address list changed during the dump (DAD ending on
+			// another address, say): ask again.
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
 		require.NoError(tb, err)
 		tentative := ""
 		for _, a := range addrs {
