@@ -1,6 +1,7 @@
 #!/bin/sh
 # Regenerates the Go code of the protocol buffers in this directory.
 # Needs protoc (Debian: protobuf-compiler); the Go plugins are pinned here.
+case "${1:-}" in -h | --help) sed -n '2,/^[^#]/{/^#/{s/^# \{0,1\}//;p}}' "$0"; exit 0 ;; esac
 set -eu
 cd "$(dirname "$0")"
 bin=$(mktemp -d)
