@@ -367,9 +367,9 @@ func (p Plugin) Add(args *skel.CmdArgs) error {
 		return err
 	}
 	log := t.logger(c, args.ContainerID)
-	store, err := cache.New(c.CacheDir)
+	store, err := openStore(c)
 	if err != nil {
-		return types.NewError(types.ErrIOFailure, "virtnet-binding-cni: cache", err.Error())
+		return err
 	}
 	opts := p.options(c, log)
 	opts.Attachment = &cache.Attachment{ContainerID: args.ContainerID, IfName: args.IfName, Network: c.Name}
@@ -497,7 +497,7 @@ func recordedTarget(c *netConf, args *skel.CmdArgs, store *cache.Store) (*target
 		return nil, nil
 	}
 	if err != nil {
-		return nil, types.NewError(types.ErrIOFailure, "virtnet-binding-cni: cache", err.Error())
+		return nil, cacheError(err)
 	}
 	return resolve(c, args, pod.PodInterface, false)
 }
@@ -513,12 +513,12 @@ func (p Plugin) Del(args *skel.CmdArgs) error {
 	}
 	ctx, cancel := p.context()
 	defer cancel()
-	store, err := cache.New(c.CacheDir)
+	store, err := openStore(c)
 	if err != nil {
-		return types.NewError(types.ErrIOFailure, "virtnet-binding-cni: cache", err.Error())
+		return err
 	}
 	if _, err := store.RemoveStaleLocks(); err != nil {
-		return types.NewError(types.ErrIOFailure, "virtnet-binding-cni: cache", err.Error())
+		return cacheError(err)
 	}
 	t, err := recordedTarget(c, args, store)
 	if err != nil {
@@ -591,9 +591,9 @@ func (p Plugin) Check(args *skel.CmdArgs) error {
 	}
 	ctx, cancel := p.context()
 	defer cancel()
-	store, err := cache.New(c.CacheDir)
+	store, err := openStore(c)
 	if err != nil {
-		return types.NewError(types.ErrIOFailure, "virtnet-binding-cni: cache", err.Error())
+		return err
 	}
 	t, err := recordedTarget(c, args, store)
 	if err != nil {
@@ -631,9 +631,9 @@ func (p Plugin) GC(args *skel.CmdArgs) error {
 	}
 	ctx, cancel := p.context()
 	defer cancel()
-	store, err := cache.New(c.CacheDir)
+	store, err := openStore(c)
 	if err != nil {
-		return types.NewError(types.ErrIOFailure, "virtnet-binding-cni: cache", err.Error())
+		return err
 	}
 	valid := map[cache.Attachment]bool{}
 	for _, a := range c.ValidAttachments {
@@ -641,7 +641,7 @@ func (p Plugin) GC(args *skel.CmdArgs) error {
 	}
 	uids, err := store.VMIs()
 	if err != nil {
-		return types.NewError(types.ErrIOFailure, "virtnet-binding-cni: cache", err.Error())
+		return cacheError(err)
 	}
 	log := c.logger()
 	var errs []error
@@ -738,4 +738,19 @@ func (p Plugin) check(ctx context.Context, c *netConf, t *target, netns string, 
 		}
 	}
 	return nil
+}
+
+// openStore opens the configuration's cacheDir, failing as a CNI I/O
+// error.
+func openStore(c *netConf) (*cache.Store, error) {
+	store, err := cache.New(c.CacheDir)
+	if err != nil {
+		return nil, cacheError(err)
+	}
+	return store, nil
+}
+
+// cacheError is a failure of cacheDir as a CNI I/O error.
+func cacheError(err error) *types.Error {
+	return types.NewError(types.ErrIOFailure, "virtnet-binding-cni: cache", err.Error())
 }
