@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"path/filepath"
 	"strings"
+
+	"github.com/virtnet/virtnet/internal/errclass"
 )
 
 // Link types as [Link.Type] reports them (the kernel's rtnetlink kinds;
@@ -218,7 +220,7 @@ var ErrLinkNotFound = errors.New("link not found")
 
 // ErrNotSupported is returned by the real driver on systems other than
 // Linux.
-var ErrNotSupported = errors.New("netdriver: not supported on this OS")
+var ErrNotSupported error = errclass.Permanent("netdriver: not supported on this OS")
 
 // IsLinkNotFound reports whether err says a link does not exist.
 func IsLinkNotFound(err error) bool { return errors.Is(err, ErrLinkNotFound) }

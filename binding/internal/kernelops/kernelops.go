@@ -15,20 +15,10 @@ import (
 	"github.com/virtnet/virtnet/netdriver"
 )
 
-// DiscoverLink reads a pod link: type, MAC, MTU, global addresses (IPv4
-// first) and its routes in the main table. It refuses a link of one of
-// the types phase1 itself creates (a dummy in the pod link's place means
-// phase1 ran before and its cache is gone).
-func DiscoverLink(d netdriver.Driver, name string, wantTypes ...string) (*cache.Link, error) {
-	l, err := podLink(d, name)
-	if err != nil {
-		return nil, err
-	}
-	return discover(d, l, wantTypes...)
-}
-
-// DiscoverPodLink is [DiscoverLink] for a binding that builds phase1's
-// bridge and tap next to the pod link: it also refuses, with a
+// DiscoverPodLink reads a pod link: type, MAC, MTU, global addresses
+// (IPv4 first) and its routes in the main table. It refuses a link of one
+// of the types phase1 itself creates (a dummy in the pod link's place
+// means phase1 ran before and its cache is gone), and, with a
 // [*binding.PodLinkError] matching [binding.ErrPrepared], a pod link phase1 already
 // prepared (marked, a port of a k6t- or marked bridge, or with phase1's
 // bridge or tap, or a link under one of the names in others, next to it),
@@ -56,12 +46,9 @@ func podLink(d netdriver.Driver, name string) (*netdriver.Link, error) {
 	return l, nil
 }
 
-func discover(d netdriver.Driver, l *netdriver.Link, wantTypes ...string) (*cache.Link, error) {
+func discover(d netdriver.Driver, l *netdriver.Link) (*cache.Link, error) {
 	name := l.Name
-	if len(wantTypes) > 0 && !contains(wantTypes, l.Type) {
-		return nil, &binding.PodLinkError{Name: name, Reason: fmt.Sprintf("has type %s, want one of %v", l.Type, wantTypes)}
-	}
-	if len(wantTypes) == 0 && (l.Type == netdriver.TypeDummy || l.Type == netdriver.TypeBridge || l.Type == netdriver.TypeTuntap) {
+	if l.Type == netdriver.TypeDummy || l.Type == netdriver.TypeBridge || l.Type == netdriver.TypeTuntap {
 		return nil, &binding.PodLinkError{Name: name, Reason: fmt.Sprintf("is a %s, not a pod link as the CNI leaves it (was phase1 run before, and its cache removed?)", l.Type), Err: binding.ErrPrepared}
 	}
 	out := &cache.Link{Name: l.Name, Type: l.Type, MAC: l.MAC.String(), MTU: l.MTU}
