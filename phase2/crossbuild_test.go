@@ -15,7 +15,7 @@ import (
 // but not Linux, unix without flock, not unix), so that CI pays for three
 // compilations of the standard library (~40 s of CPU each) rather than
 // fifteen. VIRTNET_CROSS_TARGETS=all builds one architecture of every GOOS
-// `go tool dist list` names (all fifteen of Go 1.25 pass).
+// `go tool dist list` names (all fifteen of Go 1.26 pass).
 var crossTargets = []string{"darwin/arm64", "aix/ppc64", "windows/amd64"}
 
 // TestBuildsOnEveryOS: a launcher on any OS Go supports renders domain XML
