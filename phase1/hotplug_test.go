@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/cache"
 	"github.com/virtnet/virtnet/internal/faultinject"
 	"github.com/virtnet/virtnet/internal/testutil"
@@ -177,4 +178,89 @@ func TestPlugFaultTouchesOnlyIt(t *testing.T) {
 		require.Equal(t, wantEnd, f.Snapshot())
 		require.Equal(t, wantFiles, recordsOnly(testutil.CacheFiles(t, s)))
 	}
+}
+
+// insertedVMI is threeVMI with a network (green) inserted before blue and
+// red in spec.networks (its interface last, as KubeVirt appends a
+// hot-plugged one), under the metadata line meta.
+func insertedVMI(meta string) string {
+	s := strings.Replace(threeVMI, "metadata: {name: vmi-three, namespace: default, uid: "+uid+"}", meta, 1)
+	s = strings.Replace(s, "      - {name: red, bridge: {}}\n", "      - {name: red, bridge: {}}\n      - {name: green, bridge: {}}\n", 1)
+	return strings.Replace(s, "  - {name: blue, multus: {networkName: blue-net}}\n",
+		"  - {name: green, multus: {networkName: green-net}}\n  - {name: blue, multus: {networkName: blue-net}}\n", 1)
+}
+
+// TestPodInterfaceNamesOnInsert is the criterion for hashed pod interface
+// names: the annotation virtnet.io/pod-interface-names, fixed when the VMI
+// is made. With ordinal names (the default, KubeVirt v0.53's), a network
+// inserted before others while the VMI runs would move their pod
+// interfaces: phase1 refuses it before any kernel call, naming the network,
+// both names and the annotation. With hashed names the insertion plugs
+// the new interface and leaves the others byte-identical.
+func TestPodInterfaceNamesOnInsert(t *testing.T) {
+	t.Run("ordinal", func(t *testing.T) {
+		f := netdrivertest.SimulatedPod(threeLinks()...)
+		s := testutil.NewStore(t)
+		require.NoError(t, run(t, testutil.LoadVMI(t, threeVMI), f, s, phase1.Options{}))
+		before, files := f.Snapshot(), recordsOnly(testutil.CacheFiles(t, s))
+		calls := len(f.Calls())
+		vmi := testutil.LoadVMI(t, insertedVMI("metadata: {name: vmi-three, namespace: default, uid: "+uid+"}"))
+		err := run(t, vmi, f, s, phase1.Options{})
+		var pe *phase1.Error
+		require.ErrorAs(t, err, &pe)
+		require.Equal(t, phase1.StepRead, pe.Step)
+		require.Equal(t, "blue", pe.Interface)
+		for _, want := range []string{`network "blue"`, "net2", "net1", "virtnet.io/pod-interface-names"} {
+			require.Contains(t, err.Error(), want)
+		}
+		require.Len(t, f.Calls(), calls, "no kernel change")
+		require.Equal(t, before, f.Snapshot())
+		require.Equal(t, files, recordsOnly(testutil.CacheFiles(t, s)))
+	})
+	t.Run("hashed", func(t *testing.T) {
+		meta := "metadata: {name: vmi-three, namespace: default, uid: " + uid + ", annotations: {virtnet.io/pod-interface-names: hashed}}"
+		links := []netdrivertest.SimLink{{Name: "eth0"}, {Name: "pod16477688c0e"}, {Name: "pod" + hashOf("red"), NoIPAM: true}}
+		f := netdrivertest.SimulatedPod(links...)
+		s := testutil.NewStore(t)
+		running := strings.Replace(threeVMI, "metadata: {name: vmi-three, namespace: default, uid: "+uid+"}", meta, 1)
+		require.NoError(t, run(t, testutil.LoadVMI(t, running), f, s, phase1.Options{}))
+		// Multus adds green's pod link to the running pod.
+		f.SeedPodLink(netdrivertest.PodLink{Name: "pod" + hashOf("green"), MTU: 1440,
+			MAC: []byte{0x0a, 0x58, 0x0a, 0xf4, 0x03, 0x07}})
+		green := []string{"pod" + hashOf("green"), "k6t-" + hashOf("green"), "tap" + hashOf("green")}
+		before, files := othersOf(f.Snapshot(), green...), othersRecords(testutil.CacheFiles(t, s), "green")
+		require.NoError(t, run(t, testutil.LoadVMI(t, insertedVMI(meta)), f, s, phase1.Options{}))
+		require.Equal(t, before, othersOf(f.Snapshot(), green...), "the running interfaces' kernel state")
+		require.Equal(t, files, othersRecords(testutil.CacheFiles(t, s), "green"), "their records")
+		require.Contains(t, linkNames(t, f), "k6t-"+hashOf("green"))
+	})
+}
+
+// hashOf is the 11 hex digits of KubeVirt 1.x's pod interface name of a
+// network.
+func hashOf(network string) string { return strings.TrimPrefix(api.HashedPodInterface(network), "pod") }
+
+// TestUnpluggedDroppedFromSpec: after an unplug KubeVirt removes the
+// absent interface from the spec, so the indexes of the interfaces after
+// it move. A bridge interface with IPAM keeps its link-local address (the
+// DHCP server's, derived from its index when first prepared): the running
+// interfaces' kernel state and records stay byte-identical.
+func TestUnpluggedDroppedFromSpec(t *testing.T) {
+	meta := "metadata: {name: vmi-three, namespace: default, uid: " + uid + ", annotations: {virtnet.io/pod-interface-names: hashed}}"
+	hashed := strings.Replace(threeVMI, "metadata: {name: vmi-three, namespace: default, uid: "+uid+"}", meta, 1)
+	absent := strings.Replace(hashed, "{name: blue, bridge: {}}", "{name: blue, bridge: {}, state: absent}", 1)
+	dropped := strings.Replace(strings.Replace(hashed, "      - {name: blue, bridge: {}}\n", "", 1),
+		"  - {name: blue, multus: {networkName: blue-net}}\n", "", 1)
+	f := netdrivertest.SimulatedPod(netdrivertest.SimLink{Name: "eth0"}, netdrivertest.SimLink{Name: "pod" + hashOf("blue")},
+		netdrivertest.SimLink{Name: "pod" + hashOf("red")})
+	s := testutil.NewStore(t)
+	require.NoError(t, run(t, testutil.LoadVMI(t, hashed), f, s, phase1.Options{}))
+	require.NoError(t, run(t, testutil.LoadVMI(t, absent), f, s, phase1.Options{}))
+	red, err := s.ReadInterface(uid, "red")
+	require.NoError(t, err)
+	require.Equal(t, "169.254.75.12", red.ServerIPv4, "red is at index 2")
+	before, files := f.Snapshot(), recordsOnly(testutil.CacheFiles(t, s))
+	require.NoError(t, run(t, testutil.LoadVMI(t, dropped), f, s, phase1.Options{}))
+	require.Equal(t, before, f.Snapshot(), "red now at index 1 keeps its bridge's address")
+	require.Equal(t, files, recordsOnly(testutil.CacheFiles(t, s)))
 }
