@@ -73,13 +73,18 @@ func TestLivePlugDHCP(t *testing.T) {
 	root := t.TempDir()
 	hook := &prestart.Hook{
 		VMI: liveVMI(t, ""), Store: store, NetNS: pod.Pod.Path, InterfaceType: "ethernet",
-		Dirs:       domxml.Options{PrivateDir: filepath.Join(root, "private"), EphemeralDir: filepath.Join(root, "ephemeral")},
+		Dirs: domxml.Options{PrivateDir: filepath.Join(root, "private"), EphemeralDir: filepath.Join(root, "ephemeral"),
+			HotplugPorts: domxml.HotplugPortsKubeVirt},
 		ResolvConf: filepath.Join(root, "resolv.conf"),
 	}
 	running, err := hook.Run(ctx)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, running.Stop()) })
 	require.Len(t, running.Servers(), 1)
+	spare, err := domxml.KubeVirtHotplugPorts(hook.VMI, running.Domain())
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, spare, 3)
+	require.Equal(t, spare, domxml.SpareRootPorts(running.Domain()), "KubeVirt's spare root ports, after the interfaces")
 	domXML := func() string {
 		x, err := running.Domain().Marshal()
 		require.NoError(t, err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/binding"
+	"github.com/virtnet/virtnet/domxml"
 	"github.com/virtnet/virtnet/phase2"
 	"github.com/virtnet/virtnet/phase2/dhcp"
 )
@@ -39,6 +40,12 @@ func (Network) Run(ctx context.Context, st *State) error {
 			return err
 		}
 		st.Log.Info("interfaces added to the domain", "count", len(items))
+	}
+	if n := h.Dirs.HotplugPorts; n != 0 {
+		// The interfaces may have taken spare root ports Build reserved.
+		if err := domxml.ReserveHotplugPorts(h.VMI, h.Domain, n); err != nil {
+			return err
+		}
 	}
 	for _, it := range items {
 		if err := st.startDHCP(ctx, h.VMI, it); err != nil {
