@@ -90,7 +90,6 @@ func TestKubeVirtHotplugPorts(t *testing.T) {
 	}
 }
 
-
 // TestHotplugPortsGolden: Options.HotplugPorts reserves spare root ports
 // beyond the devices' (KubeVirt's count, or a number), none above index
 // 31; SpareRootPorts reads the count back; the domain is a golden that

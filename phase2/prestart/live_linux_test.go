@@ -49,14 +49,16 @@ spec:
 }
 
 // TestLivePlugDHCP is a launcher's live update on this kernel, without a
-// guest (inside the kernel VM when this kernel has no dummy links): phase1 and the hook start a VM with masquerade (its DHCP server
-// bound); a CNI plugin adds blue's pod link (with an address) to the
-// running pod; phase1 plugs blue; the hook's Running.Sync (phase2.Sync
-// with its render choices and DHCP servers) returns blue's device to
-// attach (type ethernet, as chosen at start) and starts its DHCP server
-// (bound, serving the pod link's address) beside eth0's; then blue is
-// unplugged: phase1 restores its pod link, Sync returns the device to
-// detach and stops blue's server alone. It logs the time of each step.
+// guest (inside the kernel VM when this kernel has no dummy links): phase1
+// and the hook start a VM with masquerade (its DHCP server bound; KubeVirt
+// v1.9.0's spare root ports reserved after the interfaces); a CNI plugin
+// adds blue's pod link (with an address) to the running pod; phase1 plugs
+// blue; the hook's Running.Sync (phase2.Sync with its render choices and
+// DHCP servers) returns blue's device to attach (type ethernet, as chosen
+// at start) and starts its DHCP server (bound, serving the pod link's
+// address) beside eth0's; then blue is unplugged: phase1 restores its pod
+// link, Sync returns the device to detach and stops blue's server alone.
+// It logs the time of each step.
 func TestLivePlugDHCP(t *testing.T) {
 	// dummy: the bridge binding with IPAM keeps the pod's address on one;
 	// nf_tables: masquerade.
