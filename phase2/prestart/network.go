@@ -59,26 +59,20 @@ func (Network) Run(ctx context.Context, st *State) error {
 // for one and its record has IPAM, and waits until it is bound: at start
 // (the network step) and on a hot-plug ([Running.DHCP]).
 func (st *State) startDHCP(ctx context.Context, vmi *api.VMI, it phase2.Item) error {
-	ds, ok := it.Binding.(binding.DHCPServer)
-	if !ok {
-		return nil
-	}
-	svc := ds.DHCPService(it.Record)
-	if !svc.Serves() {
+	if ds, ok := it.Binding.(binding.DHCPServer); !ok || !ds.DHCPService(it.Record).Serves() {
 		return nil
 	}
 	resolv, err := readResolvConf(st)
 	if err != nil {
 		return err
 	}
-	cfg, err := dhcp.NewConfigFor(vmi, it.Pair.Interface, it.Record, resolv,
-		dhcp.Service{IPv4: svc.IPv4, IPv6: svc.IPv6, RequireMAC: svc.RequireMAC})
-	if errors.Is(err, dhcp.ErrIPAMDisabled) {
-		st.Log.Info("no IPAM: no DHCP server", "interface", it.Pair.Interface.Name)
-		return nil
-	}
+	cfg, err := phase2.DHCPConfig(vmi, it, it.Record, resolv)
 	if err != nil {
 		return fmt.Errorf("interface %q: %w", it.Pair.Interface.Name, err)
+	}
+	if cfg == nil {
+		st.Log.Info("no IPAM: no DHCP server", "interface", it.Pair.Interface.Name)
+		return nil
 	}
 	if st.Hook.Hostname != "" {
 		cfg.Hostname = st.Hook.Hostname
