@@ -73,7 +73,7 @@ func Build(vmi *api.VMI, opts Options) (*libvirtxml.Domain, error) {
 			return nil, err
 		}
 	}
-	if err := EnsureRootPorts(dom); err != nil {
+	if err := ReserveHotplugPorts(vmi, dom, o.HotplugPorts); err != nil {
 		return nil, err
 	}
 	return dom, nil

@@ -71,6 +71,13 @@ type Options struct {
 	// order vCPUs are pinned to them), needed by a VMI with
 	// spec.domain.cpu.dedicatedCpuPlacement.
 	CPUSet []int
+	// HotplugPorts is the number of spare pcie-root-port controllers a
+	// q35 domain gets beyond what its devices need, for devices
+	// hot-plugged into the running guest (a NIC: phase2.Sync): 0 (the
+	// default, KubeVirt v0.53's domain) none, [HotplugPortsKubeVirt] the
+	// count KubeVirt v1.9.0 reserves ([KubeVirtHotplugPorts]). See
+	// [ReserveHotplugPorts]; [SpareRootPorts] reads it back.
+	HotplugPorts int
 	// Interfaces, when set, adds the VMI's network devices to the domain;
 	// Build calls it after every other device and before sizing the PCI
 	// controllers (phase2.Domain sets it).

@@ -57,40 +57,7 @@ func EnsureRootPorts(dom *libvirtxml.Domain) error {
 		return nil
 	}
 	d := dom.Devices
-	explicit := map[uint]bool{}
-	auto := 0
-	count := func(a *libvirtxml.DomainAddress) {
-		switch {
-		case a == nil || a.PCI == nil:
-			auto++
-		case a.PCI.Bus != nil && *a.PCI.Bus > 0:
-			explicit[*a.PCI.Bus] = true
-		}
-	}
-	for i := range d.Disks {
-		if d.Disks[i].Target != nil && d.Disks[i].Target.Bus == "virtio" {
-			count(d.Disks[i].Address)
-		}
-	}
-	for i := range d.Controllers {
-		if t := d.Controllers[i].Type; t == "scsi" || t == "virtio-serial" {
-			count(d.Controllers[i].Address)
-		}
-	}
-	for i := range d.Interfaces {
-		count(d.Interfaces[i].Address)
-	}
-	for i := range d.Hostdevs {
-		if d.Hostdevs[i].SubsysPCI != nil {
-			count(d.Hostdevs[i].Address)
-		}
-	}
-	for i := range d.RNGs {
-		count(d.RNGs[i].Address)
-	}
-	if d.MemBalloon != nil && d.MemBalloon.Model != "none" {
-		count(d.MemBalloon.Address)
-	}
+	explicit, auto := rootPortDemand(d)
 
 	used := map[uint]bool{}
 	var others, ports []libvirtxml.DomainController
@@ -138,6 +105,45 @@ func EnsureRootPorts(dom *libvirtxml.Domain) error {
 	})
 	d.Controllers = append(others, ports...)
 	return nil
+}
+
+// rootPortDemand is what the devices ask of root ports: the buses of
+// explicit PCI addresses, and the number of devices libvirt places.
+func rootPortDemand(d *libvirtxml.DomainDeviceList) (explicit map[uint]bool, auto int) {
+	explicit = map[uint]bool{}
+	count := func(a *libvirtxml.DomainAddress) {
+		switch {
+		case a == nil || a.PCI == nil:
+			auto++
+		case a.PCI.Bus != nil && *a.PCI.Bus > 0:
+			explicit[*a.PCI.Bus] = true
+		}
+	}
+	for i := range d.Disks {
+		if d.Disks[i].Target != nil && d.Disks[i].Target.Bus == "virtio" {
+			count(d.Disks[i].Address)
+		}
+	}
+	for i := range d.Controllers {
+		if t := d.Controllers[i].Type; t == "scsi" || t == "virtio-serial" {
+			count(d.Controllers[i].Address)
+		}
+	}
+	for i := range d.Interfaces {
+		count(d.Interfaces[i].Address)
+	}
+	for i := range d.Hostdevs {
+		if d.Hostdevs[i].SubsysPCI != nil {
+			count(d.Hostdevs[i].Address)
+		}
+	}
+	for i := range d.RNGs {
+		count(d.RNGs[i].Address)
+	}
+	if d.MemBalloon != nil && d.MemBalloon.Model != "none" {
+		count(d.MemBalloon.Address)
+	}
+	return explicit, auto
 }
 
 // PinTagged gives every device of a tagged interface

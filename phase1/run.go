@@ -334,6 +334,14 @@ func readRecords(store *cache.Store, uid string, pairs []api.Pair) ([]*cache.Pro
 		case err != nil:
 			return nil, nil, fail(err)
 		}
+		if pod != nil && pod.Binding == p.Binding() && pod.PodInterface != p.PodInterface && !p.Primary() {
+			// Ordinal names (net1, net2, …) follow spec.networks: a
+			// network inserted or deleted before this one moved it.
+			return nil, nil, fail(fmt.Errorf("network %q: its pod interface %s was prepared as %s: a network was inserted "+
+				"or removed before it while the VMI ran; append networks at the end and unplug with state: absent, "+
+				"or name pod interfaces by network (metadata.annotations[%s]: hashed) for a VMI whose interfaces change",
+				p.Network.Name, p.PodInterface, pod.PodInterface, api.PodInterfaceNamesAnnotation))
+		}
 		if pod != nil && (pod.Binding != p.Binding() || pod.PodInterface != p.PodInterface) {
 			return nil, nil, fail(fmt.Errorf("cache says binding %s on %s, the VMI says %s on %s: clean up first",
 				pod.Binding, pod.PodInterface, p.Binding(), p.PodInterface))
@@ -463,6 +471,12 @@ func planPair(ctx context.Context, d netdriver.Driver, vmi *api.VMI, p api.Pair,
 	}
 	if rec != nil {
 		rec.Interface, rec.PodInterface, rec.Binding = name, p.PodInterface, p.Binding()
+		if in.Resumed && recorded != nil && recorded.ServerIPv4 != "" && rec.ServerIPv4 != "" {
+			// The address the bridge and the DHCP server have: derived
+			// from the interface's index, which moves when an earlier
+			// interface leaves the spec after its unplug.
+			rec.ServerIPv4 = recorded.ServerIPv4
+		}
 	}
 	return pairRun{b: b, in: in, link: link, rec: rec, pod: &cache.Progress{
 		Interface:    name,

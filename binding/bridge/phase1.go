@@ -180,7 +180,12 @@ func (Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input
 			return &binding.ForeignLinkError{Name: rec.NIC, Type: nic.Type, Want: link.Type}
 		}
 	}
+	// The planned address (an interface prepared earlier keeps its own
+	// when its index moved); the index's for a record without one.
 	ll := names.BridgeLinkLocal(in.Pair.Index)
+	if a, err := netip.ParseAddr(rec.ServerIPv4); err == nil && a.Is4() {
+		ll = netip.PrefixFrom(a, 32)
+	}
 	if err := kernelops.CheckAddressFree(d, ll.Addr(), rec.Bridge, rec.Bridge); err != nil {
 		return err
 	}

@@ -137,6 +137,9 @@ type State struct {
 	Render binding.RenderOptions
 
 	created []string
+	// mu guards servers: a live update ([Running.DHCP]) starts and
+	// stops them while the VM runs.
+	mu      sync.Mutex
 	servers []*runningServer
 	// serveCtx is the DHCP servers' context: the run's, canceled when
 	// the run fails or the Running handle is stopped.
@@ -152,6 +155,9 @@ func (st *State) Created(path string) { st.created = append(st.created, path) }
 type runningServer struct {
 	info ServerInfo
 	err  error // set when Serve returned, before wg.Done
+	// stop cancels this server alone; done is closed when Serve returned.
+	stop context.CancelFunc
+	done chan struct{}
 }
 
 // ServerInfo describes one DHCP server a run started.
@@ -171,7 +177,7 @@ type ServerInfo struct {
 // context given to [Hook.Run] ends or [Running.Stop] is called.
 type Running struct {
 	domain  *libvirtxml.Domain
-	servers []*runningServer
+	st      *State
 	created []string
 	wg      *sync.WaitGroup
 	cancel  context.CancelFunc
@@ -183,8 +189,10 @@ func (r *Running) Domain() *libvirtxml.Domain { return r.domain }
 
 // Servers describes the DHCP servers, in interface order.
 func (r *Running) Servers() []ServerInfo {
-	out := make([]ServerInfo, len(r.servers))
-	for i, s := range r.servers {
+	r.st.mu.Lock()
+	defer r.st.mu.Unlock()
+	out := make([]ServerInfo, len(r.st.servers))
+	for i, s := range r.st.servers {
 		out[i] = s.info
 	}
 	return out
@@ -198,8 +206,10 @@ func (r *Running) Created() []string { return slices.Clone(r.created) }
 // because its context ended is not a failure.
 func (r *Running) Wait() error {
 	r.wg.Wait()
+	r.st.mu.Lock()
+	defer r.st.mu.Unlock()
 	var errs []error
-	for _, s := range r.servers {
+	for _, s := range r.st.servers {
 		if s.err != nil {
 			errs = append(errs, s.err)
 		}
@@ -305,7 +315,7 @@ func (h *Hook) Run(ctx context.Context) (*Running, error) {
 		}
 		st.Log.Info("step done", "took", time.Since(start).Round(time.Millisecond))
 	}
-	return &Running{domain: hk.Domain, servers: st.servers, created: st.created, wg: st.wg, cancel: cancel}, nil
+	return &Running{domain: hk.Domain, st: st, created: st.created, wg: st.wg, cancel: cancel}, nil
 }
 
 // hasSlirp reports whether the VMI has a slirp interface.

@@ -440,26 +440,17 @@ func (s *sidecar) startDHCP(ctx context.Context, vmi *api.VMI, items []phase2.It
 	defer s.mu.Unlock()
 	for _, it := range items {
 		name := it.Pair.Interface.Name
-		ds, ok := it.Binding.(binding.DHCPServer)
-		if !ok || s.dhcp[name] != nil {
+		if _, ok := it.Binding.(binding.DHCPServer); !ok || s.dhcp[name] != nil {
 			continue
 		}
-		pair := it.Pair
+		pair, item := it.Pair, it
+		// The launcher hook's code path (phase2.DHCPConfig).
 		configFor := func(rec *cache.Interface) (*dhcp.Config, error) {
-			svc := ds.DHCPService(rec)
-			if !svc.Serves() {
-				return nil, nil
-			}
 			resolv, err := os.ReadFile(s.cfg.ResolvConf)
 			if err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return nil, fmt.Errorf("resolv.conf: %w", err)
 			}
-			cfg, err := dhcp.NewConfigFor(vmi, pair.Interface, rec, resolv,
-				dhcp.Service{IPv4: svc.IPv4, IPv6: svc.IPv6, RequireMAC: svc.RequireMAC})
-			if errors.Is(err, dhcp.ErrIPAMDisabled) {
-				return nil, nil
-			}
-			return cfg, err
+			return phase2.DHCPConfig(vmi, item, rec, resolv)
 		}
 		cfg, err := configFor(it.Record)
 		if err != nil {

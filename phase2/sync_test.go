@@ -1,0 +1,191 @@
+package phase2_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"libvirt.org/go/libvirtxml"
+
+	"github.com/virtnet/virtnet/api"
+	"github.com/virtnet/virtnet/cache"
+	"github.com/virtnet/virtnet/internal/testutil"
+	"github.com/virtnet/virtnet/phase2"
+)
+
+const syncUID = "4d2c1b0a-9e8f-4a7b-8c6d-5e4f3a2b1c0d"
+
+// syncVMI is a q35 VMI with masquerade on the pod network and, when
+// blue is not "", a bridge interface on Multus network blue whose
+// interface entry ends with blue (", state: down" for instance).
+func syncVMI(t *testing.T, blue string) *api.VMI {
+	t.Helper()
+	y := `
+kind: VirtualMachineInstance
+metadata: {name: vmi-sync, namespace: default, uid: ` + syncUID + `, annotations: {virtnet.io/pod-interface-names: hashed}}
+spec:
+  domain:
+    machine: {type: q35}
+    resources: {requests: {memory: 128Mi}}
+    devices:
+      interfaces:
+      - {name: default, masquerade: {}}
+`
+	nets := "  networks:\n  - {name: default, pod: {}}\n"
+	if blue != "" {
+		y += "      - {name: blue, bridge: {}" + strings.TrimPrefix(blue, "-") + "}\n"
+		nets += "  - {name: blue, multus: {networkName: blue-net}}\n"
+	}
+	return testutil.LoadVMI(t, y+nets)
+}
+
+var blueRecord = cache.Interface{
+	Interface: "blue", PodInterface: api.HashedPodInterface("blue"), Binding: "bridge",
+	Bridge: "k6t-16477688c0e", Tap: "tap16477688c0e", NIC: "16477688c0e-nic",
+	MAC: "0a:58:0a:f4:02:07", MTU: 1400,
+	IPv4: "192.168.2.7/24", ServerIPv4: "169.254.75.11",
+}
+
+// fakeDHCP records the servers Sync starts and stops.
+type fakeDHCP struct {
+	running map[string]bool
+	log     []string
+	fail    error
+}
+
+func (f *fakeDHCP) Start(_ context.Context, _ *api.VMI, it phase2.Item) error {
+	if f.fail != nil {
+		return f.fail
+	}
+	f.running[it.Pair.Interface.Name] = true
+	f.log = append(f.log, "start "+it.Pair.Interface.Name)
+	return nil
+}
+
+func (f *fakeDHCP) Stop(iface string) error {
+	delete(f.running, iface)
+	f.log = append(f.log, "stop "+iface)
+	return nil
+}
+
+// apply does to dom what libvirt does with the changes: attach appends
+// the device, detach removes it, update replaces its link state.
+func apply(t *testing.T, dom *libvirtxml.Domain, changes []phase2.DeviceChange) {
+	t.Helper()
+	for _, c := range changes {
+		var dev libvirtxml.DomainInterface
+		require.NoError(t, dev.Unmarshal(c.XML), c.XML)
+		switch c.Op {
+		case phase2.OpAttach:
+			dom.Devices.Interfaces = append(dom.Devices.Interfaces, dev)
+		case phase2.OpDetach:
+			for i := range dom.Devices.Interfaces {
+				if dom.Devices.Interfaces[i].Alias.Name == c.Alias {
+					dom.Devices.Interfaces = append(dom.Devices.Interfaces[:i], dom.Devices.Interfaces[i+1:]...)
+					break
+				}
+			}
+		case phase2.OpUpdate:
+			for i := range dom.Devices.Interfaces {
+				if dom.Devices.Interfaces[i].Alias.Name == c.Alias {
+					dom.Devices.Interfaces[i].Link = dev.Link
+				}
+			}
+		}
+	}
+}
+
+func marshal(t *testing.T, dom *libvirtxml.Domain) string {
+	t.Helper()
+	x, err := dom.Marshal()
+	require.NoError(t, err)
+	return x
+}
+
+// TestSync is a launcher's live update loop: the VM runs with eth0
+// (masquerade); blue is added (attach, its DHCP server started first),
+// set down and up (updates of its link state), then unplugged (detach, its
+// DHCP server stopped). After each change applied the next Sync has
+// nothing to do. The device XML of each step is a golden
+// (testdata/TestSync, -update).
+func TestSync(t *testing.T) {
+	ctx := context.Background()
+	store := writeRecords(t, syncUID, masqRecord("default", "eth0", "02:1a:2b:3c:4d:5e"))
+	dom, err := phase2.Domain(ctx, syncVMI(t, ""), store, phase2.Options{})
+	require.NoError(t, err)
+	dhcp := &fakeDHCP{running: map[string]bool{}}
+	sync := func(vmi *api.VMI) []phase2.DeviceChange {
+		t.Helper()
+		changes, err := phase2.Sync(ctx, marshal(t, dom), vmi, store, dhcp, phase2.Options{})
+		require.NoError(t, err)
+		return changes
+	}
+	require.Empty(t, sync(syncVMI(t, "")), "the domain as started has the VMI's interfaces")
+
+	// blue added to the VMI: not attached before phase1 finished it.
+	_, err = phase2.Sync(ctx, marshal(t, dom), syncVMI(t, "-"), store, dhcp, phase2.Options{})
+	var nr *phase2.NotReadyError
+	var mc *phase2.MissingCacheError
+	require.True(t, errors.As(err, &nr) || errors.As(err, &mc), "%v", err)
+	require.Empty(t, dhcp.log)
+
+	require.NoError(t, store.WriteInterface(syncUID, &blueRecord))
+	require.NoError(t, store.WriteProgress(syncUID, finished(blueRecord)))
+	for _, step := range []struct {
+		name, blue string
+		op         phase2.Op
+		dhcp       []string
+	}{
+		{"plug", "-", phase2.OpAttach, []string{"start blue"}},
+		{"down", ", state: down", phase2.OpUpdate, nil},
+		{"up", ", state: up", phase2.OpUpdate, nil},
+		{"unplug", ", state: absent", phase2.OpDetach, []string{"stop blue"}},
+	} {
+		t.Run(step.name, func(t *testing.T) {
+			dhcp.log = nil
+			vmi := syncVMI(t, step.blue)
+			changes := sync(vmi)
+			require.Len(t, changes, 1)
+			c := changes[0]
+			require.Equal(t, step.op, c.Op)
+			require.Equal(t, "blue", c.Interface)
+			require.Equal(t, "ua-blue", c.Alias)
+			testutil.Golden(t, filepath.Join("testdata", "TestSync", step.name+".xml"), c.XML)
+			require.Equal(t, step.dhcp, dhcp.log)
+			apply(t, dom, changes)
+			dhcp.log = nil
+			require.Empty(t, sync(vmi), "converged")
+			require.Empty(t, dhcp.log)
+		})
+	}
+	require.Empty(t, dhcp.running)
+	require.Len(t, dom.Devices.Interfaces, 1, "eth0 alone, as at start")
+
+	t.Run("DHCP fails", func(t *testing.T) {
+		dhcp.fail = errors.New("cannot bind")
+		_, err := phase2.Sync(ctx, marshal(t, dom), syncVMI(t, "-"), store, dhcp, phase2.Options{})
+		require.ErrorContains(t, err, `interface "blue": DHCP server: cannot bind`)
+	})
+	t.Run("bad XML", func(t *testing.T) {
+		_, err := phase2.Sync(ctx, "<domain", syncVMI(t, ""), store, nil, phase2.Options{})
+		require.ErrorContains(t, err, "running domain XML")
+	})
+}
+
+// TestSyncLinkDownAtStart: an interface with state: down starts with
+// <link state='down'/>, and Sync then has nothing to update.
+func TestSyncLinkDownAtStart(t *testing.T) {
+	ctx := context.Background()
+	store := writeRecords(t, syncUID, masqRecord("default", "eth0", "02:1a:2b:3c:4d:5e"), blueRecord)
+	vmi := syncVMI(t, ", state: down")
+	dom, err := phase2.Domain(ctx, vmi, store, phase2.Options{})
+	require.NoError(t, err)
+	x := marshal(t, dom)
+	require.Contains(t, x, `<link state="down"></link>`)
+	changes, err := phase2.Sync(ctx, x, vmi, store, nil, phase2.Options{})
+	require.NoError(t, err)
+	require.Empty(t, changes)
+}
