@@ -116,9 +116,9 @@ func TestCheckBlocker(t *testing.T) {
 		actions: map[string]migration.Action{"default": migration.ActionLinkRefresh, "vf": migration.ActionDetachReattach,
 			"r": migration.ActionLinkRefresh, "p": migration.ActionNone},
 	}, {
-		name:   "passtBinding and macvtap",
-		ifaces: "      - {name: default, passtBinding: {}}\n      - {name: blue, macvtap: {}}\n",
-		nets:   "  - {name: default, pod: {}}\n  - {name: blue, multus: {networkName: blue}}\n",
+		name:    "passtBinding and macvtap",
+		ifaces:  "      - {name: default, passtBinding: {}}\n      - {name: blue, macvtap: {}}\n",
+		nets:    "  - {name: default, pod: {}}\n  - {name: blue, multus: {networkName: blue}}\n",
 		actions: map[string]migration.Action{"default": migration.ActionNone, "blue": migration.ActionNone},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {

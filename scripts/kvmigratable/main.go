@@ -17,7 +17,7 @@ func main() {
 	var in struct {
 		Plugins map[string]v1.InterfaceBindingPlugin `json:"plugins"`
 		Cases   []struct {
-			Name string                     `json:"name"`
+			Name string                    `json:"name"`
 			VMI  v1.VirtualMachineInstance `json:"vmi"`
 		} `json:"cases"`
 	}
