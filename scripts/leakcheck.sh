@@ -10,8 +10,8 @@
 # testutil.NewNS; vnb-* by the benchmarks) and their mounts under
 # /run/netns; processes in a network namespace other than the script's whose
 # program is one the tests start (the test binaries, dhclient, udhcpc,
-# busybox, passt, pasta, qemu, dnsmasq, sleep); and the tests' directories
-# under /run (virtnet-test-*). It prints each leftover on its own line.
+# busybox, passt, pasta, qemu, libvirtd, dnsmasq, sleep); and the tests' directories
+# under /run (virtnet-test-*) and /tmp (virtnet-libvirtd-*). It prints each leftover on its own line.
 set -euo pipefail
 
 mode=check file=
@@ -43,11 +43,11 @@ leftovers() {
 			pid=${pid%/ns}
 			comm=$(cat "/proc/$pid/comm" 2>/dev/null) || continue
 			case "$comm" in
-			*.test | dhclient | udhcpc | busybox | passt* | pasta* | qemu* | dnsmasq | sleep)
+			*.test | dhclient | udhcpc | busybox | passt* | pasta* | qemu* | libvirtd | dnsmasq | sleep)
 				echo "process $pid $comm ($ns)" ;;
 			esac
 		done
-	for d in /run/virtnet-test-*; do
+	for d in /run/virtnet-test-* /tmp/virtnet-libvirtd-*; do
 		[ -e "$d" ] && echo "dir $d"
 	done
 	return 0
