@@ -25,6 +25,7 @@ import (
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/cache"
 	"github.com/virtnet/virtnet/domxml"
+	"github.com/virtnet/virtnet/internal/kernelvm"
 	"github.com/virtnet/virtnet/internal/testutil"
 	"github.com/virtnet/virtnet/internal/testutil/libvirtd"
 	"github.com/virtnet/virtnet/migration"
@@ -69,6 +70,8 @@ type launcher struct {
 	store   *cache.Store
 	running *prestart.Running
 	console string
+	// onReboot, when set, replaces the test domain's on_reboot (destroy).
+	onReboot string
 }
 
 // prepare runs phase1 (as a migration target when target is set) and the
@@ -94,6 +97,61 @@ func (l *launcher) prepare(t *testing.T, ctx context.Context, vmi *api.VMI, targ
 	t.Cleanup(func() { require.NoError(t, l.running.Stop()) })
 	l.console = l.d.Path("console.log")
 	return took
+}
+
+// boot builds the busybox guest's initramfs for gs, adapts the hook's
+// domain to TCG and starts it on the launcher's daemon; it returns the
+// domain's name and its console, logged when the test fails.
+func (l *launcher) boot(t *testing.T, ctx context.Context, assets string, gs guestScript) (string, *console) {
+	t.Helper()
+	kernel := l.d.Path("vmlinux")
+	linkOrCopy(t, guestKernel(assets), kernel)
+	initrd := l.d.Path("initramfs.cpio")
+	for _, m := range guestModules {
+		gs.modules = append(gs.modules, filepath.Join(assets, "modules", m+".ko"))
+	}
+	require.NoError(t, writeInitramfs(initrd, guestFiles{
+		busybox: filepath.Join(assets, "busybox"),
+		modules: gs.modules,
+		files:   guestFilesFor(gs),
+	}))
+	dom := l.running.Domain()
+	forTCG(dom, kernel, initrd, l.console)
+	if l.onReboot != "" {
+		dom.OnReboot = l.onReboot
+	}
+	x, err := dom.Marshal()
+	require.NoError(t, err)
+	name, err := l.d.Create(ctx, x)
+	require.NoError(t, err, l.d.Log())
+	c := &console{path: l.console}
+	t.Cleanup(func() {
+		if t.Failed() {
+			_ = c.poll()
+			t.Logf("guest console (%s):\n%s", l.console, strings.Join(c.lines, "\n"))
+		}
+	})
+	return name, c
+}
+
+// targetXML is the destination domain: migration.TargetDomain of the
+// source's migratable XML and the target pod's domain, with the console
+// in the target's directory; it returns the file for virsh migrate --xml.
+func (l *launcher) targetXML(t *testing.T, vmi *api.VMI, srcDom *libvirtxml.Domain) (string, *migration.Target) {
+	t.Helper()
+	plan, err := migration.Check(vmi, nil)
+	require.NoError(t, err)
+	dest, err := migration.TargetDomain(vmi, plan, srcDom, l.running.Domain(), l.store)
+	require.NoError(t, err)
+	for i := range dest.Domain.Devices.Serials {
+		dest.Domain.Devices.Serials[i].Source.File.Path = l.console
+	}
+	for i := range dest.Domain.Devices.Consoles {
+		dest.Domain.Devices.Consoles[i].Source.File.Path = l.console
+	}
+	x, err := dest.Domain.Marshal()
+	require.NoError(t, err)
+	return l.d.WriteFile("dest.xml", []byte(x)), dest
 }
 
 // TestLiveMigration migrates a running busybox guest (masquerade) live
@@ -136,28 +194,10 @@ func TestLiveMigration(t *testing.T) {
 	require.NoError(t, err)
 	a.prepare(t, ctx, vmi, false, log)
 	nodeAddr, nodeSeen := serveSource(t, node, a.pod.NodeIP)
-	kernel := a.d.Path("vmlinux")
-	linkOrCopy(t, guestKernel(assets), kernel)
-	initrd := a.d.Path("initramfs.cpio")
-	var mods []string
-	for _, m := range guestModules {
-		mods = append(mods, filepath.Join(assets, "modules", m+".ko"))
-	}
-	require.NoError(t, writeInitramfs(initrd, guestFiles{
-		busybox: filepath.Join(assets, "busybox"),
-		modules: mods,
-		files: guestFilesFor(guestScript{modules: mods, ping: "10.0.2.1", node: nodeAddr,
-			// Answer every probe: no rate limit on port unreachables.
-			extra: []string{"echo 0 >/proc/sys/net/ipv4/icmp_ratelimit; m probe-ready"}}),
-	}))
-	src := a.running.Domain()
-	forTCG(src, kernel, initrd, a.console)
-	srcXML, err := src.Marshal()
-	require.NoError(t, err)
 	start := time.Now()
-	name, err := a.d.Create(ctx, srcXML)
-	require.NoError(t, err, a.d.Log())
-	c := &console{path: a.console}
+	name, c := a.boot(t, ctx, assets, guestScript{ping: "10.0.2.1", node: nodeAddr,
+		// Answer every probe: no rate limit on port unreachables.
+		extra: []string{"echo 0 >/proc/sys/net/ipv4/icmp_ratelimit; m probe-ready"}})
 	wait := func(c *console, whats ...string) string {
 		t.Helper()
 		line, err := waitConsole(ctx, c, whats...)
@@ -165,12 +205,6 @@ func TestLiveMigration(t *testing.T) {
 		t.Logf("guest: %s", line)
 		return line
 	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			_ = c.poll()
-			t.Logf("guest console (pod A):\n%s", strings.Join(c.lines, "\n"))
-		}
-	})
 	line := wait(c, "lease", "lease-failed")
 	require.True(t, strings.HasPrefix(line, "lease ip=10.0.2.2 "), line)
 	t.Logf("guest lease in pod A %s after libvirtd A created the domain", time.Since(start).Round(100*time.Millisecond))
@@ -197,21 +231,8 @@ func TestLiveMigration(t *testing.T) {
 	require.NoError(t, err)
 	target.Status.Interfaces = []api.InterfaceStatus{{Name: "default", MAC: vmMAC, IP: "10.0.2.2", InfoSource: "domain"}}
 	phase1Target := b.prepare(t, ctx, target, true, log)
-	plan, err := migration.Check(target, nil)
-	require.NoError(t, err)
-	dest, err := migration.TargetDomain(target, plan, srcDom, b.running.Domain(), b.store)
-	require.NoError(t, err)
+	destFile, dest := b.targetXML(t, target, srcDom)
 	require.Empty(t, dest.Refresh, "masquerade needs no link refresh")
-	// The test's own: pod B's console file.
-	for i := range dest.Domain.Devices.Serials {
-		dest.Domain.Devices.Serials[i].Source.File.Path = b.console
-	}
-	for i := range dest.Domain.Devices.Consoles {
-		dest.Domain.Devices.Consoles[i].Source.File.Path = b.console
-	}
-	destXML, err := dest.Domain.Marshal()
-	require.NoError(t, err)
-	destFile := b.d.WriteFile("dest.xml", []byte(destXML))
 
 	// Watch: the probe from the node, the announce on pod B's bridge.
 	rec, err := b.store.ReadInterface(target.Metadata.UID, "default")
@@ -523,4 +544,160 @@ func serveOnce(t *testing.T, ns *testutil.NS, addr, reply string) func() string 
 		}))
 		return string(got)
 	}
+}
+
+// virshUpdater is migration.DeviceUpdater on a test daemon's domain.
+type virshUpdater struct {
+	d    *libvirtd.Daemon
+	name string
+}
+
+func (u virshUpdater) UpdateDevice(ctx context.Context, deviceXML string) error {
+	return u.d.Device(ctx, "update-device", u.name, deviceXML)
+}
+
+// migrationBridgeVMI: the bridge binding on a secondary network alone (no
+// pod network: it migrates without the annotation, as in KubeVirt), %s
+// for more metadata.
+const migrationBridgeVMI = `
+apiVersion: kubevirt.io/v1
+kind: VirtualMachineInstance
+metadata:
+  name: migrating-bridge
+  namespace: default
+  uid: 5b7e1c1e-e2e0-4a1b-9c55-0000000b0024%s
+spec:
+  domain:
+    resources:
+      requests:
+        memory: 128Mi
+    devices:
+      interfaces:
+      - {name: blue, bridge: {}}
+  networks:
+  - {name: blue, multus: {networkName: blue}}
+`
+
+// sessionCapsCacheInVM is libvirtd.DefaultCapsCache as the kernel VM
+// sees it.
+func sessionCapsCacheInVM() string {
+	if os.Getenv(kernelvm.EnvInVM) == "1" {
+		return libvirtd.DefaultCapsCache()
+	}
+	return libvirtd.DefaultCapsCache() + "-kernelvm"
+}
+
+// TestLiveMigrationBridge migrates a guest whose one interface is the
+// bridge binding on a secondary network (CNI bridge plugin with
+// host-local IPAM, attached as Multus does) from pod A, where KubeVirt
+// v0.53's ordinal names hold (net1, tap1), to pod B, where KubeVirt 1.x's
+// hashed ones do (pod16477688c0e, tap16477688c0e): migration.TargetDomain
+// rewrites the tap. The guest keeps its MAC; the link refresh runs on the
+// migrated domain; after a reset on pod B the guest asks DHCP again with
+// its MAC and gets pod B's address from pod B's server (KubeVirt's bug
+// #16696 was no answer there). The binding needs a dummy link: on a kernel
+// without one the test runs in the kernel VM, QEMU nested under TCG.
+func TestLiveMigrationBridge(t *testing.T) {
+	if raceDetector {
+		t.Skip("-race: the nested guest under TCG is too slow with the race detector (run without -race)")
+	}
+	if testing.Short() {
+		t.Skip("-short: boots a nested guest under TCG and migrates it")
+	}
+	if os.Getenv(kernelvm.EnvInVM) != "1" {
+		t.Setenv(testutil.CNIPluginDirEnv, testutil.CNIPluginDir(t))
+	}
+	if kernelvm.DelegateWith(t, kernelvm.Options{
+		Needs:     []string{"dummy", "bridge", "veth", "tun"},
+		HostRoot:  true,
+		MemoryMiB: 2048,
+		CPUs:      2,
+		Timeout:   12 * time.Minute,
+		CacheDir:  sessionCapsCacheInVM(),
+		Env:       []string{testutil.CNIPluginDirEnv, "VIRTNET_KERNELVM_DIR"},
+	}) {
+		return
+	}
+	began := time.Now()
+	assets := requireGuest(t)
+	ctx, cancel := context.WithTimeout(context.Background(), guestTimeout)
+	defer cancel()
+	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+
+	node := testutil.NewNS(t, "vn-node")
+	primary := testutil.NewCNINetwork(t, node, testutil.FlannelSpec)
+	secondary := testutil.NewCNINetwork(t, node, testutil.SecondarySpec)
+	a := &launcher{pod: primary.AddPod(t), onReboot: "restart"}
+	attA := secondary.AttachSecondary(t, a.pod, "net1")
+	b := &launcher{pod: primary.AddPod(t)}
+	hashed := api.HashedPodInterface("blue")
+	attB := secondary.AttachSecondary(t, b.pod, hashed)
+	require.NotEqual(t, attA.IPs[0].IP.String(), attB.IPs[0].IP.String())
+	a.d = libvirtd.Start(t, libvirtd.Options{NetNS: a.pod.Pod.Path, HostUUID: "5b7e1c1e-e2e0-4a1b-9c55-0000000ba024", CapsCache: libvirtd.DefaultCapsCache()})
+	b.d = libvirtd.Start(t, libvirtd.Options{NetNS: b.pod.Pod.Path, HostUUID: "5b7e1c1e-e2e0-4a1b-9c55-0000000bb024", CapsCache: libvirtd.DefaultCapsCache()})
+
+	vmi, err := api.Load([]byte(fmt.Sprintf(migrationBridgeVMI, "")))
+	require.NoError(t, err)
+	a.prepare(t, ctx, vmi, false, log)
+	nodeAddr, _ := serveSource(t, node, attA.Gateway)
+	name, c := a.boot(t, ctx, assets, guestScript{ping: attA.Gateway.String(), node: nodeAddr})
+	line := waitLine(t, ctx, c, "lease", "lease-failed")
+	require.True(t, strings.HasPrefix(line, "lease ip="+attA.IPs[0].IP.String()+" "), "pod A's address: %s", line)
+	waitLine(t, ctx, c, "listening")
+
+	live, err := a.d.Virsh(ctx, "dumpxml", "--migratable", name)
+	require.NoError(t, err)
+	srcDom := &libvirtxml.Domain{}
+	require.NoError(t, srcDom.Unmarshal(live))
+	require.Len(t, srcDom.Devices.Interfaces, 1)
+	require.Equal(t, "tap1", srcDom.Devices.Interfaces[0].Target.Dev)
+	vmMAC := srcDom.Devices.Interfaces[0].MAC.Address
+	require.NotEqual(t, attB.MAC.String(), vmMAC)
+
+	target, err := api.Load([]byte(fmt.Sprintf(migrationBridgeVMI, ", annotations: {"+api.PodInterfaceNamesAnnotation+": hashed}")))
+	require.NoError(t, err)
+	target.Status.Interfaces = []api.InterfaceStatus{{Name: "blue", MAC: vmMAC, InfoSource: "domain"}}
+	phase1Target := b.prepare(t, ctx, target, true, log)
+	destFile, dest := b.targetXML(t, target, srcDom)
+	require.Equal(t, []string{"blue"}, dest.Refresh)
+	require.Equal(t, "tap"+hashed[3:], dest.Domain.Devices.Interfaces[0].Target.Dev, "the target pod's tap")
+
+	t0 := time.Now()
+	out, err := a.d.Virsh(ctx, "migrate", "--live", name, b.d.URI,
+		"--migrateuri", "unix://"+b.d.Path("migration.sock"), "--xml", destFile)
+	require.NoError(t, err, "%s\n%s\n%s", out, a.d.Log(), b.d.Log())
+	t.Logf("FIGURE bridge migration (nested TCG): virsh migrate %v; phase1 in the target pod %v",
+		time.Since(t0).Round(time.Millisecond), phase1Target.Round(time.Millisecond))
+	liveB, err := b.d.Virsh(ctx, "dumpxml", name)
+	require.NoError(t, err)
+	domB := &libvirtxml.Domain{}
+	require.NoError(t, domB.Unmarshal(liveB))
+	require.Equal(t, vmMAC, domB.Devices.Interfaces[0].MAC.Address, "the VM keeps its MAC")
+	require.NoError(t, migration.RefreshLinks(ctx, virshUpdater{b.d, name}, domB, dest.Refresh))
+	liveB, err = b.d.Virsh(ctx, "dumpxml", name)
+	require.NoError(t, err)
+	require.Contains(t, liveB, "<link state='up'/>")
+
+	// The guest reboots on pod B and asks DHCP again with its MAC.
+	_, err = b.d.Virsh(ctx, "reset", name)
+	require.NoError(t, err)
+	cB := &console{path: b.console}
+	t.Cleanup(func() {
+		if t.Failed() {
+			_ = cB.poll()
+			t.Logf("guest console (pod B):\n%s", strings.Join(cB.lines, "\n"))
+		}
+	})
+	line = waitLine(t, ctx, cB, "lease", "lease-failed")
+	require.True(t, strings.HasPrefix(line, "lease ip="+attB.IPs[0].IP.String()+" "), "pod B's address after the reboot: %s", line)
+	t.Logf("bridge migration: wall time %s", time.Since(began).Round(time.Second))
+}
+
+// waitLine waits for the guest's first report of one of whats.
+func waitLine(t *testing.T, ctx context.Context, c *console, whats ...string) string {
+	t.Helper()
+	line, err := waitConsole(ctx, c, whats...)
+	require.NoError(t, err)
+	t.Logf("guest: %s", line)
+	return line
 }
