@@ -139,9 +139,7 @@ func (l *launcher) boot(t *testing.T, ctx context.Context, assets string, gs gue
 // in the target's directory; it returns the file for virsh migrate --xml.
 func (l *launcher) targetXML(t *testing.T, vmi *api.VMI, srcDom *libvirtxml.Domain) (string, *migration.Target) {
 	t.Helper()
-	plan, err := migration.Check(vmi, nil)
-	require.NoError(t, err)
-	dest, err := migration.TargetDomain(vmi, plan, srcDom, l.running.Domain(), l.store)
+	dest, err := migration.TargetDomain(vmi, nil, srcDom, l.running.Domain(), l.store)
 	require.NoError(t, err)
 	for i := range dest.Domain.Devices.Serials {
 		dest.Domain.Devices.Serials[i].Source.File.Path = l.console

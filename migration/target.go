@@ -48,13 +48,19 @@ type Target struct {
 // SR-IOV host devices (alias ua-sriov-<name>) are dropped from the domain
 // and the target's own returned in Attach ([ActionDetachReattach]).
 //
-// Refresh is plan's [Plan.Refresh], less the bridge interfaces whose
+// It checks the VMI first ([Check] with plugins, the KubeVirt CR's
+// binding plugins): a VMI that cannot migrate is a [*NotMigratableError].
+// Refresh is the plan's [Plan.Refresh], less the bridge interfaces whose
 // record in store (the target pod's, nil store: none read) has no IPAM:
 // their guest got no address from the pod and has no lease to renew.
 // Interfaces whose spec state is down are never refreshed.
-func TargetDomain(vmi *api.VMI, plan *Plan, source, target *libvirtxml.Domain, store *cache.Store) (*Target, error) {
-	if source == nil || target == nil || plan == nil {
-		return nil, errors.New("migration: TargetDomain needs the plan, the source's domain and the target's")
+func TargetDomain(vmi *api.VMI, plugins map[string]Plugin, source, target *libvirtxml.Domain, store *cache.Store) (*Target, error) {
+	if vmi == nil || source == nil || target == nil {
+		return nil, errors.New("migration: TargetDomain needs the VMI, the source's domain and the target's")
+	}
+	plan, err := Check(vmi, plugins)
+	if err != nil {
+		return nil, err
 	}
 	dom, err := copyDomain(source)
 	if err != nil {

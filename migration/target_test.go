@@ -82,9 +82,7 @@ func TestTargetDomain(t *testing.T) {
 				tgtVMI.Status.Interfaces = append(tgtVMI.Status.Interfaces, api.InterfaceStatus{Name: n, MAC: mac})
 			}
 			tgt, store := podDomain(t, tgtVMI, typ, true, "eth0", api.HashedPodInterface("blue"), api.HashedPodInterface("red"))
-			plan, err := migration.Check(tgtVMI, nil)
-			require.NoError(t, err)
-			out, err := migration.TargetDomain(tgtVMI, plan, src, tgt, store)
+					out, err := migration.TargetDomain(tgtVMI, nil, src, tgt, store)
 			require.NoError(t, err)
 			require.Equal(t, []string{"blue"}, out.Refresh)
 			for _, n := range []string{"default", "blue", "red"} {
@@ -119,8 +117,6 @@ func TestTargetDomain(t *testing.T) {
 func TestTargetDomainRefuses(t *testing.T) {
 	srcVMI := loadVMI(t, strings.Replace(threeVMI, "%s", "", 1))
 	src, _ := podDomain(t, srcVMI, binding.InterfaceBridge, false, "eth0", "net1", "net2")
-	plan, err := migration.Check(srcVMI, nil)
-	require.NoError(t, err)
 
 	// Not a migration target: the bridges take the target pod links' MACs.
 	other, store := podDomain(t, srcVMI, binding.InterfaceBridge, false, "eth0", "net1", "net2")
@@ -129,14 +125,14 @@ func TestTargetDomainRefuses(t *testing.T) {
 			other.Devices.Interfaces[i].MAC.Address = "0a:58:c0:a8:01:99"
 		}
 	}
-	_, err = migration.TargetDomain(srcVMI, plan, src, other, store)
+	_, err := migration.TargetDomain(srcVMI, nil, src, other, store)
 	var te *migration.TargetError
 	require.ErrorAs(t, err, &te)
 	require.Equal(t, "blue", te.Interface)
 	require.ErrorContains(t, err, "DHCP")
 
 	other.Devices.Interfaces = other.Devices.Interfaces[:1]
-	_, err = migration.TargetDomain(srcVMI, plan, src, other, store)
+	_, err = migration.TargetDomain(srcVMI, nil, src, other, store)
 	require.ErrorAs(t, err, &te)
 	require.Equal(t, "blue", te.Interface)
 }
@@ -154,9 +150,7 @@ func TestTargetDomainSRIOV(t *testing.T) {
 	tgt := &libvirtxml.Domain{Devices: &libvirtxml.DomainDeviceList{Hostdevs: []libvirtxml.DomainHostdev{vf(2), other}}}
 	vmi := loadVMI(t, strings.Replace(head, "%s", "", 1)+"      - {name: default, masquerade: {}}\n      - {name: vf, sriov: {}}\n"+
 		"  networks:\n  - {name: default, pod: {}}\n  - {name: vf, multus: {networkName: vf}}\n")
-	plan, err := migration.Check(vmi, nil)
-	require.NoError(t, err)
-	out, err := migration.TargetDomain(vmi, plan, src, tgt, nil)
+	out, err := migration.TargetDomain(vmi, nil, src, tgt, nil)
 	require.NoError(t, err)
 	require.Equal(t, []libvirtxml.DomainHostdev{other}, out.Domain.Devices.Hostdevs)
 	require.Equal(t, []libvirtxml.DomainHostdev{vf(2)}, out.Attach)
@@ -187,4 +181,13 @@ func TestRefreshLinks(t *testing.T) {
 	}
 	var te *migration.TargetError
 	require.ErrorAs(t, migration.RefreshLinks(context.Background(), &u, dom, []string{"nosuch"}), &te)
+}
+
+// TestTargetDomainNotMigratable: TargetDomain checks the VMI first.
+func TestTargetDomainNotMigratable(t *testing.T) {
+	vmi := loadVMI(t, strings.Replace(head, "%s", "", 1)+"      - {name: default, bridge: {}}\n  networks:\n  - {name: default, pod: {}}\n")
+	dom := &libvirtxml.Domain{}
+	_, err := migration.TargetDomain(vmi, nil, dom, dom, nil)
+	var nm *migration.NotMigratableError
+	require.ErrorAs(t, err, &nm)
 }
