@@ -82,7 +82,7 @@ func TestTargetDomain(t *testing.T) {
 				tgtVMI.Status.Interfaces = append(tgtVMI.Status.Interfaces, api.InterfaceStatus{Name: n, MAC: mac})
 			}
 			tgt, store := podDomain(t, tgtVMI, typ, true, "eth0", api.HashedPodInterface("blue"), api.HashedPodInterface("red"))
-					out, err := migration.TargetDomain(tgtVMI, nil, src, tgt, store)
+			out, err := migration.TargetDomain(tgtVMI, nil, src, tgt, store)
 			require.NoError(t, err)
 			require.Equal(t, []string{"blue"}, out.Refresh)
 			for _, n := range []string{"default", "blue", "red"} {
