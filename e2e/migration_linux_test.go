@@ -675,6 +675,19 @@ func TestLiveMigrationBridge(t *testing.T) {
 	// guest does (a DISCOVER from its MAC): pod B's server answers it
 	// with pod B's address. The node reaches the guest at its old address
 	// through pod B once QEMU's announce moved its MAC to pod B's port.
+	cB := &console{path: b.console}
+	t.Cleanup(func() {
+		if t.Failed() {
+			_ = cB.poll()
+			t.Logf("guest console after the migration (%s):\n%s", b.console, strings.Join(cB.lines, "\n"))
+		}
+	})
+	// The guest's servers listen once its script got there, before the
+	// migration (pod A's console) or after it (pod B's).
+	require.NoError(t, c.poll())
+	if _, ok := c.report("listening"); !ok {
+		waitLine(t, ctx, cB, "listening")
+	}
 	g := &guest{t: t, ctx: ctx}
 	renewal := g.dial(node, attA.IPs[0].IP, 8081)
 	require.True(t, strings.HasPrefix(renewal, "renew ip="+attB.IPs[0].IP.String()+" "), "pod B's address from pod B's server: %q", renewal)
