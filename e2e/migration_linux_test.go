@@ -241,6 +241,7 @@ func TestLiveMigration(t *testing.T) {
 		"--migrateuri", "unix://"+b.d.Path("migration.sock"), "--xml", destFile)
 	require.NoError(t, err, "%s\n%s\n%s", out, a.d.Log(), b.d.Log())
 	migrateTook := time.Since(t0)
+	require.NoError(t, a.running.Stop(), "the source launcher exits after the switch-over")
 	state, err := b.d.Virsh(ctx, "domstate", name)
 	require.NoError(t, err)
 	require.Equal(t, "running", strings.TrimSpace(state))
@@ -661,6 +662,10 @@ func TestLiveMigrationBridge(t *testing.T) {
 	require.NoError(t, err, "%s\n%s\n%s", out, a.d.Log(), b.d.Log())
 	t.Logf("FIGURE bridge migration (nested TCG): virsh migrate %v; phase1 in the target pod %v",
 		time.Since(t0).Round(time.Millisecond), phase1Target.Round(time.Millisecond))
+	// The source launcher exits after the switch-over, its DHCP server
+	// with it: pod A's bridge still hangs on the secondary network, and
+	// its server would answer the VM's MAC too (with pod A's address).
+	require.NoError(t, a.running.Stop())
 	liveB, err := b.d.Virsh(ctx, "dumpxml", name)
 	require.NoError(t, err)
 	domB := &libvirtxml.Domain{}
