@@ -258,6 +258,17 @@ func TestLiveMigration(t *testing.T) {
 	t.Logf("FIGURE migration: virsh migrate %v; network downtime seen by the node's 10 ms UDP probe %v (last answer via pod A → first via pod B); QEMU's reported downtime %s; phase1 in the target pod %v",
 		migrateTook.Round(time.Millisecond), downtime.Round(time.Millisecond), qemuDowntime, phase1Target.Round(time.Millisecond))
 
+	cB := &console{path: b.console}
+	t.Cleanup(func() {
+		if t.Failed() {
+			_ = cB.poll()
+			t.Logf("guest console after the migration (%s):\n%s", b.console, strings.Join(cB.lines, "\n"))
+			if out, err := b.d.Virsh(context.Background(), "domstate", name, "--reason"); err == nil {
+				t.Logf("domain on pod B: %s", out)
+			}
+		}
+	})
+
 	// After the switch-over: the node reaches the guest through pod B.
 	require.Equal(t, "hello from migrating ip=10.0.2.2/24", g.dial(node, b.pod.PodIP, 8080))
 	renewal := g.dial(node, b.pod.PodIP, 8081)
