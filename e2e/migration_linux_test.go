@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"golang.org/x/net/icmp"
 	"golang.org/x/net/ipv4"
 	"golang.org/x/sys/unix"
 	"libvirt.org/go/libvirtxml"
@@ -351,33 +350,47 @@ type probe struct {
 func startProbe(t *testing.T, node *testutil.NS, ips []net.IP, port int, every time.Duration) *probe {
 	t.Helper()
 	p := &probe{seen: map[string][]time.Time{}, done: make(chan struct{})}
-	var raw *icmp.PacketConn
+	// A raw ICMP socket with the kernel's receive time of each packet
+	// (SO_TIMESTAMPNS): on a loaded machine the reader may run late.
+	fd := -1
 	var udp *net.UDPConn
 	require.NoError(t, node.Do(func() (err error) {
-		if raw, err = icmp.ListenPacket("ip4:icmp", "0.0.0.0"); err != nil {
+		if fd, err = unix.Socket(unix.AF_INET, unix.SOCK_RAW, unix.IPPROTO_ICMP); err != nil {
+			return err
+		}
+		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1); err != nil {
 			return err
 		}
 		udp, err = net.ListenUDP("udp4", nil)
 		return err
 	}))
-	p.conns = []io.Closer{raw, udp}
+	tv := unix.Timeval{Usec: 200000}
+	require.NoError(t, unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv))
+	p.conns = []io.Closer{udp}
 	t.Cleanup(p.stop)
 	p.wg.Add(2)
 	go func() {
 		defer p.wg.Done()
-		buf := make([]byte, 1500)
+		defer unix.Close(fd)
+		buf, oob := make([]byte, 1500), make([]byte, 128)
 		for {
-			n, from, err := raw.ReadFrom(buf)
-			if err != nil {
+			select {
+			case <-p.done:
 				return
+			default:
 			}
-			at := time.Now()
-			m, err := icmp.ParseMessage(1, buf[:n])
-			if err != nil || m.Type != ipv4.ICMPTypeDestinationUnreachable {
+			n, oobn, _, _, err := unix.Recvmsg(fd, buf, oob, 0)
+			if err != nil || n < 20 {
 				continue
 			}
+			at, ok := kernelTime(oob[:oobn])
+			ihl := int(buf[0]&0x0f) * 4
+			if !ok || n <= ihl || buf[ihl] != byte(ipv4.ICMPTypeDestinationUnreachable) {
+				continue
+			}
+			from := net.IP(buf[12:16]).String()
 			p.mu.Lock()
-			p.seen[from.String()] = append(p.seen[from.String()], at)
+			p.seen[from] = append(p.seen[from], at)
 			p.mu.Unlock()
 		}
 	}()
@@ -397,6 +410,23 @@ func startProbe(t *testing.T, node *testutil.NS, ips []net.IP, port int, every t
 		}
 	}()
 	return p
+}
+
+// kernelTime is the SCM_TIMESTAMPNS of a received packet's control
+// messages.
+func kernelTime(oob []byte) (time.Time, bool) {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return time.Time{}, false
+	}
+	for _, m := range msgs {
+		if m.Header.Level == unix.SOL_SOCKET && m.Header.Type == unix.SCM_TIMESTAMPNS && len(m.Data) >= 16 {
+			sec := int64(binary.NativeEndian.Uint64(m.Data[0:8]))
+			nsec := int64(binary.NativeEndian.Uint64(m.Data[8:16]))
+			return time.Unix(sec, nsec), true
+		}
+	}
+	return time.Time{}, false
 }
 
 func (p *probe) answers(ip net.IP) int {
