@@ -191,3 +191,14 @@ func TestTargetDomainNotMigratable(t *testing.T) {
 	var nm *migration.NotMigratableError
 	require.ErrorAs(t, err, &nm)
 }
+
+// TestTargetDomainLinkDown: an interface whose spec state is down keeps
+// its link down: it is not refreshed.
+func TestTargetDomainLinkDown(t *testing.T) {
+	m := strings.Replace(strings.Replace(threeVMI, "%s", "", 1), "{name: blue, bridge: {}}", "{name: blue, bridge: {}, state: down}", 1)
+	vmi := loadVMI(t, m)
+	src, store := podDomain(t, vmi, binding.InterfaceEthernet, false, "eth0", "net1", "net2")
+	out, err := migration.TargetDomain(vmi, nil, src, src, store)
+	require.NoError(t, err)
+	require.Empty(t, out.Refresh)
+}
