@@ -3,10 +3,12 @@ package api
 import (
 	"errors"
 	"fmt"
+
+	"github.com/virtnet/virtnet/internal/errclass"
 )
 
 // ErrInvalid is matched (with [errors.Is]) by every validation error.
-var ErrInvalid = errors.New("invalid VMI")
+var ErrInvalid error = errclass.Permanent("invalid VMI")
 
 // FieldError is one validation problem: the field path in KubeVirt's JSON
 // spelling (e.g. "spec.domain.devices.interfaces[1].macAddress"), the bad
@@ -26,6 +28,9 @@ func (e *FieldError) Error() string {
 
 // Is makes every FieldError match [ErrInvalid].
 func (e *FieldError) Is(target error) bool { return target == ErrInvalid }
+
+// Permanent reports true: the manifest must change.
+func (e *FieldError) Permanent() bool { return true }
 
 // DecodeError is a manifest that could not be decoded.
 type DecodeError struct {
@@ -47,6 +52,9 @@ func (e *DecodeError) Unwrap() error { return e.Err }
 type UnsupportedError struct {
 	Path string
 }
+
+// Permanent reports true: the manifest must change.
+func (e *UnsupportedError) Permanent() bool { return true }
 
 func (e *UnsupportedError) Error() string {
 	return fmt.Sprintf("%s: KubeVirt feature not supported by virtnet", e.Path)

@@ -48,8 +48,16 @@
 // value. They do not repeat the interface or the binding's name, which
 // their callers add once (phase1.Error: interface and step;
 // phase2.RenderError: interface and binding); typed errors keep an
-// Interface field for programs all the same. An error a retry cannot cure
-// may say so with a method Permanent() bool (see phase1.Error.Permanent).
+// Interface field for programs all the same.
+//
+// The rule for errors, in every package of the module: a type where a
+// caller branches on its fields (a path, a link name, an address);
+// otherwise a package sentinel wrapped with %w. One type per concept.
+// Whether a retry can cure an error is asked of the error itself: an
+// error that a retry cannot cure says so with a method Permanent() bool,
+// and phase1.IsPermanent asks the first error in the chain that has one
+// (see phase1.Error.Permanent). The core bindings' errors do it that way,
+// and so does a binding outside this module.
 //
 // The registry that maps a method name to its implementation is in
 // package binding/registry, so that this package stays importable by the

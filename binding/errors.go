@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"strings"
 
+	"github.com/virtnet/virtnet/internal/errclass"
 	"github.com/virtnet/virtnet/netdriver"
 )
 
@@ -44,9 +45,22 @@ func (e *PodLinkError) Error() string {
 
 func (e *PodLinkError) Unwrap() error { return e.Err }
 
+// Permanent reports true: the pod link stays missing or changed until
+// someone changes the pod.
+func (e *PodLinkError) Permanent() bool { return true }
+
+// Permanent reports true: the link stays someone else's until someone
+// removes it.
+func (e *ForeignLinkError) Permanent() bool { return true }
+
+// Permanent reports true: the other link keeps the address until someone
+// changes the pod.
+func (e *AddressInUseError) Permanent() bool { return true }
+
 // ErrNoAddress is returned when a binding needs an address the pod link
 // does not have.
-var ErrNoAddress = errors.New("pod link has no global address")
+// It is permanent (phase1.IsPermanent).
+var ErrNoAddress error = errclass.Permanent("pod link has no global address")
 
 // AddressInUseError is an address phase1 must give a link that another
 // link already holds.

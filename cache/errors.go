@@ -16,6 +16,9 @@ type NameError struct {
 	Value string
 }
 
+// Permanent reports true: the name is the caller's.
+func (e *NameError) Permanent() bool { return true }
+
 func (e *NameError) Error() string {
 	return fmt.Sprintf("cache: %s %q cannot name a cache file (empty, '.', '..', '/', NUL or over 253 bytes)", e.Field, e.Value)
 }
@@ -26,6 +29,9 @@ type CorruptError struct {
 	Err  error
 }
 
+// Permanent reports true: a re-run reads the same record.
+func (e *CorruptError) Permanent() bool { return true }
+
 func (e *CorruptError) Error() string { return fmt.Sprintf("cache: %s is corrupt: %v", e.Path, e.Err) }
 func (e *CorruptError) Unwrap() error { return e.Err }
 
@@ -34,6 +40,9 @@ type VersionError struct {
 	Path      string
 	Got, Want int
 }
+
+// Permanent reports true: the record's version does not change by itself.
+func (e *VersionError) Permanent() bool { return true }
 
 func (e *VersionError) Error() string {
 	if MinReadVersion < e.Want {
@@ -48,6 +57,9 @@ type UnsafeError struct {
 	Path   string
 	Reason string
 }
+
+// Permanent reports true: someone must fix the directory or file.
+func (e *UnsafeError) Permanent() bool { return true }
 
 func (e *UnsafeError) Error() string { return fmt.Sprintf("cache: refusing %s: %s", e.Path, e.Reason) }
 

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
 
 	"github.com/virtnet/virtnet/internal/flock"
 )
@@ -77,7 +77,7 @@ func (s *Store) lock(ctx context.Context, name, what string) (*Lock, error) {
 		if err := checkFile(path); err != nil && !os.IsNotExist(err) {
 			return nil, err
 		}
-		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|oNoFollow, 0o600)
 		if err != nil {
 			return nil, fmt.Errorf("cache: lock %s: %w", path, err)
 		}
@@ -87,17 +87,17 @@ func (s *Store) lock(ctx context.Context, name, what string) (*Lock, error) {
 		}
 		// The holder may have removed the file (Lock.Remove) while we
 		// waited: then ours is a lock on nothing, take the new file's.
-		var held, now syscall.Stat_t
-		if err := syscall.Fstat(int(f.Fd()), &held); err != nil {
+		held, err := f.Stat()
+		if err != nil {
 			f.Close()
 			return nil, fmt.Errorf("cache: lock %s: %w", path, err)
 		}
-		err = syscall.Lstat(path, &now)
-		if err == nil && now.Ino == held.Ino && now.Dev == held.Dev {
+		now, err := os.Lstat(path)
+		if err == nil && os.SameFile(held, now) {
 			return &Lock{f: f, path: path}, nil
 		}
 		f.Close()
-		if err != nil && !errors.Is(err, syscall.ENOENT) {
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("cache: lock %s: %w", path, err)
 		}
 	}
@@ -125,11 +125,11 @@ func (s *Store) RemoveStaleLocks() (int, error) {
 			continue
 		}
 		p := filepath.Join(s.root, e.Name())
-		f, err := os.OpenFile(p, os.O_RDWR|syscall.O_NOFOLLOW, 0)
+		f, err := os.OpenFile(p, os.O_RDWR|oNoFollow, 0)
 		if err != nil {
 			continue
 		}
-		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil && samePath(f, p) {
+		if busy, err := flock.TryLock(f); err == nil && !busy && samePath(f, p) {
 			// Locked, and still the file at p: only a holder of this
 			// file's lock unlinks it (Lock.Remove), so no run can have
 			// replaced it with a file it holds since.

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 )
 
 // DefaultRoot is KubeVirt's private directory, where virt-handler and
@@ -300,7 +299,7 @@ func (s *Store) writeFile(path string, rec any) (wrote bool, err error) {
 // sameContent reports whether the regular file at path holds exactly data
 // (read without following a link).
 func sameContent(path string, data []byte) (bool, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	f, err := os.OpenFile(path, os.O_RDONLY|oNoFollow, 0)
 	if err != nil {
 		return false, err
 	}
@@ -355,8 +354,11 @@ func (s *Store) ensureDir(dir string) error {
 	return nil
 }
 
-func trustedOwner(st *syscall.Stat_t) bool {
-	return st.Uid == 0 || int(st.Uid) == os.Geteuid()
+// trustedOwner reports whether fi is owned by root or by us; on an OS
+// without uids (fileOwner has none to give) it trusts the file.
+func trustedOwner(fi fs.FileInfo) (uint32, bool) {
+	uid, ok := fileOwner(fi)
+	return uid, !ok || uid == 0 || int(uid) == os.Geteuid()
 }
 
 func checkDir(d string) error {
@@ -376,8 +378,8 @@ func checkDir(d string) error {
 	if fi.Mode().Perm()&0o002 != 0 {
 		return &UnsafeError{Path: d, Reason: fmt.Sprintf("directory is world-writable (mode %s)", fi.Mode())}
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && !trustedOwner(st) {
-		return &UnsafeError{Path: d, Reason: fmt.Sprintf("directory is owned by uid %d, neither root nor us", st.Uid)}
+	if uid, ok := trustedOwner(fi); !ok {
+		return &UnsafeError{Path: d, Reason: fmt.Sprintf("directory is owned by uid %d, neither root nor us", uid)}
 	}
 	return nil
 }
@@ -396,8 +398,8 @@ func checkFile(p string) error {
 	if fi.Mode().Perm()&0o002 != 0 {
 		return &UnsafeError{Path: p, Reason: fmt.Sprintf("file is world-writable (mode %04o)", fi.Mode().Perm())}
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && !trustedOwner(st) {
-		return &UnsafeError{Path: p, Reason: fmt.Sprintf("file is owned by uid %d, neither root nor us", st.Uid)}
+	if uid, ok := trustedOwner(fi); !ok {
+		return &UnsafeError{Path: p, Reason: fmt.Sprintf("file is owned by uid %d, neither root nor us", uid)}
 	}
 	return nil
 }
@@ -417,7 +419,7 @@ func (s *Store) read(path string, rec versioned) error {
 		}
 		return err
 	}
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	f, err := os.OpenFile(path, os.O_RDONLY|oNoFollow, 0)
 	if err != nil {
 		if os.IsNotExist(err) {
 			return &NotExistError{Path: path}

@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"path/filepath"
 	"strings"
+
+	"github.com/virtnet/virtnet/internal/errclass"
 )
 
 // Link types as [Link.Type] reports them (the kernel's rtnetlink kinds;
@@ -125,10 +127,22 @@ type Driver interface {
 	// an error.
 	AddrDel(name string, addr netip.Prefix) error
 
+	// AddrListFlags is AddrList with each address's IFA_F_* flags, in the
+	// kernel's order: what an exact restore of a pod link records.
+	AddrListFlags(name string, family Family) ([]FlaggedAddr, error)
+	// AddrReplaceFlags is `ip addr replace PREFIX dev NAME` with exactly
+	// the settable flags of a.Flags ([SettableAddrFlags]; an IPv6 address
+	// without nodad goes through duplicate address detection again).
+	AddrReplaceFlags(name string, a FlaggedAddr) error
+
 	// RouteList returns the link's routes of a family in the main table.
 	RouteList(name string, family Family) ([]Route, error)
 	// RouteReplace is `ip route replace DST [via GW] [src SRC] dev LINK`.
 	RouteReplace(r Route) error
+	// RouteDel is `ip route del DST dev LINK metric M [proto kernel]` in
+	// the main table (a kernel route too: the prefix route an address
+	// brings); a missing route is not an error.
+	RouteDel(r Route) error
 
 	// Sysctl reads a sysctl under /proc/sys/net ("ipv4/ip_forward").
 	Sysctl(key string) (string, error)
@@ -218,7 +232,7 @@ var ErrLinkNotFound = errors.New("link not found")
 
 // ErrNotSupported is returned by the real driver on systems other than
 // Linux.
-var ErrNotSupported = errors.New("netdriver: not supported on this OS")
+var ErrNotSupported error = errclass.Permanent("netdriver: not supported on this OS")
 
 // IsLinkNotFound reports whether err says a link does not exist.
 func IsLinkNotFound(err error) bool { return errors.Is(err, ErrLinkNotFound) }

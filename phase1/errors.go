@@ -1,14 +1,10 @@
 package phase1
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"syscall"
 
-	"github.com/virtnet/virtnet/api"
-	"github.com/virtnet/virtnet/binding"
-	"github.com/virtnet/virtnet/binding/masquerade"
 	"github.com/virtnet/virtnet/cache"
 	"github.com/virtnet/virtnet/netdriver"
 )
@@ -49,10 +45,13 @@ func (e *Error) Unwrap() error { return e.Err }
 // Permanent reports whether running phase1 again cannot succeed until
 // someone changes the VMI, the pod or the node: the analogue of KubeVirt's
 // CriticalNetworkError, on which virt-handler fails the VMI instead of
-// retrying. Permanent are
+// retrying. Permanence is asked of the errors themselves: the first error
+// in the chain with a method Permanent() bool answers, the same for the
+// core bindings and one outside this module. Those of this module that
+// answer true are
 //
-//   - a failure at [StepValidate] (a VMI, name or option phase1 refuses)
-//     and any [api.ErrInvalid] or [*api.UnsupportedError];
+//   - a failure at [StepValidate] (a VMI, name or option phase1 refuses):
+//     [api.ErrInvalid], [*api.FieldError], [*api.UnsupportedError];
 //   - a link under one of phase1's names that is not phase1's
 //     ([*binding.ForeignLinkError]), an address phase1 needs on another
 //     link ([*binding.AddressInUseError]), a pod link that is missing, not
@@ -60,13 +59,14 @@ func (e *Error) Unwrap() error { return e.Err }
 //     masquerade VM network overlapping the pod's ([*masquerade.OverlapError]),
 //     a pod link without the address a binding needs ([binding.ErrNoAddress]);
 //   - a path that is not a network namespace ([*NotNamespaceError]), a
-//     cache that is unsafe, corrupt, of another version or asked for a bad
-//     name ([*cache.UnsafeError], [*cache.CorruptError],
-//     [*cache.VersionError], [*cache.NameError]);
-//   - no privilege (EPERM, EACCES) and no support (EOPNOTSUPP,
-//     [ErrNotSupported]);
-//   - any error in the chain with a method Permanent() bool that returns
-//     true, so that a binding outside this module can mark its own.
+//     cache that is unsafe, corrupt, of another version, asked for a bad
+//     name or describing another namespace ([*cache.UnsafeError],
+//     [*cache.CorruptError], [*cache.VersionError], [*cache.NameError],
+//     [*cache.NamespaceMismatchError]);
+//   - no support ([ErrNotSupported]).
+//
+// With no such method in the chain, no privilege (EPERM, EACCES) and no
+// support from the kernel (EOPNOTSUPP) are permanent.
 //
 // Everything else is retryable, because a re-run resumes and converges
 // (see the package doc): transient kernel errors (EBUSY, EAGAIN,
@@ -96,23 +96,8 @@ func permanent(err error) bool {
 	if errors.As(err, &marked) {
 		return marked.Permanent()
 	}
-	switch {
-	case errors.Is(err, ErrLocked), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return false
-	case errors.Is(err, api.ErrInvalid), errors.Is(err, ErrNotSupported), errors.Is(err, binding.ErrNoAddress),
-		errors.Is(err, syscall.EPERM), errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EOPNOTSUPP):
-		return true
-	}
-	return errors.As(err, new(*binding.ForeignLinkError)) ||
-		errors.As(err, new(*binding.AddressInUseError)) ||
-		errors.As(err, new(*binding.PodLinkError)) ||
-		errors.As(err, new(*masquerade.OverlapError)) ||
-		errors.As(err, new(*NotNamespaceError)) ||
-		errors.As(err, new(*api.UnsupportedError)) ||
-		errors.As(err, new(*cache.UnsafeError)) ||
-		errors.As(err, new(*cache.CorruptError)) ||
-		errors.As(err, new(*cache.VersionError)) ||
-		errors.As(err, new(*cache.NameError))
+	// The kernel's own classes: no privilege, no support.
+	return errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EOPNOTSUPP)
 }
 
 // ErrLinkNotFound is matched by the error of a link that does not exist,
@@ -135,6 +120,9 @@ type NotNamespaceError struct {
 	// What the path is ("a regular file", "a mount namespace", …).
 	What string
 }
+
+// Permanent reports true: the caller must pass another path.
+func (e *NotNamespaceError) Permanent() bool { return true }
 
 func (e *NotNamespaceError) Error() string {
 	return fmt.Sprintf("%s is %s, not a network namespace (want /proc/<pid>/ns/net or a bind mount of one, such as /var/run/netns/<name>)", e.Path, e.What)

@@ -23,6 +23,9 @@ type OverlapError struct {
 	Conflict string
 }
 
+// Permanent reports true: the VMI or the pod network must change.
+func (e *OverlapError) Permanent() bool { return true }
+
 func (e *OverlapError) Error() string {
 	return fmt.Sprintf("%s %s overlaps the %s %s of pod link %s: choose a VM network outside the pod's addresses and routes",
 		e.Field, e.Network, e.Kind, e.Conflict, e.PodLink)

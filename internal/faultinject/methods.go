@@ -212,6 +212,39 @@ func (d *Driver) AddrReplace(name string, addr netip.Prefix) error {
 	return err
 }
 
+// AddrListFlags implements [netdriver.Driver] through the hooks.
+func (d *Driver) AddrListFlags(name string, family netdriver.Family) ([]netdriver.FlaggedAddr, error) {
+	c, err := d.before("AddrListFlags", false)
+	if err != nil {
+		return nil, err
+	}
+	v, err := d.Inner.AddrListFlags(name, family)
+	d.after(c, err)
+	return v, err
+}
+
+// AddrReplaceFlags implements [netdriver.Driver] through the hooks.
+func (d *Driver) AddrReplaceFlags(name string, a netdriver.FlaggedAddr) error {
+	c, err := d.before("AddrReplaceFlags", true)
+	if err != nil {
+		return err
+	}
+	err = d.Inner.AddrReplaceFlags(name, a)
+	d.after(c, err)
+	return err
+}
+
+// RouteDel implements [netdriver.Driver] through the hooks.
+func (d *Driver) RouteDel(r netdriver.Route) error {
+	c, err := d.before("RouteDel", true)
+	if err != nil {
+		return err
+	}
+	err = d.Inner.RouteDel(r)
+	d.after(c, err)
+	return err
+}
+
 // AddrDel implements [netdriver.Driver] through the hooks.
 func (d *Driver) AddrDel(name string, addr netip.Prefix) error {
 	c, err := d.before("AddrDel", true)

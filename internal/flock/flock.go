@@ -9,8 +9,6 @@ import (
 	"fmt"
 	"os"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // ErrLocked is matched by every [*LockedError].
@@ -42,6 +40,10 @@ const (
 	maxPoll = 50 * time.Millisecond
 )
 
+// TryLock takes an exclusive flock on f without waiting; busy reports
+// that another open file holds it.
+func TryLock(f *os.File) (busy bool, err error) { return tryLock(f) }
+
 // Lock takes an exclusive flock on f, polling with LOCK_NB until it is
 // free or ctx is done (a blocking flock cannot be interrupted); it always
 // tries once, even with ctx done. The lock goes with f: closing f
@@ -50,14 +52,12 @@ func Lock(ctx context.Context, f *os.File, what string) error {
 	poll := minPoll
 	var timer *time.Timer
 	for {
-		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		busy, err := tryLock(f)
 		switch {
-		case err == nil:
-			return nil
-		case errors.Is(err, unix.EINTR):
-			continue
-		case !errors.Is(err, unix.EWOULDBLOCK):
+		case err != nil:
 			return fmt.Errorf("lock %s: %w", what, err)
+		case !busy:
+			return nil
 		}
 		if ctx.Err() != nil {
 			return &LockedError{What: what, Err: ctx.Err()}

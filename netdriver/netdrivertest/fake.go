@@ -20,11 +20,16 @@ import (
 // or when it goes down), records every mutating call in order, and can be
 // told to fail the Nth mutating call. It is safe for concurrent use.
 type Fake struct {
-	mu      sync.Mutex
-	links   map[string]*netdriver.Link
-	addrs   map[int][]netip.Prefix // by link index
-	routes  []netdriver.Route      // static routes; netdriver.Link is the index as name at use
-	rlinks  []int                  // link index of routes[i]
+	mu    sync.Mutex
+	links map[string]*netdriver.Link
+	addrs map[int][]netip.Prefix // by link index
+	// aflags are the settable IFA_F_* flags of addresses, by link index;
+	// dropped the prefix routes deleted with RouteDel (the kernel adds
+	// them back when the address is added again).
+	aflags  map[int]map[netip.Addr]uint32
+	dropped map[int]map[netip.Prefix]bool
+	routes  []netdriver.Route // static routes; netdriver.Link is the index as name at use
+	rlinks  []int             // link index of routes[i]
 	sysctls map[string]string
 	txcsum  map[int]bool
 	// learning holds the bridge-port learning flag of enslaved links.
@@ -38,11 +43,16 @@ type Fake struct {
 
 var _ netdriver.Driver = (*Fake)(nil)
 
+// noPrefixRoute is IFA_F_NOPREFIXROUTE: the address brings no prefix route.
+const noPrefixRoute = 0x200
+
 // NewFake returns an empty namespace holding only "lo".
 func NewFake() *Fake {
 	f := &Fake{
-		links: map[string]*netdriver.Link{},
-		addrs: map[int][]netip.Prefix{},
+		links:   map[string]*netdriver.Link{},
+		addrs:   map[int][]netip.Prefix{},
+		aflags:  map[int]map[netip.Addr]uint32{},
+		dropped: map[int]map[netip.Prefix]bool{},
 		// The kernel's defaults for the keys bindings read before
 		// writing; other keys read "0".
 		sysctls: map[string]string{
@@ -273,6 +283,8 @@ func (f *Fake) DeleteLink(name string) error {
 	}
 	delete(f.links, name)
 	delete(f.addrs, l.Index)
+	delete(f.aflags, l.Index)
+	delete(f.dropped, l.Index)
 	delete(f.txcsum, l.Index)
 	delete(f.learning, l.Index)
 	f.dropRoutes(l.Index, netip.Prefix{})
@@ -445,7 +457,20 @@ func (f *Fake) AddrOwners(addr netip.Addr) ([]string, error) {
 
 // AddrReplace implements [netdriver.Driver].
 func (f *Fake) AddrReplace(name string, addr netip.Prefix) error {
+	return f.AddrReplaceFlags(name, netdriver.FlaggedAddr{Prefix: addr})
+}
+
+// AddrReplaceFlags implements [netdriver.Driver]: the address keeps the
+// settable flags given (DAD completes at once: no address is ever
+// tentative here), and a new address brings its prefix route back. It is
+// recorded as an AddrReplace call.
+func (f *Fake) AddrReplaceFlags(name string, fa netdriver.FlaggedAddr) error {
+	addr := fa.Prefix
 	return f.mutate("AddrReplace "+addr.String(), name, func(l *netdriver.Link) error {
+		if f.aflags[l.Index] == nil {
+			f.aflags[l.Index] = map[netip.Addr]uint32{}
+		}
+		f.aflags[l.Index][addr.Addr()] = fa.Flags & netdriver.SettableAddrFlags
 		as := f.addrs[l.Index]
 		for i, a := range as {
 			if a.Addr() == addr.Addr() {
@@ -453,7 +478,47 @@ func (f *Fake) AddrReplace(name string, addr netip.Prefix) error {
 				return nil
 			}
 		}
+		delete(f.dropped[l.Index], addr.Masked())
 		f.addrs[l.Index] = append(as, addr)
+		return nil
+	})
+}
+
+// AddrListFlags implements [netdriver.Driver].
+func (f *Fake) AddrListFlags(name string, family netdriver.Family) ([]netdriver.FlaggedAddr, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	l, err := f.get(name)
+	if err != nil {
+		return nil, err
+	}
+	var out []netdriver.FlaggedAddr
+	for _, a := range f.addrs[l.Index] {
+		if a.Addr().Is4() == (family == netdriver.IPv4) {
+			out = append(out, netdriver.FlaggedAddr{Prefix: a, Flags: f.aflags[l.Index][a.Addr()]})
+		}
+	}
+	return out, nil
+}
+
+// RouteDel implements [netdriver.Driver]: a static route goes, a kernel
+// prefix route is dropped until its address is added again.
+func (f *Fake) RouteDel(r netdriver.Route) error {
+	return f.mutate("RouteDel "+r.Dst.String(), r.Link, func(l *netdriver.Link) error {
+		if r.Kernel {
+			if f.dropped[l.Index] == nil {
+				f.dropped[l.Index] = map[netip.Prefix]bool{}
+			}
+			f.dropped[l.Index][r.Dst] = true
+			return nil
+		}
+		for i, old := range f.routes {
+			if f.rlinks[i] == l.Index && old.Dst == r.Dst && old.Priority == r.Priority {
+				f.routes = append(f.routes[:i:i], f.routes[i+1:]...)
+				f.rlinks = append(f.rlinks[:i:i], f.rlinks[i+1:]...)
+				return nil
+			}
+		}
 		return nil
 	})
 }
@@ -466,6 +531,7 @@ func (f *Fake) AddrDel(name string, addr netip.Prefix) error {
 		for i, a := range as {
 			if a.Addr() == addr.Addr() {
 				f.addrs[l.Index] = append(as[:i:i], as[i+1:]...)
+				delete(f.aflags[l.Index], a.Addr())
 				f.dropRoutes(l.Index, addr.Masked())
 				return nil
 			}
@@ -506,7 +572,8 @@ func (f *Fake) routesLocked(index int, family netdriver.Family) []netdriver.Rout
 			continue
 		}
 		for _, a := range f.addrs[l.Index] {
-			if family != 0 && a.Addr().Is4() != (family == netdriver.IPv4) || a.Bits() == a.Addr().BitLen() {
+			if family != 0 && a.Addr().Is4() != (family == netdriver.IPv4) || a.Bits() == a.Addr().BitLen() ||
+				f.dropped[l.Index][a.Masked()] || f.aflags[l.Index][a.Addr()]&noPrefixRoute != 0 {
 				continue
 			}
 			r := netdriver.Route{Dst: a.Masked(), Link: l.Name, Kernel: true}

@@ -15,20 +15,10 @@ import (
 	"github.com/virtnet/virtnet/netdriver"
 )
 
-// DiscoverLink reads a pod link: type, MAC, MTU, global addresses (IPv4
-// first) and its routes in the main table. It refuses a link of one of
-// the types phase1 itself creates (a dummy in the pod link's place means
-// phase1 ran before and its cache is gone).
-func DiscoverLink(d netdriver.Driver, name string, wantTypes ...string) (*cache.Link, error) {
-	l, err := podLink(d, name)
-	if err != nil {
-		return nil, err
-	}
-	return discover(d, l, wantTypes...)
-}
-
-// DiscoverPodLink is [DiscoverLink] for a binding that builds phase1's
-// bridge and tap next to the pod link: it also refuses, with a
+// DiscoverPodLink reads a pod link: type, MAC, MTU, global addresses
+// (IPv4 first) and its routes in the main table. It refuses a link of one
+// of the types phase1 itself creates (a dummy in the pod link's place
+// means phase1 ran before and its cache is gone), and, with a
 // [*binding.PodLinkError] matching [binding.ErrPrepared], a pod link phase1 already
 // prepared (marked, a port of a k6t- or marked bridge, or with phase1's
 // bridge or tap, or a link under one of the names in others, next to it),
@@ -56,28 +46,14 @@ func podLink(d netdriver.Driver, name string) (*netdriver.Link, error) {
 	return l, nil
 }
 
-func discover(d netdriver.Driver, l *netdriver.Link, wantTypes ...string) (*cache.Link, error) {
+func discover(d netdriver.Driver, l *netdriver.Link) (*cache.Link, error) {
 	name := l.Name
-	if len(wantTypes) > 0 && !contains(wantTypes, l.Type) {
-		return nil, &binding.PodLinkError{Name: name, Reason: fmt.Sprintf("has type %s, want one of %v", l.Type, wantTypes)}
-	}
-	if len(wantTypes) == 0 && (l.Type == netdriver.TypeDummy || l.Type == netdriver.TypeBridge || l.Type == netdriver.TypeTuntap) {
+	if l.Type == netdriver.TypeDummy || l.Type == netdriver.TypeBridge || l.Type == netdriver.TypeTuntap {
 		return nil, &binding.PodLinkError{Name: name, Reason: fmt.Sprintf("is a %s, not a pod link as the CNI leaves it (was phase1 run before, and its cache removed?)", l.Type), Err: binding.ErrPrepared}
 	}
 	out := &cache.Link{Name: l.Name, Type: l.Type, MAC: l.MAC.String(), MTU: l.MTU}
-	ex, exact := d.(exactRestorer)
 	for _, fam := range []netdriver.Family{netdriver.IPv4, netdriver.IPv6} {
-		var addrs []netdriver.FlaggedAddr
-		var err error
-		if exact {
-			addrs, err = ex.AddrListFlags(name, fam)
-		} else {
-			var ps []netip.Prefix
-			ps, err = d.AddrList(name, fam)
-			for _, p := range ps {
-				addrs = append(addrs, netdriver.FlaggedAddr{Prefix: p})
-			}
-		}
+		addrs, err := d.AddrListFlags(name, fam)
 		if err != nil {
 			return nil, &binding.PodLinkError{Name: name, Reason: "list addresses", Err: err}
 		}
@@ -248,15 +224,6 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// exactRestorer is what a driver needs for an exact restore of a pod
-// link (the real driver has it; the fake does not, and gets the plain
-// restore): addresses with their flags, and route deletion.
-type exactRestorer interface {
-	AddrListFlags(name string, family netdriver.Family) ([]netdriver.FlaggedAddr, error)
-	AddrReplaceFlags(name string, a netdriver.FlaggedAddr) error
-	RouteDel(r netdriver.Route) error
-}
-
 // dadWait bounds the wait for the restored addresses' duplicate address
 // detection (one probe, 1 s by default, once the link has carrier).
 const dadWait = 10 * time.Second
@@ -264,8 +231,7 @@ const dadWait = 10 * time.Second
 // RestoreLink gives a pod link back what was discovered: MAC, MTU, no
 // master, addresses, up, and the routes the kernel does not derive itself.
 //
-// With a driver that reports address flags (the real one), the restore is
-// exact: each address gets back its own flags (an IPv6 address the CNI
+// The restore is exact: each address gets back its own flags (an IPv6 address the CNI
 // added without nodad goes through duplicate address detection again,
 // which is waited for, bounded by ctx and 10 s, before routes whose source
 // it is are added), and a prefix route the kernel adds with an address
@@ -301,15 +267,8 @@ func RestoreLink(ctx context.Context, d netdriver.Driver, link *cache.Link) erro
 	if err != nil {
 		return err
 	}
-	ex, exact := d.(exactRestorer)
 	for _, a := range append(v4, v6...) {
-		var err error
-		if exact {
-			err = ex.AddrReplaceFlags(link.Name, netdriver.FlaggedAddr{Prefix: a, Flags: link.AddressFlags[a.String()]})
-		} else {
-			err = d.AddrReplace(link.Name, a)
-		}
-		if err != nil {
+		if err := d.AddrReplaceFlags(link.Name, netdriver.FlaggedAddr{Prefix: a, Flags: link.AddressFlags[a.String()]}); err != nil {
 			return err
 		}
 	}
@@ -318,13 +277,11 @@ func RestoreLink(ctx context.Context, d netdriver.Driver, link *cache.Link) erro
 			return err
 		}
 	}
-	if exact {
-		if err := waitDAD(ctx, ex, link.Name); err != nil {
-			return err
-		}
-		if err := dropPrefixRoutes(d, ex, link, append(v4, v6...)); err != nil {
-			return err
-		}
+	if err := waitDAD(ctx, d, link.Name); err != nil {
+		return err
+	}
+	if err := dropPrefixRoutes(d, link, append(v4, v6...)); err != nil {
+		return err
 	}
 	// Routes without gateway first: a gateway must be reachable.
 	for _, pass := range []bool{false, true} {
@@ -346,11 +303,11 @@ func RestoreLink(ctx context.Context, d netdriver.Driver, link *cache.Link) erro
 
 // waitDAD waits until no global IPv6 address of the link is tentative;
 // one whose duplicate address detection failed is an error.
-func waitDAD(ctx context.Context, ex exactRestorer, name string) error {
+func waitDAD(ctx context.Context, d netdriver.Driver, name string) error {
 	ctx, cancel := context.WithTimeout(ctx, dadWait)
 	defer cancel()
 	for {
-		addrs, err := ex.AddrListFlags(name, netdriver.IPv6)
+		addrs, err := d.AddrListFlags(name, netdriver.IPv6)
 		if err != nil {
 			return err
 		}
@@ -377,7 +334,7 @@ func waitDAD(ctx context.Context, ex exactRestorer, name string) error {
 // dropPrefixRoutes deletes the routes the kernel added for the restored
 // addresses (proto kernel, to an address's prefix) that the discovery
 // did not have.
-func dropPrefixRoutes(d netdriver.Driver, ex exactRestorer, link *cache.Link, addrs []netip.Prefix) error {
+func dropPrefixRoutes(d netdriver.Driver, link *cache.Link, addrs []netip.Prefix) error {
 	had := map[string]bool{}
 	for _, r := range link.Routes {
 		if r.Kernel {
@@ -397,7 +354,7 @@ func dropPrefixRoutes(d netdriver.Driver, ex exactRestorer, link *cache.Link, ad
 			if !r.Kernel || r.Gateway.IsValid() || !prefixes[r.Dst] || had[fmt.Sprintf("%s/%d", r.Dst, r.Priority)] {
 				continue
 			}
-			if err := ex.RouteDel(r); err != nil {
+			if err := d.RouteDel(r); err != nil {
 				return err
 			}
 		}
