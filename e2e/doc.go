@@ -22,6 +22,10 @@
 //     the pod's own IP from our server; phase1 is re-run while it runs.
 //     A nested guest costs about two minutes (QEMU to the guest's init
 //     60-100 s, against 2 s unnested).
+//   - TestLiveMigration, TestLiveMigrationBridge: a guest migrated live
+//     between two pods, each with its own libvirtd (testutil/libvirtd),
+//     masquerade unnested, the bridge binding on a secondary network in
+//     the kernel VM (docs/migration.md).
 //
 // libvirt's QEMU capabilities are cached between tests (capsCacheDir), as
 // each test has a fresh libvirt root. Each test logs its figures: time to

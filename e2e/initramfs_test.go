@@ -102,6 +102,7 @@ type guestScript struct {
 	peer    string   // "ip:port" of a second pod's server, "" for none
 	nocloud bool     // read the hostname from the NoCloud image and run its user-data
 	ipv6    bool     // wait for an IPv6 default route from router advertisements and report it
+	extra   []string // shell lines run once the guest listens
 }
 
 // guestInit is the guest's /init: load the modules, take a lease with
@@ -157,6 +158,9 @@ func guestInit(g guestScript) string {
 	w("nc -ll -p 8080 -e /hello.sh &")
 	w("nc -ll -p 8081 -e /renew.sh &")
 	w("sleep 1; m listening 8080 8081")
+	for _, l := range g.extra {
+		w(l)
+	}
 	w("while true; do sleep 3600; done")
 	return b.String()
 }

@@ -56,6 +56,14 @@ type Options struct {
 	// CNI plugin's container ID and CNI_IFNAME, so that its GC can tell
 	// the records of attachments that are gone).
 	Attachment *cache.Attachment
+	// MigrationTarget runs phase1 for a live migration's target pod: the
+	// same VMI, in a fresh pod, whose VM arrives running with the
+	// source's MACs. The VMI must carry the source's status.interfaces:
+	// a bridge interface without macAddress and without a status MAC is
+	// refused before any change (the target's DHCP server must answer the
+	// migrated vNIC's MAC, not the target pod link's; see
+	// docs/migration.md).
+	MigrationTarget bool
 }
 
 // PodIPEnv is the environment variable [Options.PrimaryPodIP] defaults
@@ -144,6 +152,11 @@ func Run(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.Store
 		return err
 	}
 	pairs, absent := api.Present(all)
+	if opts.MigrationTarget {
+		if err := checkTarget(vmi, pairs); err != nil {
+			return err
+		}
+	}
 	uid := vmi.Metadata.UID
 	locks, unlock, err := lockRun(ctx, vmi, netnsPath, store, opts)
 	if err != nil {
