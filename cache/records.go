@@ -138,7 +138,8 @@ type Interface struct {
 	// Ifindex is the target link's index in the pod namespace (macvtap).
 	Ifindex int `json:"ifindex,omitempty"`
 
-	// MAC is the VM's MAC address; MTU the pod link's MTU.
+	// MAC is the VM's MAC address; MTU the VM's: the pod link's, or the
+	// smaller clamp of api.GuestMTUAnnotation (masquerade).
 	MAC string `json:"mac,omitempty"`
 	MTU int    `json:"mtu,omitempty"`
 	// Queues is the tap's queue count (0: single queue).
@@ -168,10 +169,6 @@ type Interface struct {
 	// route), advertised as on-link and not for SLAAC; "" advertises
 	// none (bridge).
 	OnLinkIPv6 string `json:"onLinkIPv6,omitempty"`
-	// GuestMTU is the MTU the VM gets when it is clamped below MTU (the
-	// pod link's): the tap, the bridge, the domain's <mtu> and DHCP
-	// option 26 take it. 0: MTU.
-	GuestMTU int `json:"guestMTU,omitempty"`
 }
 
 type versioned interface{ version() int }

@@ -114,7 +114,7 @@ func TestBridgeGuestCNI(t *testing.T) {
 		// Built here, where the go command is; the VM finds them through
 		// the host root share.
 		t.Setenv(testutil.CNIPluginDirEnv, testutil.CNIPluginDir(t))
-		t.Setenv(dhcp6cEnv, guestDHCP6Client(t))
+		t.Setenv(guestToolEnv, guestTool(t))
 	}
 	if kernelvm.DelegateWith(t, kernelvm.Options{
 		Needs:     []string{"dummy", "bridge", "veth", "tun"},
@@ -123,7 +123,7 @@ func TestBridgeGuestCNI(t *testing.T) {
 		CPUs:      2,
 		Timeout:   15 * time.Minute,
 		CacheDir:  kernelVMCapsCacheDir(),
-		Env:       []string{testutil.CNIPluginDirEnv, "VIRTNET_KERNELVM_DIR", dhcp6cEnv},
+		Env:       []string{testutil.CNIPluginDirEnv, "VIRTNET_KERNELVM_DIR", guestToolEnv},
 	}) {
 		return
 	}

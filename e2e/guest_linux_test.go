@@ -170,11 +170,15 @@ type guestCase struct {
 	// ipv6: the guest waits for its IPv6 default route (router
 	// advertisements) and reports it as "routes6".
 	ipv6 bool
-	// dhcp6: the guest leases the pod's IPv6 by DHCPv6 (dhcp6c, see
-	// guestDHCP6Client), waits for its default route, pings the node's
+	// dhcp6: the guest leases the pod's IPv6 by DHCPv6 (guesttool, see
+	// guestTool), waits for its default route, pings the node's
 	// IPv6 address and connects to it and to the peer over IPv6 (see
 	// guestScript.dhcp6); v6only skips DHCPv4 (an IPv6-only pod).
 	dhcp6, v6only bool
+	// mtuProbe: the guest runs `ping -M do -s 1372` and `-s 1373` to
+	// ping and reports them ("pingdo-1372", "pingdo-1373"), and counts
+	// the bytes of one connection on port 9000 ("bulk").
+	mtuProbe bool
 }
 
 // guest is a booted guest and what the test needs to talk to it.
@@ -193,6 +197,8 @@ type guest struct {
 	node6Seen <-chan string
 	peer6Seen <-chan string
 	start     time.Time
+	// dom is the domain the hook built (before the changes for TCG).
+	dom *libvirtxml.Domain
 }
 
 // bootGuest runs the whole path for gc: a server in the node namespace
@@ -233,13 +239,15 @@ func bootGuest(t *testing.T, gc guestCase) *guest {
 		peerAddr, g.peerSeen = serveSource(t, gc.peer.Pod, gc.peer.PodIP)
 	}
 	var node6Addr, peer6Addr string
-	var dhcp6c []byte
-	if gc.dhcp6 {
+	var tool []byte
+	if gc.dhcp6 || gc.mtuProbe {
 		node6Addr, g.node6Seen = serveSource(t, gc.pod.Node, gc.pod.NodeIPv6)
 		if gc.peer != nil {
 			peer6Addr, g.peer6Seen = serveSource(t, gc.peer.Pod, gc.peer.PodIPv6)
 		}
-		dhcp6c, err = os.ReadFile(guestDHCP6Client(t))
+	}
+	if gc.dhcp6 || gc.mtuProbe {
+		tool, err = os.ReadFile(guestTool(t))
 		require.NoError(t, err)
 	}
 
@@ -267,6 +275,7 @@ func bootGuest(t *testing.T, gc guestCase) *guest {
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, running.Stop()) })
 	dom := running.Domain()
+	g.dom = dom
 	require.Len(t, running.Servers(), 1)
 	require.Len(t, dom.Devices.Interfaces, 1)
 	nic := dom.Devices.Interfaces[0]
@@ -286,7 +295,7 @@ func bootGuest(t *testing.T, gc guestCase) *guest {
 		busybox: filepath.Join(assets, "busybox"),
 		modules: mods,
 		files: guestFilesFor(guestScript{modules: mods, ping: gc.ping, node: nodeAddr, peer: peerAddr, nocloud: gc.nocloud, ipv6: gc.ipv6,
-			dhcp6: gc.dhcp6, node6: node6Addr, peer6: peer6Addr, v6only: gc.v6only}, dhcp6c),
+			dhcp6: gc.dhcp6, node6: node6Addr, peer6: peer6Addr, v6only: gc.v6only, mtuProbe: gc.mtuProbe}, tool),
 	}))
 	forTCG(dom, guestKernel(assets), initrd, consoleLog)
 	xml, err := dom.Marshal()

@@ -103,13 +103,17 @@ type guestScript struct {
 	peer    string   // "ip:port" of a second pod's server, "" for none
 	nocloud bool     // read the hostname from the NoCloud image and run its user-data
 	ipv6    bool     // wait for an IPv6 default route from router advertisements and report it
-	// dhcp6: lease an IPv6 address with /bin/dhcp6c (DHCPv6, IA_NA) and
+	// dhcp6: lease an IPv6 address with /bin/guesttool (DHCPv6, IA_NA) and
 	// add it as a /128, wait for the default route from router
 	// advertisements, report address, routes and MTU, ping node6's
 	// address and connect to node6 (and peer6) over IPv6.
 	dhcp6        bool
 	node6, peer6 string // "[ip]:port" of the node's (the second pod's) IPv6 server
 	v6only       bool   // no DHCPv4 (an IPv6-only pod): the lease is the DHCPv6 one
+	// mtuProbe: after the ping, `ping -M do` (guesttool ping-do) to ping
+	// with 1372 and 1373 data bytes, and a listener on port 9000 that
+	// reports how many bytes one connection brought ("bulk").
+	mtuProbe bool
 }
 
 // guestInit is the guest's /init: load the modules, take a lease with
@@ -146,7 +150,7 @@ func guestInit(g guestScript) string {
 	w("m resolv $(tr '\\n' ';' </etc/resolv.conf)")
 	if g.dhcp6 {
 		host6, port6, _ := net.SplitHostPort(g.node6)
-		w("if out=$(dhcp6c -i eth0 2>/tmp/dhcp6c.err); then ip6=${out#address=}; ip6=${ip6%% *}; ip -6 addr add \"$ip6/128\" dev eth0; m lease6 $out; else m lease6-failed $(cat /tmp/dhcp6c.err); fi")
+		w("if out=$(guesttool dhcp6 -i eth0 2>/tmp/dhcp6c.err); then ip6=${out#address=}; ip6=${ip6%% *}; ip -6 addr add \"$ip6/128\" dev eth0; m lease6 $out; else m lease6-failed $(cat /tmp/dhcp6c.err); fi")
 		w("i=0; while [ $i -lt 40 ] && ip -6 addr show dev eth0 | grep -q tentative; do sleep 0.25; i=$((i+1)); done")
 		w("i=0; while [ $i -lt 40 ] && ! ip -6 route show default | grep -q .; do sleep 0.5; i=$((i+1)); done")
 		w("m addr6 $(ip -6 -o addr show dev eth0 scope global | awk '{print $4}') mtu=$(cat /sys/class/net/eth0/mtu)")
@@ -184,6 +188,12 @@ func guestInit(g guestScript) string {
 			w("m peer ${src:-none}")
 		}
 	}
+	if g.mtuProbe {
+		for _, n := range []string{"1372", "1373"} {
+			w("if guesttool ping-do -s " + n + " -c 3 " + g.ping + " >/tmp/pingdo.out 2>&1; then m pingdo-" + n + " ok $(tr '\\n' ' ' </tmp/pingdo.out); else m pingdo-" + n + " failed $(tr '\\n' ' ' </tmp/pingdo.out); fi")
+		}
+		w("(nc -l -p 9000 </dev/null | wc -c >/tmp/bulk; m bulk $(cat /tmp/bulk)) &")
+	}
 	w("nc -ll -p 8080 -e /hello.sh &")
 	w("nc -ll -p 8081 -e /renew.sh &")
 	w("sleep 1; m listening 8080 8081")
@@ -192,8 +202,8 @@ func guestInit(g guestScript) string {
 }
 
 // guestFilesFor returns the scripts of the initramfs besides busybox and
-// the modules; with g.dhcp6, dhcp6c is the DHCPv6 client's binary.
-func guestFilesFor(g guestScript, dhcp6c []byte) map[string]string {
+// the modules; with g.dhcp6 or g.mtuProbe, tool is guesttool's binary.
+func guestFilesFor(g guestScript, tool []byte) map[string]string {
 	files := map[string]string{
 		"init":          guestInit(g),
 		"udhcpc.script": udhcpcScript,
@@ -201,8 +211,8 @@ func guestFilesFor(g guestScript, dhcp6c []byte) map[string]string {
 		"hello.sh":      "#!/bin/sh\necho \"hello from $(hostname) ip=$(ip -4 -o addr show dev eth0 | awk '{print $4}')\"\n",
 		"renew.sh":      "#!/bin/sh\nip=$(ip -4 -o addr show dev eth0 | awk '{print $4}'); ip=${ip%/*}\nudhcpc -i eth0 -f -q -n -t 5 -T 2 -O mtu -O search -O staticroutes -r \"$ip\" -s /renew.script 2>/dev/null || echo renew-failed\n",
 	}
-	if g.dhcp6 {
-		files["bin/dhcp6c"] = string(dhcp6c)
+	if g.dhcp6 || g.mtuProbe {
+		files["bin/guesttool"] = string(tool)
 	}
 	return files
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/virtnet/virtnet/binding/internal/kernelops"
 
+	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/binding"
 	"github.com/virtnet/virtnet/cache"
 	"github.com/virtnet/virtnet/internal/names"
@@ -132,7 +133,8 @@ func eui64LinkLocal(mac net.HardwareAddr) (netip.Addr, bool) {
 // address and a MAC (see [vmMAC]), and the pod link's IPv4 routing as the
 // pod has it (see [guestRouting]); its first global IPv6 address as a /128
 // (DHCPv6 IA_NA) and its IPv6 routing (see [guestRouting6]); its MTU; the
-// DHCP server speaks from the bridge's link-local address. Without an
+// DHCP server speaks from the bridge's link-local address. A clamp of
+// api.GuestMTUAnnotation is refused ([binding.RefuseGuestMTU]). Without an
 // IPv4 or IPv6 address IPAM is off: layer 2 only.
 func (Binding) Plan(in binding.Input, link *cache.Link) (*cache.Interface, error) {
 	if link == nil {
@@ -140,6 +142,9 @@ func (Binding) Plan(in binding.Input, link *cache.Link) (*cache.Interface, error
 	}
 	v4, v6, err := kernelops.Addresses(link)
 	if err != nil {
+		return nil, err
+	}
+	if err := binding.RefuseGuestMTU(in, api.BindingBridge); err != nil {
 		return nil, err
 	}
 	rec := &cache.Interface{

@@ -1,19 +1,18 @@
-// Command dhcp6c is the e2e guests' DHCPv6 client (busybox has none): it
-// solicits an address on one interface with rapid commit, once its
-// link-local address is usable, and prints one line
+package main
+
+// guesttool dhcp6 solicits an address on one interface with rapid commit,
+// once its link-local address is usable, and prints one line
 //
 //	address=<address> dns=<a,b,…> search=<d1 d2 …>
 //
-// leaving the address for the caller to add. It exits non-zero when no
-// reply came within the timeout.
-package main
+// leaving the address for the caller to add. It fails when no reply came
+// within the timeout.
 
 import (
 	"context"
 	"flag"
 	"fmt"
 	"net"
-	"os"
 	"strings"
 	"time"
 
@@ -21,16 +20,16 @@ import (
 	"github.com/insomniacslk/dhcp/dhcpv6/nclient6"
 )
 
-func main() {
-	iface := flag.String("i", "eth0", "interface")
-	timeout := flag.Duration("t", 30*time.Second, "give up after")
-	flag.Parse()
+func dhcp6Main(args []string) error {
+	fs := flag.NewFlagSet("dhcp6", flag.ContinueOnError)
+	iface := fs.String("i", "eth0", "interface")
+	timeout := fs.Duration("t", 30*time.Second, "give up after")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	if err := run(ctx, *iface); err != nil {
-		fmt.Fprintln(os.Stderr, "dhcp6c:", err)
-		os.Exit(1)
-	}
+	return run(ctx, *iface)
 }
 
 func run(ctx context.Context, iface string) error {
