@@ -18,6 +18,7 @@ import (
 
 	"github.com/insomniacslk/dhcp/dhcpv6"
 	"github.com/insomniacslk/dhcp/dhcpv6/nclient6"
+	"github.com/insomniacslk/dhcp/iana"
 )
 
 func dhcp6Main(args []string) error {
@@ -50,8 +51,12 @@ func run(ctx context.Context, iface string) error {
 		}
 	}
 	defer c.Close()
+	ifi, err := net.InterfaceByName(iface)
+	if err != nil {
+		return err
+	}
 	for {
-		r, err := c.RapidSolicit(ctx)
+		r, err := c.SendAndRead(ctx, c.RemoteAddr(), solicit(ifi.HardwareAddr), nclient6.IsMessageType(dhcpv6.MessageTypeReply))
 		if err == nil {
 			return report(r)
 		}
@@ -61,6 +66,23 @@ func run(ctx context.Context, iface string) error {
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
+}
+
+// solicit is a Solicit with rapid commit asking for an address (IA_NA)
+// and the DNS options. Its transaction ID comes from the clock: the
+// library's own comes from crypto/rand, which blocks until the kernel's
+// random generator is seeded, and a guest under TCG without a hardware
+// random source waits minutes for that.
+func solicit(mac net.HardwareAddr) *dhcpv6.Message {
+	m := &dhcpv6.Message{MessageType: dhcpv6.MessageTypeSolicit}
+	ns := time.Now().UnixNano()
+	m.TransactionID = dhcpv6.TransactionID{byte(ns >> 16), byte(ns >> 8), byte(ns)}
+	dhcpv6.WithClientID(&dhcpv6.DUIDLL{HWType: iana.HWTypeEthernet, LinkLayerAddr: mac})(m)
+	m.AddOption(dhcpv6.OptElapsedTime(0))
+	dhcpv6.WithIAID([4]byte{0, 0, 0, 1})(m)
+	dhcpv6.WithRapidCommit(m)
+	dhcpv6.WithRequestedOptions(dhcpv6.OptionDNSRecursiveNameServer, dhcpv6.OptionDomainSearchList)(m)
+	return m
 }
 
 func report(r *dhcpv6.Message) error {
