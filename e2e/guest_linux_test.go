@@ -240,7 +240,7 @@ func bootGuest(t *testing.T, gc guestCase) *guest {
 	}
 	var node6Addr, peer6Addr string
 	var tool []byte
-	if gc.dhcp6 || gc.mtuProbe {
+	if gc.dhcp6 {
 		node6Addr, g.node6Seen = serveSource(t, gc.pod.Node, gc.pod.NodeIPv6)
 		if gc.peer != nil {
 			peer6Addr, g.peer6Seen = serveSource(t, gc.peer.Pod, gc.peer.PodIPv6)
