@@ -114,6 +114,7 @@ type guestScript struct {
 	// with 1372 and 1373 data bytes, and a listener on port 9000 that
 	// reports how many bytes one connection brought ("bulk").
 	mtuProbe bool
+	port22   bool // port 22 answers as 8080 does (passt's forwarded ports)
 }
 
 // guestInit is the guest's /init: load the modules, take a lease with
@@ -193,6 +194,9 @@ func guestInit(g guestScript) string {
 			w("if guesttool ping-do -s " + n + " -c 3 " + g.ping + " >/tmp/pingdo.out 2>&1; then m pingdo-" + n + " ok $(tr '\\n' ' ' </tmp/pingdo.out); else m pingdo-" + n + " failed $(tr '\\n' ' ' </tmp/pingdo.out); fi")
 		}
 		w("(nc -l -p 9000 </dev/null | wc -c >/tmp/bulk; m bulk $(cat /tmp/bulk)) &")
+	}
+	if g.port22 {
+		w("nc -ll -p 22 -e /hello.sh &")
 	}
 	w("nc -ll -p 8080 -e /hello.sh &")
 	w("nc -ll -p 8081 -e /renew.sh &")
