@@ -56,7 +56,7 @@ func run(ctx context.Context, iface string) error {
 		return err
 	}
 	for {
-		r, err := c.SendAndRead(ctx, c.RemoteAddr(), solicit(ifi.HardwareAddr), nclient6.IsMessageType(dhcpv6.MessageTypeReply))
+		r, err := c.SendAndRead(ctx, c.RemoteAddr(), solicit(ifi.HardwareAddr), nclient6.IsMessageType(dhcpv6.MessageTypeReply, dhcpv6.MessageTypeAdvertise))
 		if err == nil {
 			return report(r)
 		}
@@ -69,6 +69,8 @@ func run(ctx context.Context, iface string) error {
 }
 
 // solicit is a Solicit with rapid commit asking for an address (IA_NA)
+// (a server that does not commit rapidly answers with an Advertise, whose
+// address is taken as it is: the guests only need to know it)
 // and the DNS options. Its transaction ID comes from the clock: the
 // library's own comes from crypto/rand, which blocks until the kernel's
 // random generator is seeded, and a guest under TCG without a hardware
