@@ -52,6 +52,7 @@ packages=(
 	isc-dhcp-client                                   # dhclient -6 (DHCPv6 test client)
 	util-linux                                        # setpriv (the binding sidecar as uid 107 without capabilities)
 	ndisc6                                            # rdisc6 (router advertisement receiver)
+	passt                                             # e2e TestPasstGuest (passt as uid 107 in the pod)
 )
 
 if [[ $install == 1 ]]; then
