@@ -56,6 +56,13 @@ const bulkBytes = 4 << 20
 // 1401-byte packet it may not fragment), and 4 MiB sent by the node over
 // TCP arrive whole.
 func TestMasqueradeGuestMTUClamp(t *testing.T) {
+	if raceDetector {
+		// CI runs the suite twice, the second time under -race; this
+		// guest checks the kernel's and the guest's view, which -race
+		// does not change: it runs in the build without -race only.
+		t.Log("race build: the MTU clamp guest runs in the build without -race")
+		return
+	}
 	began := time.Now()
 	pod := testutil.NewFlannelPod(t)
 	require.Equal(t, 1450, pod.MTU)
