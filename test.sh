@@ -49,11 +49,11 @@ packages=(
 	libvirt-clients libxml2-utils                     # virt-xml-validate
 	libvirt-daemon-driver-qemu qemu-utils             # virt-qemu-run and qemu-img (end-to-end guest, overlays)
 	libvirt-daemon                                    # libvirtd: a private daemon per test (hotplug, live migration)
-	passt                                             # the passt binding's user-mode backend
 	ovmf                                              # EFI firmware paths in golden domains
 	isc-dhcp-client                                   # dhclient -6 (DHCPv6 test client)
 	util-linux                                        # setpriv (the binding sidecar as uid 107 without capabilities)
 	ndisc6                                            # rdisc6 (router advertisement receiver)
+	passt                                             # e2e TestPasstGuest (passt as uid 107 in the pod)
 )
 
 if [[ $install == 1 ]]; then

@@ -91,6 +91,11 @@ type Link struct {
 	AddressFlags map[string]uint32 `json:"addressFlags,omitempty"`
 	// Routes are the link's IPv4 and IPv6 routes in the main table.
 	Routes []Route `json:"routes,omitempty"`
+	// RouterIPv6 is the link-local address of the router the link's IPv6
+	// default route goes through (the gateway itself when it is
+	// link-local, else the link-local address phase1 found it answers
+	// to), when a binding needs it (bridge: the guest's IPv6 router).
+	RouterIPv6 string `json:"routerIPv6,omitempty"`
 }
 
 // Progress is phase1's progress on one VMI interface and what it
@@ -133,7 +138,8 @@ type Interface struct {
 	// Ifindex is the target link's index in the pod namespace (macvtap).
 	Ifindex int `json:"ifindex,omitempty"`
 
-	// MAC is the VM's MAC address; MTU the pod link's MTU.
+	// MAC is the VM's MAC address; MTU the VM's: the pod link's, or the
+	// smaller clamp of api.GuestMTUAnnotation (masquerade).
 	MAC string `json:"mac,omitempty"`
 	MTU int    `json:"mtu,omitempty"`
 	// Queues is the tap's queue count (0: single queue).
@@ -155,6 +161,14 @@ type Interface struct {
 	ServerIPv6 string `json:"serverIPv6,omitempty"`
 	// Routes are the routes the VM gets over DHCP option 121.
 	Routes []Route `json:"routes,omitempty"`
+	// RouterIPv6 is the link-local address router advertisements name as
+	// the VM's IPv6 default router when it is not the server itself
+	// (bridge: the CNI's gateway, reached across the bridge).
+	RouterIPv6 string `json:"routerIPv6,omitempty"`
+	// OnLinkIPv6 is the IPv6 prefix the pod had on-link (its connected
+	// route), advertised as on-link and not for SLAAC; "" advertises
+	// none (bridge).
+	OnLinkIPv6 string `json:"onLinkIPv6,omitempty"`
 }
 
 type versioned interface{ version() int }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -113,6 +114,7 @@ func TestBridgeGuestCNI(t *testing.T) {
 		// Built here, where the go command is; the VM finds them through
 		// the host root share.
 		t.Setenv(testutil.CNIPluginDirEnv, testutil.CNIPluginDir(t))
+		t.Setenv(guestToolEnv, guestTool(t))
 	}
 	if kernelvm.DelegateWith(t, kernelvm.Options{
 		Needs:     []string{"dummy", "bridge", "veth", "tun"},
@@ -121,7 +123,7 @@ func TestBridgeGuestCNI(t *testing.T) {
 		CPUs:      2,
 		Timeout:   15 * time.Minute,
 		CacheDir:  kernelVMCapsCacheDir(),
-		Env:       []string{testutil.CNIPluginDirEnv, "VIRTNET_KERNELVM_DIR"},
+		Env:       []string{testutil.CNIPluginDirEnv, "VIRTNET_KERNELVM_DIR", guestToolEnv},
 	}) {
 		return
 	}
@@ -150,6 +152,40 @@ func TestBridgeGuestCNI(t *testing.T) {
 		t.Log("race build: calico and kindnet-ptp run in the build without -race")
 		return
 	}
+	t.Run("dual-stack", func(t *testing.T) {
+		// The bridge plugin's dual-stack pod: IPv4 as on flannel, and
+		// the pod's IPv6 by DHCPv6 with its /64 on-link and the
+		// default route via cni0's link-local address.
+		began := time.Now()
+		pod := testutil.NewDualStackPod(t)
+		peer := pod.Neighbor(t)
+		g := bootGuest(t, guestCase{vmi: cniVMI("bridge"), pod: pod, ping: pod.NodeIP.String(), peer: peer, dhcp6: true})
+		l := g.lease()
+		require.Equal(t, pod.PodIP.String(), l["ip"], "the pod's own IP")
+		require.Equal(t, "24", l["mask"])
+		require.Equal(t, pod.Gateway.String(), l["router"])
+		require.Equal(t, "1450", l["mtu"])
+		requireDNS(t, l)
+		require.Contains(t, g.wait("addr"), pod.PodIP.String()+"/24 mtu=1450")
+		g.checkBridgeTraffic(pod, 24)
+		g.requirePeer(pod.PodIP)
+		g.checkBridgeIPv6(pod, peer, true)
+		g.done()
+		t.Logf("bridge/dual-stack: wall time %s", time.Since(began).Round(time.Second))
+	})
+	t.Run("ipv6-only-ptp", func(t *testing.T) {
+		// The ptp plugin's IPv6-only pod: no DHCPv4, the pod's IPv6
+		// by DHCPv6, nothing on-link (ptp routes its subnet through
+		// the gateway), the default route via the host veth's
+		// link-local address.
+		began := time.Now()
+		pod := testutil.NewIPv6Pod(t)
+		peer := pod.Neighbor(t)
+		g := bootGuest(t, guestCase{vmi: cniVMI("bridge"), pod: pod, peer: peer, dhcp6: true, v6only: true})
+		g.checkBridgeIPv6(pod, peer, false)
+		g.done()
+		t.Logf("bridge/ipv6-only-ptp: wall time %s", time.Since(began).Round(time.Second))
+	})
 	t.Run("calico", func(t *testing.T) {
 		began := time.Now()
 		pod := testutil.NewCalicoPod(t)
@@ -198,6 +234,56 @@ func TestBridgeGuestCNI(t *testing.T) {
 		g.done()
 		t.Logf("bridge/kindnet-ptp: wall time %s", time.Since(began).Round(time.Second))
 	})
+}
+
+// checkBridgeIPv6 checks the bridge binding's IPv6 in a dhcp6 guest: the
+// DHCPv6 lease is the pod's IPv6 with the pod's search list, the guest
+// holds it as a /128 with the pod's MTU, its default route goes via the
+// router's link-local address phase1 recorded (the CNI gateway's) and
+// the pod's subnet is on-link only when onLink; it pings the node's IPv6
+// address and reaches the node's and the peer's servers with the pod's
+// IPv6 as source; the node and the peer reach it at the pod's IPv6.
+func (g *guest) checkBridgeIPv6(pod, peer *testutil.Pod, onLink bool) {
+	t := g.t
+	t.Helper()
+	rec, err := g.store.ReadInterface(g.vmi.Metadata.UID, g.vmi.Spec.Domain.Devices.Interfaces[0].Name)
+	require.NoError(t, err)
+	require.NotEmpty(t, rec.RouterIPv6, "phase1 found the gateway's link-local address")
+	line := g.wait("lease6", "lease6-failed")
+	require.True(t, strings.HasPrefix(line, "lease6 "), "guest: %s", line)
+	l6 := parseKV(strings.TrimPrefix(line, "lease6 "))
+	require.Equal(t, pod.PodIPv6.String(), l6["address"], "the pod's own IPv6 (IA_NA)")
+	require.Equal(t, "default.svc.cluster.local svc.cluster.local cluster.local", l6["search"])
+	mtu := strconv.Itoa(pod.MTU)
+	require.Contains(t, g.wait("addr6"), pod.PodIPv6.String()+"/128 mtu="+mtu)
+	routes6 := g.wait("routes6")
+	require.Regexp(t, `default via `+regexp.QuoteMeta(rec.RouterIPv6)+` dev eth0`, routes6, "the default route via the CNI gateway's link-local address")
+	subnet := (&net.IPNet{IP: pod.PodIPv6.Mask(pod.PodNetV6.Mask), Mask: pod.PodNetV6.Mask}).String()
+	if onLink {
+		require.Contains(t, routes6, subnet+" dev eth0", "the pod's on-link prefix")
+	} else {
+		require.NotContains(t, routes6, subnet, "nothing on-link: the pod had its subnet through the gateway")
+	}
+	require.Regexp(t, `^ping6-ok 3 packets transmitted, 3 packets received`, g.wait("ping6-ok", "ping6-failed"))
+	for _, c := range []struct {
+		what string
+		seen <-chan string
+	}{{"source6", g.node6Seen}, {"peer6", g.peer6Seen}} {
+		line := g.wait(c.what)
+		require.Equal(t, c.what+" "+pod.PodIPv6.String(), strings.Join(strings.Fields(line)[:2], " "))
+		select {
+		case host := <-c.seen:
+			require.Equal(t, pod.PodIPv6.String(), host, "%s: the server must see the pod's IPv6 as the guest's source", c.what)
+		case <-g.ctx.Done():
+			t.Fatalf("%s: the server saw no connection", c.what)
+		}
+	}
+	g.wait("listening")
+	for _, from := range []*testutil.NS{pod.Node, peer.Pod} {
+		// "hello from <hostname>": the IPv6-only guest has no DHCPv4
+		// lease, which is what names it.
+		require.True(t, strings.HasPrefix(g.dial(from, pod.PodIPv6, 8080), "hello from "), "%s reaches the guest at the pod's IPv6", from.Name)
+	}
 }
 
 // pairs joins a classless-routes list "dst gw dst gw …" into "dst gw"

@@ -170,6 +170,18 @@ type guestCase struct {
 	// ipv6: the guest waits for its IPv6 default route (router
 	// advertisements) and reports it as "routes6".
 	ipv6 bool
+	// dhcp6: the guest leases the pod's IPv6 by DHCPv6 (guesttool, see
+	// guestTool), waits for its default route, pings the node's
+	// IPv6 address and connects to it and to the peer over IPv6 (see
+	// guestScript.dhcp6); v6only skips DHCPv4 (an IPv6-only pod).
+	dhcp6, v6only bool
+	// passt: the interface is passt's; the test starts passt and gives
+	// QEMU its socket (see usePasst); the guest also serves port 22.
+	passt bool
+	// mtuProbe: the guest runs `ping -M do -s 1372` and `-s 1373` to
+	// ping and reports them ("pingdo-1372", "pingdo-1373"), and counts
+	// the bytes of one connection on port 9000 ("bulk").
+	mtuProbe bool
 }
 
 // guest is a booted guest and what the test needs to talk to it.
@@ -184,7 +196,12 @@ type guest struct {
 	c        *console
 	nodeSeen <-chan string
 	peerSeen <-chan string
-	start    time.Time
+	// node6Seen and peer6Seen: the same for the IPv6 servers (dhcp6).
+	node6Seen <-chan string
+	peer6Seen <-chan string
+	start     time.Time
+	// dom is the domain the hook built (before the changes for TCG).
+	dom *libvirtxml.Domain
 }
 
 // bootGuest runs the whole path for gc: a server in the node namespace
@@ -218,9 +235,23 @@ func bootGuest(t *testing.T, gc guestCase) *guest {
 	g.vmi, err = api.Load([]byte(gc.vmi))
 	require.NoError(t, err)
 	var nodeAddr, peerAddr string
-	nodeAddr, g.nodeSeen = serveSource(t, gc.pod.Node, gc.pod.NodeIP)
-	if gc.peer != nil {
+	if !gc.v6only {
+		nodeAddr, g.nodeSeen = serveSource(t, gc.pod.Node, gc.pod.NodeIP)
+	}
+	if gc.peer != nil && gc.peer.PodIP != nil {
 		peerAddr, g.peerSeen = serveSource(t, gc.peer.Pod, gc.peer.PodIP)
+	}
+	var node6Addr, peer6Addr string
+	var tool []byte
+	if gc.dhcp6 {
+		node6Addr, g.node6Seen = serveSource(t, gc.pod.Node, gc.pod.NodeIPv6)
+		if gc.peer != nil {
+			peer6Addr, g.peer6Seen = serveSource(t, gc.peer.Pod, gc.peer.PodIPv6)
+		}
+	}
+	if gc.dhcp6 || gc.mtuProbe {
+		tool, err = os.ReadFile(guestTool(t))
+		require.NoError(t, err)
 	}
 
 	// phase1, as virt-handler would run it.
@@ -228,10 +259,13 @@ func bootGuest(t *testing.T, gc guestCase) *guest {
 	require.NoError(t, err)
 	t0 := time.Now()
 	require.NoError(t, phase1.Run(ctx, g.vmi, gc.pod.Pod.Path, g.store, phase1.Options{Logger: g.log}))
-	rec, err := g.store.ReadInterface(g.vmi.Metadata.UID, g.vmi.Spec.Domain.Devices.Interfaces[0].Name)
-	require.NoError(t, err)
-	t.Logf("phase1 (%s): bridge %s tap %s mac %s ipv4 %s gateway %s mtu %d routes %v", time.Since(t0).Round(time.Millisecond),
-		rec.Bridge, rec.Tap, rec.MAC, rec.IPv4, rec.Gateway, rec.MTU, rec.Routes)
+	rec := &cache.Interface{}
+	if !gc.passt {
+		rec, err = g.store.ReadInterface(g.vmi.Metadata.UID, g.vmi.Spec.Domain.Devices.Interfaces[0].Name)
+		require.NoError(t, err)
+	}
+	t.Logf("phase1 (%s): bridge %s tap %s mac %s ipv4 %s gateway %s mtu %d routes %v ipv6 %s gateway6 %s router6 %s onlink6 %s", time.Since(t0).Round(time.Millisecond),
+		rec.Bridge, rec.Tap, rec.MAC, rec.IPv4, rec.Gateway, rec.MTU, rec.Routes, rec.IPv6, rec.GatewayIPv6, rec.RouterIPv6, rec.OnLinkIPv6)
 
 	// The hook: it builds the domain, adds the ethernet interface, makes
 	// the overlay and the NoCloud image, and starts the DHCP server in the
@@ -247,12 +281,18 @@ func bootGuest(t *testing.T, gc guestCase) *guest {
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, running.Stop()) })
 	dom := running.Domain()
-	require.Len(t, running.Servers(), 1)
+	g.dom = dom
 	require.Len(t, dom.Devices.Interfaces, 1)
-	nic := dom.Devices.Interfaces[0]
-	require.NotNil(t, nic.Target)
-	require.Equal(t, rec.Tap, nic.Target.Dev)
-	require.Equal(t, "no", nic.Target.Managed)
+	if gc.passt {
+		require.Empty(t, running.Servers(), "passt serves DHCP itself")
+		usePasst(t, dom, gc.pod, work)
+	} else {
+		require.Len(t, running.Servers(), 1)
+		nic := dom.Devices.Interfaces[0]
+		require.NotNil(t, nic.Target)
+		require.Equal(t, rec.Tap, nic.Target.Dev)
+		require.Equal(t, "no", nic.Target.Managed)
+	}
 
 	// What the test VM cannot use: TCG, direct kernel boot, console to a
 	// file, no container disk (nothing to boot from it), no VNC.
@@ -265,7 +305,8 @@ func bootGuest(t *testing.T, gc guestCase) *guest {
 	require.NoError(t, writeInitramfs(initrd, guestFiles{
 		busybox: filepath.Join(assets, "busybox"),
 		modules: mods,
-		files:   guestFilesFor(guestScript{modules: mods, ping: gc.ping, node: nodeAddr, peer: peerAddr, nocloud: gc.nocloud, ipv6: gc.ipv6}),
+		files: guestFilesFor(guestScript{modules: mods, ping: gc.ping, node: nodeAddr, peer: peerAddr, nocloud: gc.nocloud, ipv6: gc.ipv6,
+			dhcp6: gc.dhcp6, node6: node6Addr, peer6: peer6Addr, v6only: gc.v6only, mtuProbe: gc.mtuProbe, port22: gc.passt}, tool),
 	}))
 	forTCG(dom, guestKernel(assets), initrd, consoleLog)
 	xml, err := dom.Marshal()
@@ -291,6 +332,12 @@ func bootGuest(t *testing.T, gc guestCase) *guest {
 	t.Logf("guest init seen %s after virt-qemu-run started: %q; guest kernel started about %s after virt-qemu-run",
 		seenInit.Round(100*time.Millisecond), line, (seenInit - uptime(t, line)).Round(100*time.Millisecond))
 	g.v.saveCaps(t)
+	if gc.v6only {
+		line = g.wait("lease6", "lease6-failed")
+		require.True(t, strings.HasPrefix(line, "lease6 "), "guest: %s", line)
+		t.Logf("guest DHCPv6 lease seen %s after virt-qemu-run started", time.Since(g.start).Round(100*time.Millisecond))
+		return g
+	}
 	line = g.wait("lease", "lease-failed")
 	if mods, ok := g.c.report("modules"); ok {
 		t.Logf("DHCP lease %s after the guest's modules were loaded (udhcpc start → bound, guest clock)",

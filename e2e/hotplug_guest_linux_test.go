@@ -112,25 +112,13 @@ esac
 exit 0
 `
 
-// waitConsole polls the console until the guest reported one of whats.
-func waitConsole(ctx context.Context, t *testing.T, c *console, whats ...string) string {
+// mustWaitConsole is waitConsole failing the test.
+func mustWaitConsole(ctx context.Context, t *testing.T, c *console, whats ...string) string {
 	t.Helper()
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		require.NoError(t, c.poll())
-		for _, w := range whats {
-			if l, ok := c.report(w); ok {
-				t.Logf("guest: %s", l)
-				return l
-			}
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("guest did not report %v: %v", whats, ctx.Err())
-		case <-tick.C:
-		}
-	}
+	l, err := waitConsole(ctx, c, whats...)
+	require.NoError(t, err)
+	t.Logf("guest: %s", l)
+	return l
 }
 
 // linkAsCNILeft is what a CNI plugin made of a pod link: index, MAC, MTU,
@@ -290,8 +278,8 @@ func TestHotplugGuest(t *testing.T) {
 		require.NoError(t, err)
 		return x
 	}
-	waitConsole(ctx, t, c, "lease", "lease-failed")
-	waitConsole(ctx, t, c, "pinging")
+	mustWaitConsole(ctx, t, c, "lease", "lease-failed")
+	mustWaitConsole(ctx, t, c, "pinging")
 	t.Logf("guest up and pinging %s after virsh create", time.Since(started).Round(100*time.Millisecond))
 
 	// Multus adds the secondary network's link to the running pod.
@@ -331,11 +319,11 @@ func TestHotplugGuest(t *testing.T) {
 	require.Len(t, changes, 1)
 	require.Equal(t, phase2.OpAttach, changes[0].Op)
 	require.NoError(t, d.Device(ctx, "attach-device", name, changes[0].XML), d.Log())
-	waitConsole(ctx, t, c, "eth1-seen")
-	lease := waitConsole(ctx, t, c, "lease1", "lease1-failed")
+	mustWaitConsole(ctx, t, c, "eth1-seen")
+	lease := mustWaitConsole(ctx, t, c, "lease1", "lease1-failed")
 	plugTook := time.Since(plugStart)
 	require.Contains(t, lease, "ip="+att.IPs[0].IP.String()+" ", "the pod link's address, from our DHCP server")
-	require.Regexp(t, `^peer-ok 3 packets transmitted, 3 packets received`, waitConsole(ctx, t, c, "peer-ok", "peer-failed"))
+	require.Regexp(t, `^peer-ok 3 packets transmitted, 3 packets received`, mustWaitConsole(ctx, t, c, "peer-ok", "peer-failed"))
 	changes, err = running.Sync(ctx, liveXML(), vmi("-"))
 	require.NoError(t, err)
 	require.Empty(t, changes, "attached")
@@ -349,7 +337,7 @@ func TestHotplugGuest(t *testing.T) {
 		require.Len(t, changes, 1)
 		require.Equal(t, phase2.OpUpdate, changes[0].Op)
 		require.NoError(t, d.Device(ctx, "update-device", name, changes[0].XML))
-		waitConsole(ctx, t, c, st.report)
+		mustWaitConsole(ctx, t, c, st.report)
 		if st.state == "down" {
 			require.False(t, pingFrom(t, peer.Pod, guestIP), "link down: no traffic")
 		} else {
@@ -366,13 +354,13 @@ func TestHotplugGuest(t *testing.T) {
 	require.Equal(t, phase2.OpDetach, changes[0].Op)
 	require.Len(t, running.Servers(), 1, "blue's DHCP server stopped")
 	require.NoError(t, d.Device(ctx, "detach-device", name, changes[0].XML))
-	waitConsole(ctx, t, c, "eth1-gone")
+	mustWaitConsole(ctx, t, c, "eth1-gone")
 	require.Eventually(t, func() bool { return !strings.Contains(liveXML(), "ua-blue") }, time.Minute, 250*time.Millisecond)
 	require.NoError(t, phase1.Run(ctx, absent, pod.Pod.Path, store, p1))
 	unplugTook := time.Since(unplugStart)
 	require.Equal(t, cniLeft, linkAsCNILeft(t, pod.Pod, blue), "the pod link as the CNI left it")
 
-	stats := waitConsole(ctx, t, c, "ping0")
+	stats := mustWaitConsole(ctx, t, c, "ping0")
 	m := regexp.MustCompile(`(\d+) packets transmitted, (\d+) packets received.* replies=(\d+) lastseq=(\d+)`).FindStringSubmatch(stats)
 	require.NotNil(t, m, stats)
 	sent, _ := strconv.Atoi(m[1])

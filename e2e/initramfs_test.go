@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -103,6 +104,18 @@ type guestScript struct {
 	nocloud bool     // read the hostname from the NoCloud image and run its user-data
 	ipv6    bool     // wait for an IPv6 default route from router advertisements and report it
 	extra   []string // shell lines run once the guest listens
+	// dhcp6: lease an IPv6 address with /bin/guesttool (DHCPv6, IA_NA) and
+	// add it as a /128, wait for the default route from router
+	// advertisements, report address, routes and MTU, ping node6's
+	// address and connect to node6 (and peer6) over IPv6.
+	dhcp6        bool
+	node6, peer6 string // "[ip]:port" of the node's (the second pod's) IPv6 server
+	v6only       bool   // no DHCPv4 (an IPv6-only pod): the lease is the DHCPv6 one
+	// mtuProbe: after the ping, `ping -M do` (guesttool ping-do) to ping
+	// with 1372 and 1373 data bytes, and a listener on port 9000 that
+	// reports how many bytes one connection brought ("bulk").
+	mtuProbe bool
+	port22   bool // port 22 answers as 8080 does (passt's forwarded ports)
 }
 
 // guestInit is the guest's /init: load the modules, take a lease with
@@ -129,10 +142,30 @@ func guestInit(g guestScript) string {
 	}
 	w("m modules")
 	w("ip link set lo up; ip link set eth0 up")
-	w("udhcpc -i eth0 -f -q -n -t 10 -T 2 -O mtu -O search -O staticroutes -s /udhcpc.script >/tmp/udhcpc.log 2>&1 || { m lease-failed; cat /tmp/udhcpc.log >/dev/console; }")
-	w("m addr $(ip -4 -o addr show dev eth0 | awk '{print $4}') mtu=$(cat /sys/class/net/eth0/mtu)")
-	w("m routes $(ip -4 route show | tr '\\n' ';')")
+	if g.v6only {
+		w("m lease-skipped ipv6-only")
+	} else {
+		w("udhcpc -i eth0 -f -q -n -t 10 -T 2 -O mtu -O search -O staticroutes -s /udhcpc.script >/tmp/udhcpc.log 2>&1 || { m lease-failed; cat /tmp/udhcpc.log >/dev/console; }")
+		w("m addr $(ip -4 -o addr show dev eth0 | awk '{print $4}') mtu=$(cat /sys/class/net/eth0/mtu)")
+		w("m routes $(ip -4 route show | tr '\\n' ';')")
+	}
 	w("m resolv $(tr '\\n' ';' </etc/resolv.conf)")
+	if g.dhcp6 {
+		host6, port6, _ := net.SplitHostPort(g.node6)
+		w("if out=$(guesttool dhcp6 -i eth0 2>/tmp/dhcp6c.err); then ip6=${out#address=}; ip6=${ip6%% *}; ip -6 addr add \"$ip6/128\" dev eth0; m lease6 $out; else m lease6-failed $(cat /tmp/dhcp6c.err); fi")
+		w("i=0; while [ $i -lt 40 ] && ip -6 addr show dev eth0 | grep -q tentative; do sleep 0.25; i=$((i+1)); done")
+		w("i=0; while [ $i -lt 40 ] && ! ip -6 route show default | grep -q .; do sleep 0.5; i=$((i+1)); done")
+		w("m addr6 $(ip -6 -o addr show dev eth0 scope global | awk '{print $4}') mtu=$(cat /sys/class/net/eth0/mtu)")
+		w("m routes6 $(ip -6 route show | grep -v -e '^fe80' -e '^multicast' -e '^local' -e '^anycast' | tr '\\n' ';')")
+		w("if ping6 -c 3 -W 2 " + host6 + " >/tmp/ping6.out 2>&1; then m ping6-ok $(grep -E 'packets transmitted' /tmp/ping6.out); else m ping6-failed $(tail -n 2 /tmp/ping6.out); fi")
+		w("src=$(nc -w 5 " + host6 + " " + port6 + " </dev/null)")
+		w("m source6 ${src:-none}")
+		if g.peer6 != "" {
+			h, p, _ := net.SplitHostPort(g.peer6)
+			w("src=$(nc -w 5 " + h + " " + p + " </dev/null)")
+			w("m peer6 ${src:-none}")
+		}
+	}
 	if g.ipv6 {
 		// Router advertisements: the server answers solicitations once the
 		// bridge's link-local address exists, which needs the tap's
@@ -148,12 +181,23 @@ func guestInit(g guestScript) string {
 		w("  sh /mnt/ci/user-data >/tmp/ud.out 2>&1; m userdata $(cat /tmp/ud.out)")
 		w("else m hostname-failed no-nocloud-image; fi")
 	}
-	w("if ping -c 3 -W 2 " + g.ping + " >/tmp/ping.out 2>&1; then m ping-ok $(grep -E 'packets transmitted' /tmp/ping.out); else m ping-failed $(tail -n 2 /tmp/ping.out); fi")
-	w("src=$(nc -w 5 " + strings.Replace(g.node, ":", " ", 1) + " </dev/null)")
-	w("m source ${src:-none}")
-	if g.peer != "" {
-		w("src=$(nc -w 5 " + strings.Replace(g.peer, ":", " ", 1) + " </dev/null)")
-		w("m peer ${src:-none}")
+	if !g.v6only {
+		w("if ping -c 3 -W 2 " + g.ping + " >/tmp/ping.out 2>&1; then m ping-ok $(grep -E 'packets transmitted' /tmp/ping.out); else m ping-failed $(tail -n 2 /tmp/ping.out); fi")
+		w("src=$(nc -w 5 " + strings.Replace(g.node, ":", " ", 1) + " </dev/null)")
+		w("m source ${src:-none}")
+		if g.peer != "" {
+			w("src=$(nc -w 5 " + strings.Replace(g.peer, ":", " ", 1) + " </dev/null)")
+			w("m peer ${src:-none}")
+		}
+	}
+	if g.mtuProbe {
+		for _, n := range []string{"1372", "1373"} {
+			w("if guesttool ping-do -s " + n + " -c 3 " + g.ping + " >/tmp/pingdo.out 2>&1; then m pingdo-" + n + " ok $(tr '\\n' ' ' </tmp/pingdo.out); else m pingdo-" + n + " failed $(tr '\\n' ' ' </tmp/pingdo.out); fi")
+		}
+		w("(nc -l -p 9000 </dev/null | wc -c >/tmp/bulk; m bulk $(cat /tmp/bulk)) &")
+	}
+	if g.port22 {
+		w("nc -ll -p 22 -e /hello.sh &")
 	}
 	w("nc -ll -p 8080 -e /hello.sh &")
 	w("nc -ll -p 8081 -e /renew.sh &")
@@ -166,15 +210,19 @@ func guestInit(g guestScript) string {
 }
 
 // guestFilesFor returns the scripts of the initramfs besides busybox and
-// the modules.
-func guestFilesFor(g guestScript) map[string]string {
-	return map[string]string{
+// the modules; with g.dhcp6 or g.mtuProbe, tool is guesttool's binary.
+func guestFilesFor(g guestScript, tool []byte) map[string]string {
+	files := map[string]string{
 		"init":          guestInit(g),
 		"udhcpc.script": udhcpcScript,
 		"renew.script":  renewScript,
 		"hello.sh":      "#!/bin/sh\necho \"hello from $(hostname) ip=$(ip -4 -o addr show dev eth0 | awk '{print $4}')\"\n",
 		"renew.sh":      "#!/bin/sh\nip=$(ip -4 -o addr show dev eth0 | awk '{print $4}'); ip=${ip%/*}\nudhcpc -i eth0 -f -q -n -t 5 -T 2 -O mtu -O search -O staticroutes -r \"$ip\" -s /renew.script 2>/dev/null || echo renew-failed\n",
 	}
+	if g.dhcp6 || g.mtuProbe {
+		files["bin/guesttool"] = string(tool)
+	}
+	return files
 }
 
 // udhcpcScript configures eth0 from the lease and reports it. Classless

@@ -212,7 +212,7 @@ func TestMacvtapGuestFromAllocate(t *testing.T) {
 	require.NoError(t, writeInitramfs(initrd, guestFiles{
 		busybox: filepath.Join(assets, "busybox"),
 		modules: mods,
-		files:   guestFilesFor(guestScript{modules: mods, ping: macvtapPeerIP.Addr().String(), node: peerAddr}),
+		files:   guestFilesFor(guestScript{modules: mods, ping: macvtapPeerIP.Addr().String(), node: peerAddr}, nil),
 	}))
 	forTCG(dom, guestKernel(assets), initrd, consoleLog)
 	xml, err := dom.Marshal()

@@ -110,7 +110,7 @@ func (l *launcher) boot(t *testing.T, ctx context.Context, assets string, gs gue
 	require.NoError(t, writeInitramfs(initrd, guestFiles{
 		busybox: filepath.Join(assets, "busybox"),
 		modules: gs.modules,
-		files:   guestFilesFor(gs),
+		files:   guestFilesFor(gs, nil),
 	}))
 	dom := l.running.Domain()
 	forTCG(dom, kernel, initrd, l.console)

@@ -105,7 +105,7 @@ func TestGuestThroughBindingPlugins(t *testing.T) {
 	require.NoError(t, writeInitramfs(initrd, guestFiles{
 		busybox: filepath.Join(assets, "busybox"),
 		modules: mods,
-		files:   guestFilesFor(guestScript{modules: mods, ping: "10.0.2.1", node: node, nocloud: true}),
+		files:   guestFilesFor(guestScript{modules: mods, ping: "10.0.2.1", node: node, nocloud: true}, nil),
 	}))
 	// What changes for TCG and a kernel boot (forTCG: no containerDisk,
 	// console to a file, no graphics), and the memory: the VMI's 128Mi

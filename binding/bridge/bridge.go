@@ -15,11 +15,13 @@ var _ binding.DHCPServer = Binding{}
 func (Binding) Method() string { return api.BindingBridge }
 
 // DHCPService implements [binding.DHCPServer]: DHCPv4 with the pod's
-// address, to the VM's MAC only (the bridge also carries the pod's other
-// side); the pod's IPv6 address is not served, as in KubeVirt.
+// IPv4 address and, when the pod has a global IPv6 address, DHCPv6 (the
+// address as a /128) and router advertisements naming the pod's IPv6
+// router, to the VM's MAC only (the bridge also carries the pod's other
+// side). KubeVirt serves no IPv6 on the bridge binding.
 func (Binding) DHCPService(rec *cache.Interface) binding.DHCPService {
 	if rec == nil {
 		return binding.DHCPService{}
 	}
-	return binding.DHCPService{IPv4: true, RequireMAC: true}
+	return binding.DHCPService{IPv4: true, IPv6: true, RequireMAC: true}
 }

@@ -3,6 +3,7 @@ package bridge_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 	"testing"
@@ -61,6 +62,12 @@ func linkState(t *testing.T, ns *testutil.NS, name string) []string {
 // they must be identical. ptp deletes the prefix route of each address
 // (the kernel would add it back with the address); the bridge plugin's
 // IPv6 address went through duplicate address detection (no nodad flag).
+//
+// In between, with the pod prepared, the pod's IPv6 (see requireIPv6Kept):
+// the dummy eth0 holds the pod's addresses, the IPv6 one not tentative,
+// and the record gives the VM the pod's IPv6 as a /128, the CNI's gateway,
+// the gateway's link-local address (the node side's own) as its router,
+// and the prefix on-link only where the pod had it (bridge plugin).
 func TestCleanupRestoresExactly(t *testing.T) {
 	files := cniPlugins(t)
 	if kernelvm.DelegateWith(t, kernelvm.Options{Needs: []string{"dummy", "bridge", "veth", "tun"},
@@ -73,7 +80,7 @@ func TestCleanupRestoresExactly(t *testing.T) {
 		name string
 		spec testutil.NetworkSpec
 	}{
-		{"ptp IPv6 only (layer 2)", testutil.IPv6Spec},
+		{"ptp IPv6 only", testutil.IPv6Spec},
 		{"ptp dual-stack", dualPTP},
 		{"bridge plugin dual-stack", testutil.DualStackSpec},
 		{"ptp IPv4 (kindnet)", testutil.KindnetSpec},
@@ -89,6 +96,9 @@ func TestCleanupRestoresExactly(t *testing.T) {
 			store, err := cache.New(t.TempDir())
 			require.NoError(t, err)
 			require.NoError(t, phase1.Run(context.Background(), vmi, pod.Pod.Path, store, phase1.Options{}))
+			rec, err := store.ReadInterface(string(vmi.Metadata.UID), "default")
+			require.NoError(t, err)
+			requireIPv6Kept(t, pod, rec)
 			require.NoError(t, phase1.Cleanup(context.Background(), vmi, pod.Pod.Path, store, phase1.Options{}))
 			// The link-local address comes back when the kernel sees
 			// the carrier again, asynchronously: bounded polling.
@@ -99,5 +109,55 @@ func TestCleanupRestoresExactly(t *testing.T) {
 			}
 			require.Equal(t, before, after, "eth0 after Cleanup")
 		})
+	}
+}
+
+// requireIPv6Kept checks what phase1 did with a pod's IPv6 (nothing to
+// check without): see TestCleanupRestoresExactly.
+func requireIPv6Kept(t *testing.T, pod *testutil.Pod, rec *cache.Interface) {
+	t.Helper()
+	if pod.PodIPv6 == nil {
+		require.Empty(t, rec.IPv6)
+		return
+	}
+	ones, _ := pod.PodNetV6.Mask.Size()
+	want := fmt.Sprintf("%s/%d", pod.PodIPv6, ones)
+	dummy, err := pod.Pod.Handle.LinkByName("eth0")
+	require.NoError(t, err)
+	require.Equal(t, "dummy", dummy.Type())
+	addrs, err := pod.Pod.Handle.AddrList(dummy, netlink.FAMILY_V6)
+	require.NoError(t, err)
+	var got []string
+	for _, a := range addrs {
+		if a.Scope == unix.RT_SCOPE_UNIVERSE {
+			require.Zero(t, a.Flags&unix.IFA_F_TENTATIVE, "the pod's IPv6 on the dummy must not be tentative")
+			got = append(got, a.IPNet.String())
+		}
+	}
+	require.Equal(t, []string{want}, got, "the dummy eth0 keeps the pod's IPv6")
+
+	require.Equal(t, pod.PodIPv6.String()+"/128", rec.IPv6)
+	require.Equal(t, pod.GatewayV6.String(), rec.GatewayIPv6)
+	// The router is the node side of the pod's network: the bridge
+	// plugin's bridge, ptp's veth peer; its link-local address.
+	side := pod.NodeLink
+	if pod.Network.Spec.Plugin == "bridge" {
+		side = pod.Network.Spec.Bridge
+	}
+	l, err := pod.Node.Handle.LinkByName(side)
+	require.NoError(t, err)
+	lls, err := pod.Node.Handle.AddrList(l, netlink.FAMILY_V6)
+	require.NoError(t, err)
+	var ll []string
+	for _, a := range lls {
+		if a.IP.IsLinkLocalUnicast() {
+			ll = append(ll, a.IP.String())
+		}
+	}
+	require.Contains(t, ll, rec.RouterIPv6, "the router's link-local address (node side %s)", side)
+	if pod.Network.Spec.Plugin == "bridge" {
+		require.Equal(t, (&net.IPNet{IP: pod.PodIPv6.Mask(pod.PodNetV6.Mask), Mask: pod.PodNetV6.Mask}).String(), rec.OnLinkIPv6)
+	} else {
+		require.Empty(t, rec.OnLinkIPv6, "ptp routes its subnet through the gateway: nothing on-link")
 	}
 }

@@ -7,9 +7,11 @@ import (
 	"net"
 	"net/netip"
 	"slices"
+	"time"
 
 	"github.com/virtnet/virtnet/binding/internal/kernelops"
 
+	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/binding"
 	"github.com/virtnet/virtnet/cache"
 	"github.com/virtnet/virtnet/internal/names"
@@ -24,21 +26,125 @@ func (Binding) NeedsRecord() bool { return true }
 // route`). A link phase1 already prepared (a dummy, bridge or tap in its
 // place, a port of a k6t- bridge, phase1's bridge or tap or the renamed
 // NIC next to it) is refused with [binding.ErrPrepared].
+//
+// A pod link with a global IPv6 address and an IPv6 default route gets
+// its router's link-local address recorded (see [findRouterIPv6]): the
+// guest's router advertisements name it.
 func (Binding) Discover(ctx context.Context, d netdriver.Driver, in binding.Input) (*cache.Link, error) {
-	return kernelops.DiscoverPodLink(d, in, in.Names.NIC)
+	link, err := kernelops.DiscoverPodLink(d, in, in.Names.NIC)
+	if err != nil {
+		return nil, err
+	}
+	if err := findRouterIPv6(ctx, d, in, link); err != nil {
+		return nil, err
+	}
+	return link, nil
+}
+
+// routerResolveWait bounds each neighbour resolution of [findRouterIPv6]
+// (the kernel gives up on a neighbour after 3 s).
+const routerResolveWait = 4 * time.Second
+
+// findRouterIPv6 records in link.RouterIPv6 the link-local address of the
+// next hop of the link's IPv6 default route. Router advertisements must
+// come from a link-local address, and the guest takes their source as its
+// default router, so the guest can route as the pod did only through the
+// gateway's link-local address:
+//
+//   - a link-local gateway (Calico's fe80::ecee:eeff:feee:eeee) is
+//     recorded as it is;
+//   - a global one (the bridge and ptp plugins' first address of the
+//     subnet) is resolved to its MAC, and the link-local address the
+//     kernel derives from that MAC (modified EUI-64, Linux's default for
+//     the veths and bridges CNIs make) is recorded once the router
+//     answers neighbour discovery for it with the same MAC.
+//
+// When the driver cannot resolve neighbours, or the router does not answer
+// either, nothing is recorded and a warning says so: the guest gets its
+// address and no IPv6 default route. Only ctx ending is an error.
+func findRouterIPv6(ctx context.Context, d netdriver.Driver, in binding.Input, link *cache.Link) error {
+	_, v6, err := kernelops.Addresses(link)
+	if err != nil || len(v6) == 0 {
+		return err
+	}
+	var gw netip.Addr
+	for _, r := range link.Routes {
+		dst, err := netip.ParsePrefix(r.Dst)
+		if err != nil || !dst.Addr().Is6() || dst.Bits() != 0 || r.Gateway == "" {
+			continue
+		}
+		if gw, err = netip.ParseAddr(r.Gateway); err != nil {
+			return fmt.Errorf("route %s: gateway %q: %w", r.Dst, r.Gateway, err)
+		}
+		break
+	}
+	switch {
+	case !gw.IsValid():
+		return nil
+	case gw.IsLinkLocalUnicast():
+		link.RouterIPv6 = gw.WithZone("").String()
+		return nil
+	}
+	res, ok := d.(netdriver.NeighborResolver)
+	if !ok {
+		in.Logger.Warn("the guest gets no IPv6 default route: the driver cannot resolve the gateway's link-local address", "link", link.Name, "gateway", gw.String())
+		return nil
+	}
+	resolve := func(a netip.Addr) (net.HardwareAddr, error) {
+		rctx, cancel := context.WithTimeout(ctx, routerResolveWait)
+		defer cancel()
+		return res.ResolveNeighbor(rctx, link.Name, a)
+	}
+	mac, err := resolve(gw)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		in.Logger.Warn("the guest gets no IPv6 default route: the gateway does not answer neighbour discovery", "link", link.Name, "gateway", gw.String(), "err", err)
+		return nil
+	}
+	ll, ok := eui64LinkLocal(mac)
+	if !ok {
+		in.Logger.Warn("the guest gets no IPv6 default route: the gateway's link-layer address is not a MAC", "link", link.Name, "gateway", gw.String(), "lladdr", mac.String())
+		return nil
+	}
+	if got, err := resolve(ll); err != nil || got.String() != mac.String() {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		in.Logger.Warn("the guest gets no IPv6 default route: the gateway does not answer at its EUI-64 link-local address", "link", link.Name,
+			"gateway", gw.String(), "mac", mac.String(), "linkLocal", ll.String(), "answered", fmt.Sprint(got), "err", err)
+		return nil
+	}
+	link.RouterIPv6 = ll.String()
+	return nil
+}
+
+// eui64LinkLocal is the link-local address a MAC gives by modified
+// EUI-64 (RFC 4291 appendix A).
+func eui64LinkLocal(mac net.HardwareAddr) (netip.Addr, bool) {
+	if len(mac) != 6 {
+		return netip.Addr{}, false
+	}
+	return netip.AddrFrom16([16]byte{0: 0xfe, 1: 0x80, 8: mac[0] ^ 0x02, 9: mac[1], 10: mac[2], 11: 0xff, 12: 0xfe, 13: mac[3], 14: mac[4], 15: mac[5]}), true
 }
 
 // Plan computes the record: the VM takes the pod link's first IPv4
-// address and a MAC (see [vmMAC]), and the pod link's IPv4
-// routing as the pod has it (see [guestRouting]); its MTU; the DHCP server
-// speaks from the bridge's link-local address. Without an IPv4 address
-// IPAM is off: layer 2 only.
+// address and a MAC (see [vmMAC]), and the pod link's IPv4 routing as the
+// pod has it (see [guestRouting]); its first global IPv6 address as a /128
+// (DHCPv6 IA_NA) and its IPv6 routing (see [guestRouting6]); its MTU; the
+// DHCP server speaks from the bridge's link-local address. A clamp of
+// api.GuestMTUAnnotation is refused ([binding.RefuseGuestMTU]). Without an
+// IPv4 or IPv6 address IPAM is off: layer 2 only.
 func (Binding) Plan(in binding.Input, link *cache.Link) (*cache.Interface, error) {
 	if link == nil {
 		return nil, errors.New("no discovery to plan from")
 	}
-	v4, _, err := kernelops.Addresses(link)
+	v4, v6, err := kernelops.Addresses(link)
 	if err != nil {
+		return nil, err
+	}
+	if err := binding.RefuseGuestMTU(in, api.BindingBridge); err != nil {
 		return nil, err
 	}
 	rec := &cache.Interface{
@@ -52,18 +158,64 @@ func (Binding) Plan(in binding.Input, link *cache.Link) (*cache.Interface, error
 	if rec.MAC, err = vmMAC(in, link); err != nil {
 		return nil, err
 	}
-	if len(v4) == 0 {
+	if len(v4) == 0 && len(v6) == 0 {
 		rec.IPAMDisabled = true
 		rec.ServerIPv4 = ""
 		return rec, nil
 	}
 	rec.NIC = in.Names.NIC
-	addr, gw, routes, err := guestRouting(v4[0], link.Routes)
-	if err != nil {
-		return nil, fmt.Errorf("routes of %s: %w", link.Name, err)
+	if len(v4) == 0 {
+		rec.ServerIPv4 = ""
+	} else {
+		addr, gw, routes, err := guestRouting(v4[0], link.Routes)
+		if err != nil {
+			return nil, fmt.Errorf("routes of %s: %w", link.Name, err)
+		}
+		rec.IPv4, rec.Gateway, rec.Routes = addr.String(), gw, routes
 	}
-	rec.IPv4, rec.Gateway, rec.Routes = addr.String(), gw, routes
+	if len(v6) > 0 {
+		gw, onLink, err := guestRouting6(v6[0], link.Routes)
+		if err != nil {
+			return nil, fmt.Errorf("routes of %s: %w", link.Name, err)
+		}
+		rec.IPv6 = netip.PrefixFrom(v6[0].Addr(), 128).String()
+		rec.GatewayIPv6 = gw
+		if gw != "" {
+			rec.RouterIPv6 = link.RouterIPv6
+		}
+		if onLink.IsValid() {
+			rec.OnLinkIPv6 = onLink.String()
+		}
+	}
 	return rec, nil
+}
+
+// guestRouting6 is the IPv6 routing the VM gets from the pod link's
+// address podIP and routes: the default route's gateway ("" without one),
+// which router advertisements name by its link-local address
+// (Link.RouterIPv6), and podIP's prefix when the pod had it on-link (its
+// connected route: the bridge plugin's), which they advertise as on-link
+// but not for SLAAC (the address comes from DHCPv6 as a /128). ptp's pod
+// has no connected route (its subnet goes through the gateway): no
+// prefix, and the VM sends every packet to the router as the pod did.
+func guestRouting6(podIP netip.Prefix, routes []cache.Route) (gateway string, onLink netip.Prefix, err error) {
+	subnet := podIP.Masked()
+	for _, r := range routes {
+		dst, err := netip.ParsePrefix(r.Dst)
+		if err != nil {
+			return "", netip.Prefix{}, fmt.Errorf("route %q: %w", r.Dst, err)
+		}
+		if !dst.Addr().Is6() {
+			continue
+		}
+		switch {
+		case dst.Masked() == subnet && r.Gateway == "" && subnet.Bits() < 128:
+			onLink = subnet
+		case dst.Bits() == 0 && r.Gateway != "" && gateway == "":
+			gateway = r.Gateway
+		}
+	}
+	return gateway, onLink, nil
 }
 
 // vmMAC is the VM's MAC as KubeVirt v1.9.0 picks it: the interface's
@@ -190,12 +342,14 @@ func (Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input
 		return err
 	}
 	if !rec.IPAMDisabled {
-		podIP, err := podAddress(link)
+		podIPs, err := podAddresses(link)
 		if err != nil {
 			return err
 		}
-		if err := kernelops.CheckAddressFree(d, podIP.Addr(), in.Names.Pod, in.Names.Pod, rec.NIC); err != nil {
-			return err
+		for _, podIP := range podIPs {
+			if err := kernelops.CheckAddressFree(d, podIP.Addr(), in.Names.Pod, in.Names.Pod, rec.NIC); err != nil {
+				return err
+			}
 		}
 	}
 	nic := in.Names.Pod
@@ -260,18 +414,25 @@ func (Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input
 	return nil
 }
 
-// podAddress is the pod link's IPv4 address as discovered, which the
-// dummy takes over (the record's IPv4 is the VM's view of it, which can
-// differ in its prefix).
-func podAddress(link *cache.Link) (netip.Prefix, error) {
-	v4, _, err := kernelops.Addresses(link)
+// podAddresses are the pod link's first IPv4 and first global IPv6
+// address as discovered, which the dummy takes over (the record's are the
+// VM's view of them, which can differ in their prefix).
+func podAddresses(link *cache.Link) ([]netip.Prefix, error) {
+	v4, v6, err := kernelops.Addresses(link)
 	if err != nil {
-		return netip.Prefix{}, err
+		return nil, err
 	}
-	if len(v4) == 0 {
-		return netip.Prefix{}, &binding.PodLinkError{Name: link.Name, Reason: "the discovery recorded no IPv4 address", Err: binding.ErrNoAddress}
+	var out []netip.Prefix
+	if len(v4) > 0 {
+		out = append(out, v4[0])
 	}
-	return v4[0], nil
+	if len(v6) > 0 {
+		out = append(out, v6[0])
+	}
+	if len(out) == 0 {
+		return nil, &binding.PodLinkError{Name: link.Name, Reason: "the discovery recorded no IPv4 or IPv6 address", Err: binding.ErrNoAddress}
+	}
+	return out, nil
 }
 
 // checkPodLink checks that the pod link still is the one discovered.
@@ -286,11 +447,44 @@ func checkPodLink(d netdriver.Driver, name string, link *cache.Link) error {
 	return nil
 }
 
+// hasAddr reports whether the link holds p.
+func hasAddr(d netdriver.Driver, link string, p netip.Prefix) (bool, error) {
+	fam := netdriver.IPv4
+	if p.Addr().Is6() {
+		fam = netdriver.IPv6
+	}
+	addrs, err := d.AddrList(link, fam)
+	return slices.Contains(addrs, p), err
+}
+
+// flagSetter is the part of the real driver that sets address flags.
+type flagSetter interface {
+	AddrReplaceFlags(name string, a netdriver.FlaggedAddr) error
+}
+
+// addrNoDAD is IFA_F_NODAD.
+const addrNoDAD = 0x02
+
+// ensureDummyAddr gives the dummy the pod address p; an IPv6 one with
+// nodad, so that the pod's address is never tentative on its way from the
+// pod link to the dummy (duplicate address detection on a dummy would
+// only delay it: the dummy has no neighbours).
+func ensureDummyAddr(d netdriver.Driver, dummy string, p netip.Prefix) error {
+	fs, ok := d.(flagSetter)
+	if p.Addr().Is4() || !ok {
+		return kernelops.EnsureAddr(d, dummy, p)
+	}
+	if has, err := hasAddr(d, dummy, p); err != nil || has {
+		return err
+	}
+	return fs.AddrReplaceFlags(dummy, netdriver.FlaggedAddr{Prefix: p, Flags: addrNoDAD})
+}
+
 // moveAddressToDummy renames the pod link to the NIC name and gives its
-// IPv4 address to a dummy under the pod link's name, so that the kubelet
-// keeps seeing the pod IP on eth0 after a restart.
+// IPv4 and IPv6 addresses to a dummy under the pod link's name, so that
+// the kubelet keeps seeing the pod IPs on eth0 after a restart.
 func moveAddressToDummy(d netdriver.Driver, in binding.Input, link *cache.Link, rec *cache.Interface) error {
-	podIP, err := podAddress(link)
+	podIPs, err := podAddresses(link)
 	if err != nil {
 		return err
 	}
@@ -302,6 +496,21 @@ func moveAddressToDummy(d netdriver.Driver, in binding.Input, link *cache.Link, 
 	podLink, err := kernelops.Lookup(d, pod)
 	if err != nil {
 		return err
+	}
+	// delAddrs deletes the pod addresses from the link holding them
+	// (setting the link down already took its IPv6 ones away, unless
+	// keep_addr_on_down is set).
+	delAddrs := func(name string) error {
+		for _, p := range podIPs {
+			if has, err := hasAddr(d, name, p); err != nil {
+				return err
+			} else if has {
+				if err := d.AddrDel(name, p); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
 	}
 	if nicLink == nil {
 		// Not renamed yet: the pod link must still be the CNI's.
@@ -316,30 +525,30 @@ func moveAddressToDummy(d netdriver.Driver, in binding.Input, link *cache.Link, 
 				return err
 			}
 		}
-		if err := d.AddrDel(pod, podIP); err != nil {
+		if err := delAddrs(pod); err != nil {
 			return err
 		}
 		if err := d.SetName(pod, nic); err != nil {
 			return err
 		}
-		podLink = nil
 	} else if nicLink.Type != link.Type {
 		return &binding.ForeignLinkError{Name: nic, Type: nicLink.Type, Want: link.Type}
-	} else if addrs, err := d.AddrList(nic, netdriver.IPv4); err != nil {
+	} else if err := delAddrs(nic); err != nil {
+		// Renamed by hand or by an older run before the addresses moved.
 		return err
-	} else if slices.Contains(addrs, podIP) {
-		// Renamed by hand or by an older run before the address moved.
-		if err := d.AddrDel(nic, podIP); err != nil {
-			return err
-		}
 	}
 	if _, err := kernelops.EnsureDummy(d, in, pod); err != nil {
 		return err
 	}
-	if err := kernelops.EnsureAddr(d, pod, podIP); err != nil {
-		return err
+	for _, p := range podIPs {
+		if err := ensureDummyAddr(d, pod, p); err != nil {
+			return err
+		}
 	}
-	return kernelops.EnsureSysctl(d, "ipv4/conf/all/arp_ignore", "1")
+	if podIPs[0].Addr().Is4() {
+		return kernelops.EnsureSysctl(d, "ipv4/conf/all/arp_ignore", "1")
+	}
+	return nil
 }
 
 // Cleanup returns the pod link to how the CNI left it: tap and bridge

@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"net"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -164,4 +165,70 @@ func TestPlanVMMAC(t *testing.T) {
 			require.Equal(t, !tc.ipam, rec.IPAMDisabled)
 		})
 	}
+}
+
+// TestPlanIPv6: the VM's IPv6 is the pod link's first global address as a
+// /128 (DHCPv6 IA_NA); the default route's gateway and the router's
+// link-local address (from the discovery) are kept; the prefix is on-link
+// only when the pod had its connected route (bridge plugin), not on ptp;
+// an IPv6-only pod link is IPAM, not layer 2.
+func TestPlanIPv6(t *testing.T) {
+	const ll = "fe80::b8:a3ff:fe15:14bf"
+	for _, tc := range []struct {
+		name                    string
+		link                    cache.Link
+		wantV4, wantV6, wantGW6 string
+		wantRouter, wantOnLink  string
+	}{{
+		name: "bridge plugin, dual-stack",
+		link: cache.Link{Addresses: []string{"10.244.3.2/24", "fd00:10:244:3::2/64"}, RouterIPv6: ll, Routes: []cache.Route{
+			{Dst: "10.244.3.0/24", Src: "10.244.3.2", Kernel: true},
+			{Dst: "0.0.0.0/0", Gateway: "10.244.3.1"},
+			{Dst: "fd00:10:244:3::/64", Kernel: true},
+			{Dst: "fe80::/64", Kernel: true},
+			{Dst: "::/0", Gateway: "fd00:10:244:3::1"},
+		}},
+		wantV4: "10.244.3.2/24", wantV6: "fd00:10:244:3::2/128", wantGW6: "fd00:10:244:3::1", wantRouter: ll, wantOnLink: "fd00:10:244:3::/64",
+	}, {
+		name: "ptp, IPv6 only",
+		link: cache.Link{Addresses: []string{"fd00:10:244:4::2/64"}, RouterIPv6: ll, Routes: []cache.Route{
+			{Dst: "fd00:10:244:4::1/128", Src: "fd00:10:244:4::2"},
+			{Dst: "fd00:10:244:4::/64", Gateway: "fd00:10:244:4::1", Src: "fd00:10:244:4::2"},
+			{Dst: "fe80::/64", Kernel: true},
+			{Dst: "::/0", Gateway: "fd00:10:244:4::1"},
+		}},
+		wantV6: "fd00:10:244:4::2/128", wantGW6: "fd00:10:244:4::1", wantRouter: ll,
+	}, {
+		name:   "no IPv6 default route: no router",
+		link:   cache.Link{Addresses: []string{"fd00:10:244:4::2/64"}, RouterIPv6: ll, Routes: []cache.Route{{Dst: "fd00:10:244:4::/64", Kernel: true}}},
+		wantV6: "fd00:10:244:4::2/128", wantOnLink: "fd00:10:244:4::/64",
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.link.Name, tc.link.Type, tc.link.MAC, tc.link.MTU = "net1", "veth", "02:00:00:00:00:07", 1450
+			rec, err := Binding{}.Plan(planInput(t), &tc.link)
+			require.NoError(t, err)
+			require.False(t, rec.IPAMDisabled)
+			require.Equal(t, "net1-nic", rec.NIC)
+			require.Equal(t, tc.wantV4, rec.IPv4)
+			require.Equal(t, tc.wantV6, rec.IPv6)
+			require.Equal(t, tc.wantGW6, rec.GatewayIPv6)
+			require.Equal(t, tc.wantRouter, rec.RouterIPv6)
+			require.Equal(t, tc.wantOnLink, rec.OnLinkIPv6)
+			if tc.wantV4 == "" {
+				require.Empty(t, rec.ServerIPv4, "no DHCPv4 server without an IPv4 address")
+			}
+		})
+	}
+}
+
+// TestEUI64LinkLocal: the link-local address Linux derives from a MAC
+// (cni0's, as the kernel VM showed it).
+func TestEUI64LinkLocal(t *testing.T) {
+	mac, err := net.ParseMAC("02:b8:a3:15:14:bf")
+	require.NoError(t, err)
+	ll, ok := eui64LinkLocal(mac)
+	require.True(t, ok)
+	require.Equal(t, "fe80::b8:a3ff:fe15:14bf", ll.String())
+	_, ok = eui64LinkLocal(net.HardwareAddr{1, 2, 3})
+	require.False(t, ok)
 }

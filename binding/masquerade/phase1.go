@@ -79,7 +79,11 @@ func subnet(cidr string) (Subnet, error) {
 
 // Plan computes the record: bridge and tap names, the VM's MAC (the VMI's
 // macAddress, else one derived from the VMI UID and interface name), the
-// pod link's MTU, and per family the VM address and gateway.
+// pod link's MTU (or the smaller clamp of api.GuestMTUAnnotation, which
+// the bridge, the tap, the domain's <mtu> and DHCP option 26 and the
+// router advertisements' MTU all take from the record; the pod link keeps
+// its own and the pod namespace, routing between the two, tells senders
+// of bigger packets so), and per family the VM address and gateway.
 func (Binding) Plan(in binding.Input, link *cache.Link) (*cache.Interface, error) {
 	if link == nil {
 		return nil, errors.New("no discovery to plan from")
@@ -104,11 +108,15 @@ func (Binding) Plan(in binding.Input, link *cache.Link) (*cache.Interface, error
 			return nil, fmt.Errorf("macAddress %q: %w", m, err)
 		}
 	}
+	mtu, err := binding.GuestMTU(in, link.Name, link.MTU)
+	if err != nil {
+		return nil, err
+	}
 	rec := &cache.Interface{
 		Bridge: in.Names.Bridge,
 		Tap:    in.Names.Tap,
 		MAC:    mac.String(),
-		MTU:    link.MTU,
+		MTU:    mtu,
 		Queues: in.VMI.Queues(),
 	}
 	if v4.VM.IsValid() {

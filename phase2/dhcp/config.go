@@ -52,6 +52,21 @@ type Config6 struct {
 	// router advertisements); none are invented when the pod has none.
 	// The search list is the IPv4 one, [Config.Search].
 	DNS []netip.Addr
+	// Shared is set when the bridge also carries the pod's other side
+	// (bridge binding: Service.RequireMAC): the bridge is not the VM's
+	// router. Router advertisements then go as Ethernet frames to the
+	// VM's MAC alone (never to the pod's network), from Router, naming
+	// it as the default router, or, without Router, from the bridge's
+	// link-local address with a router lifetime of zero; they advertise
+	// OnLink as the on-link prefix, or none.
+	Shared bool
+	// Router is the link-local address of the VM's default router when
+	// Shared (bridge: the CNI's gateway across the bridge); zero: none.
+	Router netip.Addr
+	// OnLink is the prefix advertised as on-link (not for SLAAC) when
+	// Shared; zero advertises none. When not Shared the prefix of
+	// Address is advertised.
+	OnLink netip.Prefix
 }
 
 // Config is everything one single-client DHCP server serves, computed once
@@ -111,12 +126,13 @@ type Service struct {
 	RequireMAC bool
 }
 
-// CoreService is what virtnet's own bindings ask for: bridge DHCPv4 to the
-// VM's MAC only, masquerade DHCPv4 and DHCPv6; nothing for the others.
+// CoreService is what virtnet's own bindings ask for: bridge DHCPv4 and
+// DHCPv6 to the VM's MAC only, masquerade DHCPv4 and DHCPv6; nothing for
+// the others.
 func CoreService(binding string) Service {
 	switch binding {
 	case api.BindingBridge:
-		return Service{IPv4: true, RequireMAC: true}
+		return Service{IPv4: true, IPv6: true, RequireMAC: true}
 	case api.BindingMasquerade:
 		return Service{IPv4: true, IPv6: true}
 	}
@@ -236,6 +252,7 @@ func NewConfigFor(vmi *api.VMI, iface *api.Interface, rec *cache.Interface, reso
 			return nil, err
 		} else {
 			c.IPv6.DNS = dns6
+			c.IPv6.Shared = svc.RequireMAC
 		}
 	}
 	return c, nil
@@ -277,6 +294,16 @@ func newConfig6(rec *cache.Interface) (*Config6, error) {
 	if rec.ServerIPv6 != "" {
 		if c.Server, err = netip.ParseAddr(rec.ServerIPv6); err != nil || !c.Server.Is6() {
 			return nil, &FieldError{Field: "ServerIPv6", Value: rec.ServerIPv6, Reason: "not an IPv6 address"}
+		}
+	}
+	if rec.RouterIPv6 != "" {
+		if c.Router, err = netip.ParseAddr(rec.RouterIPv6); err != nil || !c.Router.IsLinkLocalUnicast() || c.Router.Zone() != "" {
+			return nil, &FieldError{Field: "RouterIPv6", Value: rec.RouterIPv6, Reason: "not an IPv6 link-local address (fe80::/10, no zone)"}
+		}
+	}
+	if rec.OnLinkIPv6 != "" {
+		if c.OnLink, err = netip.ParsePrefix(rec.OnLinkIPv6); err != nil || !c.OnLink.Addr().Is6() || c.OnLink != c.OnLink.Masked() {
+			return nil, &FieldError{Field: "OnLinkIPv6", Value: rec.OnLinkIPv6, Reason: "not an IPv6 prefix (address bits past the length zero)"}
 		}
 	}
 	return c, nil

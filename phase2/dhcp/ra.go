@@ -71,9 +71,27 @@ func (s *Server) routerAdvertisements(ctx context.Context, ifi *net.Interface) {
 			}
 			return err
 		})
+		var write func(*ndp.RouterAdvertisement) error
+		from := ll
 		if err == nil {
-			s.log.Info("dhcp: router advertisements started", "interface", s.cfg.Bridge, "from", ll.String())
-			err = s.advertise(ctx, c, ifi.HardwareAddr)
+			write = func(ra *ndp.RouterAdvertisement) error {
+				if ra == nil {
+					return nil
+				}
+				return c.WriteTo(ra, nil, allNodes)
+			}
+			if s.cfg.IPv6.Shared {
+				write, err = s.sharedWriter(ifi, ll)
+				if err != nil {
+					c.Close()
+				} else if s.cfg.IPv6.Router.IsValid() {
+					from = s.cfg.IPv6.Router
+				}
+			}
+		}
+		if err == nil {
+			s.log.Info("dhcp: router advertisements started", "interface", s.cfg.Bridge, "from", from.String(), "toVMOnly", s.cfg.IPv6.Shared)
+			err = s.advertise(ctx, c, ifi.HardwareAddr, write)
 		}
 		if err != nil && ctx.Err() == nil {
 			s.log.Warn("dhcp: router advertisements: socket failed, starting over", "interface", s.cfg.Bridge, "err", err)
@@ -119,26 +137,41 @@ func setupRA(c *ndp.Conn) error {
 // the MTU, the VM's prefix as on-link (not for SLAAC), and the pod's IPv6
 // nameservers (RDNSS) and search domains (DNSSL, RFC 8106) when there are
 // any.
+//
+// On a shared bridge ([Config6.Shared]) the advertisement is the pod's
+// router's, sent on its behalf (see [Config6.Router]): no source
+// link-layer address (the VM resolves the router by neighbour discovery,
+// and the router answers), a router lifetime only when there is a router,
+// and the prefix the pod had on-link ([Config6.OnLink]) or none.
 func RouterAdvertisement(cfg *Config, bridgeMAC net.HardwareAddr) *ndp.RouterAdvertisement {
 	ra := &ndp.RouterAdvertisement{
 		CurrentHopLimit:      64,
 		ManagedConfiguration: true,
 		RouterLifetime:       routerLifetime,
 	}
-	if len(bridgeMAC) == 6 {
+	shared := cfg.IPv6.Shared
+	if shared && !cfg.IPv6.Router.IsValid() {
+		ra.RouterLifetime = 0
+	}
+	if len(bridgeMAC) == 6 && !shared {
 		ra.Options = append(ra.Options, &ndp.LinkLayerAddress{Direction: ndp.Source, Addr: bridgeMAC})
 	}
 	if cfg.MTU != 0 {
 		ra.Options = append(ra.Options, ndp.NewMTU(uint32(cfg.MTU)))
 	}
 	p := cfg.IPv6.Address.Masked()
-	ra.Options = append(ra.Options, &ndp.PrefixInformation{
-		PrefixLength:      uint8(p.Bits()),
-		OnLink:            true,
-		ValidLifetime:     cfg.Lease,
-		PreferredLifetime: cfg.Lease,
-		Prefix:            p.Addr(),
-	})
+	if shared {
+		p = cfg.IPv6.OnLink
+	}
+	if p.IsValid() {
+		ra.Options = append(ra.Options, &ndp.PrefixInformation{
+			PrefixLength:      uint8(p.Bits()),
+			OnLink:            true,
+			ValidLifetime:     cfg.Lease,
+			PreferredLifetime: cfg.Lease,
+			Prefix:            p.Addr(),
+		})
+	}
 	if len(cfg.IPv6.DNS) > 0 {
 		ra.Options = append(ra.Options, &ndp.RecursiveDNSServer{Lifetime: routerLifetime, Servers: cfg.IPv6.DNS})
 	}
@@ -148,11 +181,42 @@ func RouterAdvertisement(cfg *Config, bridgeMAC net.HardwareAddr) *ndp.RouterAdv
 	return ra
 }
 
+// sharedWriter returns the writer of a shared bridge's advertisements:
+// Ethernet frames from the pod's router (or the bridge's link-local
+// address ll without one) to the VM's MAC only, skipped while the bridge
+// has not learnt the VM's port. Its sockets close when ctx ends.
+func (s *Server) sharedWriter(ifi *net.Interface, ll netip.Addr) (func(*ndp.RouterAdvertisement) error, error) {
+	f, err := s.openFrameSender(ifi)
+	if err != nil {
+		return nil, err
+	}
+	src := ll
+	if s.cfg.IPv6.Router.IsValid() {
+		src = s.cfg.IPv6.Router
+	}
+	var mu sync.Mutex
+	return func(ra *ndp.RouterAdvertisement) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if ra == nil {
+			f.close()
+			return nil
+		}
+		sent, err := f.send(ra, src)
+		if err == nil && !sent {
+			s.log.Debug("dhcp: router advertisement held back: the bridge has not learnt the VM's port yet", "interface", s.cfg.Bridge)
+		}
+		return err
+	}, nil
+}
+
 // advertise sends an advertisement at once, then every raInterval and in
-// answer to solicitations (at most one per minSolicitedGap), until ctx
-// ends (nil) or the socket fails (the error). It closes c.
-func (s *Server) advertise(ctx context.Context, c *ndp.Conn, mac net.HardwareAddr) error {
+// answer to solicitations (at most one per minSolicitedGap), through
+// write, until ctx ends (nil) or the socket fails (the error). It closes
+// c, and write by calling it with nil.
+func (s *Server) advertise(ctx context.Context, c *ndp.Conn, mac net.HardwareAddr, write func(*ndp.RouterAdvertisement) error) error {
 	defer c.Close()
+	defer func() { _ = write(nil) }()
 	ra := RouterAdvertisement(s.cfg, mac)
 	var (
 		mu   sync.Mutex
@@ -165,7 +229,7 @@ func (s *Server) advertise(ctx context.Context, c *ndp.Conn, mac net.HardwareAdd
 			return nil
 		}
 		last = time.Now()
-		return c.WriteTo(ra, nil, allNodes)
+		return write(ra)
 	}
 	readErr := make(chan error, 1)
 	go func() {
