@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/virtnet/virtnet/internal/nsexec"
+	"github.com/virtnet/virtnet/internal/testutil/libvirtd"
 )
 
 // qemuConf is <root>/etc/qemu.conf for virt-qemu-run: console output
@@ -221,7 +222,7 @@ const capsSubdir = "cache/qemu/capabilities"
 // seedCaps copies the cached capabilities into a new libvirt root.
 func seedCaps(t *testing.T, root string) {
 	t.Helper()
-	n, err := copyXMLFiles(capsCacheDir(), filepath.Join(root, capsSubdir))
+	n, err := libvirtd.CopyXMLFiles(capsCacheDir(), filepath.Join(root, capsSubdir))
 	if err != nil {
 		t.Logf("libvirt capabilities cache not seeded: %v", err)
 		return
@@ -233,43 +234,9 @@ func seedCaps(t *testing.T, root string) {
 // started, libvirt has written them).
 func (v *virtQemuRun) saveCaps(t *testing.T) {
 	t.Helper()
-	if _, err := copyXMLFiles(filepath.Join(v.root, capsSubdir), capsCacheDir()); err != nil {
+	if _, err := libvirtd.CopyXMLFiles(filepath.Join(v.root, capsSubdir), capsCacheDir()); err != nil {
 		t.Logf("libvirt capabilities cache not saved: %v", err)
 	}
-}
-
-// copyXMLFiles copies the *.xml files of src into dst (made if needed),
-// each through a temporary file and a rename.
-func copyXMLFiles(src, dst string) (int, error) {
-	files, err := filepath.Glob(filepath.Join(src, "*.xml"))
-	if err != nil || len(files) == 0 {
-		return 0, err
-	}
-	if err := os.MkdirAll(dst, 0o755); err != nil {
-		return 0, err
-	}
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return 0, err
-		}
-		tmp, err := os.CreateTemp(dst, ".caps-")
-		if err != nil {
-			return 0, err
-		}
-		_, werr := tmp.Write(b)
-		if cerr := tmp.Close(); werr == nil {
-			werr = cerr
-		}
-		if werr == nil {
-			werr = os.Rename(tmp.Name(), filepath.Join(dst, filepath.Base(f)))
-		}
-		if werr != nil {
-			_ = os.Remove(tmp.Name())
-			return 0, werr
-		}
-	}
-	return len(files), nil
 }
 
 // processCPU is the user+system CPU time of a running process and of

@@ -261,7 +261,7 @@ func (d *Daemon) Stop() {
 	}
 	qemu := d.QEMUPIDs()
 	if d.opts.CapsCache != "" {
-		if _, err := copyXMLFiles(d.capsDir(), d.opts.CapsCache); err != nil {
+		if _, err := CopyXMLFiles(d.capsDir(), d.opts.CapsCache); err != nil {
 			d.tb.Logf("libvirtd: capabilities cache not saved: %v", err)
 		}
 	}
@@ -341,7 +341,7 @@ func (d *Daemon) layout() error {
 		return err
 	}
 	if d.opts.CapsCache != "" {
-		if _, err := copyXMLFiles(d.opts.CapsCache, d.capsDir()); err != nil {
+		if _, err := CopyXMLFiles(d.opts.CapsCache, d.capsDir()); err != nil {
 			d.tb.Logf("libvirtd: capabilities cache not seeded: %v", err)
 		}
 	}
@@ -382,7 +382,7 @@ func (d *Daemon) waitReady(ctx context.Context, sock string) error {
 
 // copyXMLFiles copies the *.xml files of src into dst (made if needed),
 // each through a temporary file and a rename.
-func copyXMLFiles(src, dst string) (int, error) {
+func CopyXMLFiles(src, dst string) (int, error) {
 	files, err := filepath.Glob(filepath.Join(src, "*.xml"))
 	if err != nil || len(files) == 0 {
 		return 0, err
