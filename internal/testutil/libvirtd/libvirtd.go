@@ -380,7 +380,7 @@ func (d *Daemon) waitReady(ctx context.Context, sock string) error {
 	}
 }
 
-// copyXMLFiles copies the *.xml files of src into dst (made if needed),
+// CopyXMLFiles copies the *.xml files of src into dst (made if needed),
 // each through a temporary file and a rename.
 func CopyXMLFiles(src, dst string) (int, error) {
 	files, err := filepath.Glob(filepath.Join(src, "*.xml"))
