@@ -448,7 +448,11 @@ func sidecarUnprivileged(t *testing.T, setpriv string, pod *testutil.Pod, dualSt
 	again, err = c.define(out, newer)
 	require.NoError(t, err, "a newer VMI passes; sidecar log:\n%s", logs)
 	require.Equal(t, out, again, "and renders the same interface")
-	require.Contains(t, logs.String(), "spec.domain.devices.interfaces[0].futureNICKnob")
+	// The log comes through the sidecar's stderr pipe: it may land after
+	// the reply.
+	require.Eventually(t, func() bool {
+		return strings.Contains(logs.String(), "spec.domain.devices.interfaces[0].futureNICKnob")
+	}, 10*time.Second, 20*time.Millisecond, "the newer fields are logged; sidecar log:\n%s", logs)
 	_, err = api.Load(newer)
 	require.ErrorContains(t, err, "spec.domain.futureKnob")
 	require.ErrorContains(t, err, "spec.domain.devices.interfaces[0].futureNICKnob")
