@@ -30,6 +30,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -91,7 +92,7 @@ type Daemon struct {
 	opts Options
 	cmd  *exec.Cmd
 	done chan error
-	log  *bytes.Buffer
+	log  *syncBuffer
 }
 
 // Start starts a daemon for tb, waits until it answers and registers its
@@ -117,7 +118,7 @@ func Start(tb testing.TB, opts Options) *Daemon {
 	if err != nil {
 		tb.Fatalf("libvirtd: %v", err)
 	}
-	d := &Daemon{Dir: dir, UID: opts.UID, tb: tb, opts: opts, done: make(chan error, 1), log: &bytes.Buffer{}}
+	d := &Daemon{Dir: dir, UID: opts.UID, tb: tb, opts: opts, done: make(chan error, 1), log: &syncBuffer{}}
 	tb.Cleanup(func() {
 		d.Stop()
 		_ = os.RemoveAll(dir)
@@ -237,6 +238,25 @@ func (d *Daemon) QEMUPIDs() []int {
 		}
 	}
 	return pids
+}
+
+// syncBuffer is a buffer that the goroutine copying the daemon's output
+// writes while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // Log is what the daemon printed so far.
