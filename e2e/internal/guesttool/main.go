@@ -7,16 +7,20 @@
 //	    `ping -M do -s SIZE`: ICMP echo with SIZE data bytes and the
 //	    don't-fragment bit, never fragmented locally (busybox's ping has
 //	    no -M), see pingdo.go
+//	guesttool --version
+//	    the version, as every binary of the module says it
 package main
 
 import (
 	"fmt"
 	"os"
+
+	"github.com/virtnet/virtnet/internal/buildinfo"
 )
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: guesttool dhcp6|ping-do …")
+		fmt.Fprintln(os.Stderr, "usage: guesttool dhcp6|ping-do|--version …")
 		os.Exit(2)
 	}
 	var err error
@@ -25,6 +29,9 @@ func main() {
 		err = dhcp6Main(args)
 	case "ping-do":
 		err = pingDoMain(args)
+	case "--version", "-version":
+		fmt.Println(buildinfo.About("guesttool"))
+		return
 	default:
 		err = fmt.Errorf("unknown command %q", cmd)
 	}
