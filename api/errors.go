@@ -8,7 +8,7 @@ import (
 )
 
 // ErrInvalid is matched (with [errors.Is]) by every validation error.
-var ErrInvalid error = errclass.Permanent("invalid VMI")
+var ErrInvalid = errclass.Permanent("invalid VMI")
 
 // FieldError is one validation problem: the field path in KubeVirt's JSON
 // spelling (e.g. "spec.domain.devices.interfaces[1].macAddress"), the bad

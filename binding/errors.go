@@ -60,7 +60,7 @@ func (e *AddressInUseError) Permanent() bool { return true }
 // ErrNoAddress is returned when a binding needs an address the pod link
 // does not have.
 // It is permanent (phase1.IsPermanent).
-var ErrNoAddress error = errclass.Permanent("pod link has no global address")
+var ErrNoAddress = errclass.Permanent("pod link has no global address")
 
 // AddressInUseError is an address phase1 must give a link that another
 // link already holds.

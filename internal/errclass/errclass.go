@@ -1,14 +1,19 @@
 // Package errclass holds the one helper that lets a package sentinel say
-// it is permanent: a [Permanent] is an error value (comparable, so
-// errors.Is matches it) with the method Permanent() bool that
-// phase1.IsPermanent asks of every error in a chain. Types with fields
-// implement the method themselves; this is for the sentinels.
+// it is permanent: [Permanent] returns an error value with the method
+// Permanent() bool that phase1.IsPermanent asks of every error in a
+// chain. Types with fields implement the method themselves; this is for
+// the sentinels.
 package errclass
 
-// Permanent is a sentinel error whose condition a re-run cannot change.
-type Permanent string
+// permanent is a pointer type, so that each sentinel is equal only to
+// itself (two sentinels with the same text stay apart for errors.Is).
+type permanent struct{ msg string }
 
-func (p Permanent) Error() string { return string(p) }
+func (p *permanent) Error() string { return p.msg }
 
 // Permanent reports true.
-func (Permanent) Permanent() bool { return true }
+func (*permanent) Permanent() bool { return true }
+
+// Permanent returns a new sentinel error whose condition a re-run cannot
+// change.
+func Permanent(msg string) error { return &permanent{msg: msg} }
