@@ -98,10 +98,14 @@ func assetDir() string {
 	return filepath.Join(home, ".cache", "virtnet", "kernelvm")
 }
 
-// requireGuest skips (testutil.Skip) unless everything the test runs is
-// here, and returns the asset directory.
+// requireGuest skips under -short (a guest boot is not a unit test), and
+// (testutil.Skip) unless everything the test runs is here; it returns the
+// asset directory.
 func requireGuest(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: boots a guest under TCG")
+	}
 	testutil.RequireRoot(t)
 	for _, p := range []struct{ prog, pkg string }{
 		{"qemu-system-x86_64", "qemu-system-x86"},

@@ -125,6 +125,11 @@ func DelegateWith(t *testing.T, opts Options) bool {
 		}
 		t.Logf("kernelvm: delegating to a VM: %v", err)
 	}
+	if testing.Short() {
+		// -short is the unit tests: a kernel VM boot is minutes.
+		t.Skip("kernelvm: -short: the test needs a kernel VM boot")
+		return true
+	}
 	qemu, err := qemuPath()
 	if err != nil {
 		testutil.Skip(t, err.Error())
