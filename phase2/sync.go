@@ -63,9 +63,9 @@ type DHCP interface {
 // detach (state: absent, still in the domain) or to update (its link
 // state differs: state: down or up). The devices to attach are rendered
 // as [Render] renders them at start, from the records src gives
-// ([CacheRecords]: an interface is attached only once phase1 finished it). With a
-// non-nil dhcp, Sync starts the DHCP servers of the interfaces to attach
-// and stops those of the interfaces to detach. Devices of the domain that
+// ([CacheRecords]: an interface is attached only once phase1 finished
+// it). With a non-nil dhcp, Sync starts the DHCP servers of the interfaces
+// to attach and stops those of the interfaces to detach. Devices of the domain that
 // are no VMI interface are left alone. Nothing is changed on failure
 // except the DHCP servers started before it.
 func Sync(ctx context.Context, runningXML string, vmi *api.VMI, src Records, dhcp DHCP, opts Options) ([]DeviceChange, error) {

@@ -71,7 +71,9 @@ type Config struct {
 	// closes them. 0 means DefaultShutdownGrace.
 	ShutdownGrace time.Duration
 	// WatchInterval is how often each DHCP server's bridge is checked
-	// (see [Run]); 0 means DefaultWatchInterval.
+	// (phase2.DHCPOptions.Watch: a server whose bridge went away or was
+	// made again is restarted from the hand-off record then on the tap);
+	// 0 means DefaultWatchInterval.
 	WatchInterval time.Duration
 }
 
@@ -120,6 +122,11 @@ func (c *Config) served() (kvplugin.Served, error) {
 
 // Run listens on the socket and serves until ctx ends or virt-launcher
 // calls Shutdown; it then stops the DHCP servers and removes the socket.
+// Each OnDefineDomain goes through phase2's launcher path, as the
+// preStartHook does: the records from the hand-off (kvplugin.HandOff),
+// phase2.Items and phase2.Render (an interface of the same alias replaced
+// in place, the rest of KubeVirt's domain kept), then the DHCP servers
+// made to match the VMI (phase2.DHCPServers.Sync, supervised).
 func Run(ctx context.Context, cfg Config) error {
 	if cfg.SocketDir == "" {
 		cfg.SocketDir = DefaultSocketDir
