@@ -1,9 +1,10 @@
 // Package phase2 is the unprivileged half of virtnet's pod networking, as
 // KubeVirt's virt-launcher runs it in its preStartHook: it reads the
 // interface records phase1 wrote and has each binding add its device to
-// the libvirt domain. It never touches the kernel and needs no
-// privileges; everything it needs from the pod's namespace is in the
-// cache.
+// the libvirt domain, and runs the interfaces' DHCP servers. It changes
+// nothing in the kernel (the DHCP servers bind sockets in the pod's
+// namespace) and needs no privileges; everything it needs from the pod's
+// namespace is in its records.
 //
 // A launcher's path is: api.Load the VMI; phase1.Run in the pod's
 // namespace (privileged, virt-handler's part) writes the records;

@@ -214,8 +214,9 @@ func (s *DHCPServers) Servers() []ServerInfo {
 // stopped because its context ended has not failed.
 func (s *DHCPServers) Wait() error {
 	<-s.ctx.Done()
-	s.ops.Lock() // no start is in progress, and none comes
-	s.ops.Unlock()
+	// Once a start in progress is over, none comes: the context ended.
+	s.ops.Lock()
+	defer s.ops.Unlock()
 	s.wg.Wait()
 	s.mu.Lock()
 	defer s.mu.Unlock()
