@@ -32,6 +32,7 @@ type Item struct {
 // record (binding.Binding.NeedsRecord) and returns the record checked to
 // belong to the pair, or an error naming the interface.
 type Records interface {
+	// Record returns the record of pair p of vmi.
 	Record(ctx context.Context, vmi *api.VMI, p api.Pair) (*cache.Interface, error)
 }
 
@@ -49,8 +50,8 @@ func (c CacheRecords) Record(_ context.Context, vmi *api.VMI, p api.Pair) (*cach
 }
 
 // ReadRecords is [Items] with the VMI's pairs (api.Pairs) and the records
-// of phase1's cache ([CacheRecords]). With [Render] it is what
-// prestart.Hook's network step builds on.
+// of phase1's cache ([CacheRecords]): what prestart.Hook's network step
+// reads, for a tool that renders with [Render] itself.
 func ReadRecords(ctx context.Context, vmi *api.VMI, store *cache.Store, opts Options) ([]Item, error) {
 	pairs, err := api.Pairs(vmi)
 	if err != nil {
@@ -224,8 +225,8 @@ func renderItems(vmi *api.VMI, items []Item, dom *libvirtxml.Domain, opts bindin
 	return nil
 }
 
-// Options are the choices of [Domain], [ReadRecords] and [Items]; the zero value
-// is the defaults.
+// Options are the choices of [Domain], [ReadRecords], [Items] and [Sync];
+// the zero value is the defaults.
 type Options struct {
 	// Build are domxml's directories; its Interfaces hook is replaced.
 	Build domxml.Options
