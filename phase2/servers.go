@@ -86,7 +86,8 @@ type DHCPServers struct {
 
 // dhcpServer is the server of one interface, supervised or not.
 type dhcpServer struct {
-	info ServerInfo
+	iface string
+	info  ServerInfo // guarded by DHCPServers.mu
 	stop context.CancelFunc
 	done chan struct{}
 	err  error // set before done is closed
@@ -135,7 +136,7 @@ func (s *DHCPServers) start(ctx context.Context, vmi *api.VMI, it Item) error {
 		stop()
 		return fmt.Errorf("interface %q: DHCP server: %w", name, err)
 	}
-	srv := &dhcpServer{info: infoOf(cfg), stop: stop, done: make(chan struct{})}
+	srv := &dhcpServer{iface: name, info: infoOf(cfg), stop: stop, done: make(chan struct{})}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -183,10 +184,10 @@ func (s *DHCPServers) Sync(ctx context.Context, vmi *api.VMI, items []Item) erro
 	s.ops.Lock()
 	defer s.ops.Unlock()
 	var errs []error
-	for _, info := range s.Servers() {
-		if !slices.ContainsFunc(items, func(it Item) bool { return it.Pair.Interface.Name == info.Interface }) {
-			if err := s.stopOne(info.Interface); err != nil {
-				errs = append(errs, fmt.Errorf("interface %q: stop DHCP server: %w", info.Interface, err))
+	for _, srv := range slices.Clone(s.servers) {
+		if !slices.ContainsFunc(items, func(it Item) bool { return it.Pair.Interface.Name == srv.iface }) {
+			if err := s.stopOne(srv.iface); err != nil {
+				errs = append(errs, fmt.Errorf("interface %q: stop DHCP server: %w", srv.iface, err))
 			}
 		}
 	}
@@ -238,7 +239,7 @@ func (s *DHCPServers) StopAll() error {
 
 // find is the index of the interface's server, or -1; s.mu or s.ops is held.
 func (s *DHCPServers) find(iface string) int {
-	return slices.IndexFunc(s.servers, func(srv *dhcpServer) bool { return srv.info.Interface == iface })
+	return slices.IndexFunc(s.servers, func(srv *dhcpServer) bool { return srv.iface == iface })
 }
 
 // config is the server configuration of the item with record rec: nil
@@ -335,13 +336,13 @@ func (s *DHCPServers) serve(sctx context.Context, vmi *api.VMI, it Item, srv *dh
 	if s.opts.Watch <= 0 {
 		err := <-b.done
 		if err != nil {
-			s.log.Error("DHCP server failed", "interface", srv.info.Interface, "error", err.Error())
+			s.log.Error("DHCP server failed", "interface", srv.iface, "error", err.Error())
 		}
 		return err
 	}
 	tick := time.NewTicker(s.opts.Watch)
 	defer tick.Stop()
-	name := it.Pair.Interface.Name
+	name := srv.iface
 	s.mu.Lock()
 	bridge := srv.info.Bridge
 	s.mu.Unlock()
