@@ -88,9 +88,9 @@ type DHCPServers struct {
 type dhcpServer struct {
 	iface string
 	info  ServerInfo // guarded by DHCPServers.mu
-	stop context.CancelFunc
-	done chan struct{}
-	err  error // set before done is closed
+	stop  context.CancelFunc
+	done  chan struct{}
+	err   error // set before done is closed
 }
 
 // NewDHCPServers returns the servers of a VM, none started yet; they serve
