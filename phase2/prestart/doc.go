@@ -28,7 +28,7 @@
 //  2. [Network] ("network"): the interfaces, through phase2.Items and
 //     phase2.Render (a device the domain has already, with the alias its
 //     binding gives it, binding.DeviceAlias, is replaced in place), then
-//     one DHCP server ([dhcp.Server], started by phase2.DHCPServers) per
+//     one DHCP server (phase2/dhcp, started by phase2.DHCPServers) per
 //     interface whose binding asks for one (binding.DHCPServer: bridge
 //     and masquerade) and whose record has IPAM, each in its own
 //     goroutine. The step
