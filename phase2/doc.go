@@ -1,9 +1,10 @@
 // Package phase2 is the unprivileged half of virtnet's pod networking, as
 // KubeVirt's virt-launcher runs it in its preStartHook: it reads the
 // interface records phase1 wrote and has each binding add its device to
-// the libvirt domain. It never touches the kernel and needs no
-// privileges; everything it needs from the pod's namespace is in the
-// cache.
+// the libvirt domain, and runs the interfaces' DHCP servers. It changes
+// nothing in the kernel (the DHCP servers bind sockets in the pod's
+// namespace) and needs no privileges; everything it needs from the pod's
+// namespace is in its records.
 //
 // A launcher's path is: api.Load the VMI; phase1.Run in the pod's
 // namespace (privileged, virt-handler's part) writes the records;
@@ -12,11 +13,18 @@
 // writes the images; the launcher defines the domain it returns. This
 // package is the rendering under that hook:
 //
-//   - [ReadRecords] resolves each interface's binding and reads its
-//     record; [Render] has the bindings add their devices to a domain.
-//     prestart.Hook's network step is these two plus the DHCP servers; a
-//     KubeVirt 1.x hook sidecar, handed its domain by KubeVirt, calls them
-//     directly and serves DHCP itself.
+//   - [Items] resolves each interface's binding and reads its record from
+//     a [Records] source: phase1's cache ([CacheRecords]; [ReadRecords]
+//     is the shorthand) or the binding plugins' hand-off on the tap
+//     (internal/kvplugin.HandOff); [Render] has the bindings render their
+//     devices into a domain, replacing a device of the same alias in place
+//     and keeping the rest; [DHCPServers] runs one DHCP server per
+//     interface (started on a plug, stopped on an unplug, optionally
+//     supervised). prestart.Hook's network step is these three, and so is
+//     a KubeVirt 1.x hook sidecar handed its domain by KubeVirt.
+//   - [Sync] is the live update of a running domain: the devices to
+//     attach, detach or update, and the DHCP servers started or stopped
+//     to match.
 //   - [Domain] is the dry run: the same XML, built whole, with no DHCP
 //     server and no image (a guest booted from it gets no address on a
 //     bridge or masquerade interface). It keeps its name, as the one

@@ -25,26 +25,56 @@ type Item struct {
 	Record *cache.Interface
 }
 
-// ReadRecords resolves the binding of every pair of a validated VMI in
-// opts.Registry (the only option it uses) and reads the records the
-// bindings need, checking that each belongs to the pair. The items are in
-// spec.domain.devices.interfaces order. With [Render] it is what
-// prestart.Hook's network step and KubeVirt 1.x hook sidecars (which get
-// their domain from KubeVirt) build on.
+// Records is where the launcher's side finds the record of an interface:
+// phase1's cache ([CacheRecords], virtnet's own launcher) or the hand-off
+// the KubeVirt 1.x binding CNI plugin leaves on the interface's tap (the
+// binding sidecar's). It is asked only for pairs whose binding needs a
+// record (binding.Binding.NeedsRecord) and returns the record checked to
+// belong to the pair, or an error naming the interface.
+type Records interface {
+	// Record returns the record of pair p of vmi.
+	Record(ctx context.Context, vmi *api.VMI, p api.Pair) (*cache.Interface, error)
+}
+
+// CacheRecords reads the records phase1 wrote in Store: a missing record
+// is a [*MissingCacheError], one of another binding, pod interface or
+// version a [*StaleCacheError], a bad value an [*InvalidRecordError], and
+// one whose progress record does not say finished a [*NotReadyError].
+type CacheRecords struct {
+	Store *cache.Store
+}
+
+// Record reads and checks the pair's record and its progress record.
+func (c CacheRecords) Record(_ context.Context, vmi *api.VMI, p api.Pair) (*cache.Interface, error) {
+	return readRecord(vmi, c.Store, p)
+}
+
+// ReadRecords is [Items] with the VMI's pairs (api.Pairs) and the records
+// of phase1's cache ([CacheRecords]): what prestart.Hook's network step
+// reads, for a tool that renders with [Render] itself.
 func ReadRecords(ctx context.Context, vmi *api.VMI, store *cache.Store, opts Options) ([]Item, error) {
+	pairs, err := api.Pairs(vmi)
+	if err != nil {
+		return nil, err
+	}
+	return Items(ctx, vmi, pairs, CacheRecords{Store: store}, opts)
+}
+
+// Items resolves the binding of every present pair of a validated VMI in
+// opts.Registry (the only option it uses) and reads from src the records
+// the bindings need. pairs are api.Pairs(vmi), or the same with the pod
+// interface names KubeVirt 1.x reports in status.interfaces (the binding
+// sidecar's). An absent pair (state: absent) is skipped: it is not
+// rendered and phase1 removes its records. The items are in
+// spec.domain.devices.interfaces order.
+func Items(ctx context.Context, vmi *api.VMI, pairs []api.Pair, src Records, opts Options) ([]Item, error) {
 	reg := opts.Registry
 	if reg == nil {
 		reg = registry.Default()
 	}
-	all, err := api.Pairs(vmi)
-	if err != nil {
-		return nil, err
-	}
-	// An absent interface (state: absent) is not rendered, and phase1
-	// has removed (or will remove) its records.
-	pairs, _ := api.Present(all)
-	items := make([]Item, 0, len(pairs))
-	for _, p := range pairs {
+	present, _ := api.Present(pairs)
+	items := make([]Item, 0, len(present))
+	for _, p := range present {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
@@ -54,7 +84,7 @@ func ReadRecords(ctx context.Context, vmi *api.VMI, store *cache.Store, opts Opt
 		}
 		it := Item{Pair: p, Binding: b}
 		if b.NeedsRecord() {
-			if it.Record, err = readRecord(vmi, store, p); err != nil {
+			if it.Record, err = src.Record(ctx, vmi, p); err != nil {
 				return nil, err
 			}
 		}
@@ -107,12 +137,81 @@ func readRecord(vmi *api.VMI, store *cache.Store, p api.Pair) (*cache.Interface,
 }
 
 // Render has each item's binding add its device to dom, in the items'
-// order, then sizes the PCI controllers again (domxml.EnsureRootPorts).
+// order, and sizes the PCI controllers again for them
+// (domxml.EnsureRootPorts; the interfaces and host devices dom has already
+// are its maker's to place, KubeVirt's hotplug placeholders among them). A
+// rendered <interface> or <hostdev> whose alias dom has already replaces
+// that device in place (a domain rendered before); the others follow
+// dom's own; everything else in dom is kept. A dom with two interfaces or
+// two host devices of one alias is refused before anything is rendered:
+// which one to replace would be a guess. It is the one render of the
+// launcher's hook (prestart), its dry run ([Domain]) and the binding
+// sidecar.
 func Render(vmi *api.VMI, items []Item, dom *libvirtxml.Domain, opts binding.RenderOptions) error {
-	if err := renderItems(vmi, items, dom, opts); err != nil {
+	devs := dom.Devices
+	if devs == nil {
+		if err := renderItems(vmi, items, dom, opts); err != nil {
+			return err
+		}
+		return domxml.EnsureRootPorts(dom)
+	}
+	ifaceAt, err := aliasIndex(devs.Interfaces, func(d *libvirtxml.DomainInterface) *libvirtxml.DomainAlias { return d.Alias }, "interfaces")
+	if err != nil {
 		return err
 	}
-	return domxml.EnsureRootPorts(dom)
+	hostdevAt, err := aliasIndex(devs.Hostdevs, func(d *libvirtxml.DomainHostdev) *libvirtxml.DomainAlias { return d.Alias }, "host devices")
+	if err != nil {
+		return err
+	}
+	ifaces, hostdevs := devs.Interfaces, devs.Hostdevs
+	devs.Interfaces, devs.Hostdevs = nil, nil
+	err = renderItems(vmi, items, dom, opts)
+	if err == nil {
+		err = domxml.EnsureRootPorts(dom)
+	}
+	if err != nil {
+		devs.Interfaces, devs.Hostdevs = ifaces, hostdevs
+		return err
+	}
+	devs.Interfaces = merge(ifaces, devs.Interfaces, ifaceAt, func(d *libvirtxml.DomainInterface) *libvirtxml.DomainAlias { return d.Alias })
+	devs.Hostdevs = merge(hostdevs, devs.Hostdevs, hostdevAt, func(d *libvirtxml.DomainHostdev) *libvirtxml.DomainAlias { return d.Alias })
+	return nil
+}
+
+// aliasIndex maps the aliases of devs to their index; two devices of one
+// alias are an error naming it.
+func aliasIndex[T any](devs []T, alias func(*T) *libvirtxml.DomainAlias, kind string) (map[string]int, error) {
+	at := map[string]int{}
+	for i := range devs {
+		a := alias(&devs[i])
+		if a == nil {
+			continue
+		}
+		if _, ok := at[a.Name]; ok {
+			return nil, fmt.Errorf("phase2: domain XML: two %s with alias %q: refusing to guess which to replace", kind, a.Name)
+		}
+		at[a.Name] = i
+	}
+	return at, nil
+}
+
+// merge puts each added device in the place of the device of have with
+// its alias (at), or after have's.
+func merge[T any](have, added []T, at map[string]int, alias func(*T) *libvirtxml.DomainAlias) []T {
+	out := slices.Clone(have)
+	for i := range added {
+		if a := alias(&added[i]); a != nil {
+			if j, ok := at[a.Name]; ok {
+				out[j] = added[i]
+				continue
+			}
+		}
+		out = append(out, added[i])
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 // renderItems has each item's binding add its device to dom.
@@ -126,8 +225,8 @@ func renderItems(vmi *api.VMI, items []Item, dom *libvirtxml.Domain, opts bindin
 	return nil
 }
 
-// Options are the choices of [Domain] and [ReadRecords]; the zero value
-// is the defaults.
+// Options are the choices of [Domain], [ReadRecords], [Items] and [Sync];
+// the zero value is the defaults.
 type Options struct {
 	// Build are domxml's directories; its Interfaces hook is replaced.
 	Build domxml.Options

@@ -11,7 +11,6 @@ import (
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/binding"
 	"github.com/virtnet/virtnet/binding/registry"
-	"github.com/virtnet/virtnet/cache"
 )
 
 // Op is what a launcher does with one device of a running domain.
@@ -46,7 +45,8 @@ type DeviceChange struct {
 // DHCP starts and stops the DHCP server of one interface. [Sync] starts
 // the server of an interface before its device is attached, so that the
 // guest's first request is answered, and stops it once the interface is
-// absent. prestart's [Running] has one for the servers of its hook.
+// absent. [*DHCPServers] is the one implementation (prestart's Running
+// and the binding sidecar run theirs on it).
 type DHCP interface {
 	// Start starts (or keeps) the server of the item, if its binding
 	// serves DHCP and its record has IPAM; it returns once the server
@@ -62,18 +62,22 @@ type DHCP interface {
 // every interface to attach (in the VMI, present, not in the domain), to
 // detach (state: absent, still in the domain) or to update (its link
 // state differs: state: down or up). The devices to attach are rendered
-// as [Render] renders them at start, from the records [ReadRecords]
-// reads, so an interface is attached only once phase1 finished it. With a
-// non-nil dhcp, Sync starts the DHCP servers of the interfaces to attach
-// and stops those of the interfaces to detach. Devices of the domain that
+// as [Render] renders them at start, from the records src gives
+// ([CacheRecords]: an interface is attached only once phase1 finished
+// it). With a non-nil dhcp, Sync starts the DHCP servers of the interfaces
+// to attach and stops those of the interfaces to detach. Devices of the domain that
 // are no VMI interface are left alone. Nothing is changed on failure
 // except the DHCP servers started before it.
-func Sync(ctx context.Context, runningXML string, vmi *api.VMI, store *cache.Store, dhcp DHCP, opts Options) ([]DeviceChange, error) {
+func Sync(ctx context.Context, runningXML string, vmi *api.VMI, src Records, dhcp DHCP, opts Options) ([]DeviceChange, error) {
 	var running libvirtxml.Domain
 	if err := running.Unmarshal(runningXML); err != nil {
 		return nil, fmt.Errorf("phase2: running domain XML: %w", err)
 	}
-	items, err := ReadRecords(ctx, vmi, store, opts)
+	all, err := api.Pairs(vmi)
+	if err != nil {
+		return nil, err
+	}
+	items, err := Items(ctx, vmi, all, src, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -116,10 +120,6 @@ func Sync(ctx context.Context, runningXML string, vmi *api.VMI, store *cache.Sto
 	reg := opts.Registry
 	if reg == nil {
 		reg = registry.Default()
-	}
-	all, err := api.Pairs(vmi)
-	if err != nil {
-		return nil, err
 	}
 	_, absent := api.Present(all)
 	slices.SortFunc(absent, func(a, b api.Pair) int { return a.Index - b.Index })

@@ -119,14 +119,14 @@ func TestSync(t *testing.T) {
 	dhcp := &fakeDHCP{running: map[string]bool{}}
 	sync := func(vmi *api.VMI) []phase2.DeviceChange {
 		t.Helper()
-		changes, err := phase2.Sync(ctx, marshal(t, dom), vmi, store, dhcp, phase2.Options{})
+		changes, err := phase2.Sync(ctx, marshal(t, dom), vmi, phase2.CacheRecords{Store: store}, dhcp, phase2.Options{})
 		require.NoError(t, err)
 		return changes
 	}
 	require.Empty(t, sync(syncVMI(t, "")), "the domain as started has the VMI's interfaces")
 
 	// blue added to the VMI: not attached before phase1 finished it.
-	_, err = phase2.Sync(ctx, marshal(t, dom), syncVMI(t, "-"), store, dhcp, phase2.Options{})
+	_, err = phase2.Sync(ctx, marshal(t, dom), syncVMI(t, "-"), phase2.CacheRecords{Store: store}, dhcp, phase2.Options{})
 	var nr *phase2.NotReadyError
 	var mc *phase2.MissingCacheError
 	require.True(t, errors.As(err, &nr) || errors.As(err, &mc), "%v", err)
@@ -166,11 +166,11 @@ func TestSync(t *testing.T) {
 
 	t.Run("DHCP fails", func(t *testing.T) {
 		dhcp.fail = errors.New("cannot bind")
-		_, err := phase2.Sync(ctx, marshal(t, dom), syncVMI(t, "-"), store, dhcp, phase2.Options{})
+		_, err := phase2.Sync(ctx, marshal(t, dom), syncVMI(t, "-"), phase2.CacheRecords{Store: store}, dhcp, phase2.Options{})
 		require.ErrorContains(t, err, `interface "blue": DHCP server: cannot bind`)
 	})
 	t.Run("bad XML", func(t *testing.T) {
-		_, err := phase2.Sync(ctx, "<domain", syncVMI(t, ""), store, nil, phase2.Options{})
+		_, err := phase2.Sync(ctx, "<domain", syncVMI(t, ""), phase2.CacheRecords{Store: store}, nil, phase2.Options{})
 		require.ErrorContains(t, err, "running domain XML")
 	})
 }
@@ -185,7 +185,7 @@ func TestSyncLinkDownAtStart(t *testing.T) {
 	require.NoError(t, err)
 	x := marshal(t, dom)
 	require.Contains(t, x, `<link state="down"></link>`)
-	changes, err := phase2.Sync(ctx, x, vmi, store, nil, phase2.Options{})
+	changes, err := phase2.Sync(ctx, x, vmi, phase2.CacheRecords{Store: store}, nil, phase2.Options{})
 	require.NoError(t, err)
 	require.Empty(t, changes)
 }

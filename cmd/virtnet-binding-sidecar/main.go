@@ -18,7 +18,9 @@
 //     record the CNI plugin (cmd/virtnet-binding-cni) left on the tap
 //     (slirp needs none), replacing an interface of the same alias;
 //     hotplug placeholders and other interfaces stay as they are. It then
-//     starts the DHCP servers of those interfaces (once);
+//     makes the DHCP servers match the VMI: one per present interface
+//     (started once), none for an interface set state: absent or gone
+//     from the VMI (an absent interface is not rendered);
 //   - PreCloudInitIso: the cloud-init data unchanged;
 //   - Shutdown: stops the DHCP servers and exits.
 //

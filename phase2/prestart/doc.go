@@ -25,12 +25,13 @@
 //     -b <image> <overlay>`, as KubeVirt); an emptyDisk is created as a
 //     sparse raw file of its capacity and its disk's driver type is set to
 //     raw (see below); a hostDisk of type DiskOrCreate likewise.
-//  2. [Network] ("network"): the interfaces, through phase2.Render
-//     unless the domain already has them (a device with the alias its
-//     binding gives it, binding.DeviceAlias), then one DHCP server
-//     ([dhcp.Server]) per interface whose binding asks for one
-//     (binding.DHCPServer: bridge and masquerade) and whose record has
-//     IPAM, each in its own goroutine. The step
+//  2. [Network] ("network"): the interfaces, through phase2.Items and
+//     phase2.Render (a device the domain has already, with the alias its
+//     binding gives it, binding.DeviceAlias, is replaced in place), then
+//     one DHCP server (phase2/dhcp, started by phase2.DHCPServers) per
+//     interface whose binding asks for one (binding.DHCPServer: bridge
+//     and masquerade) and whose record has IPAM, each in its own
+//     goroutine. The step
 //     ends once every server has bound its DHCPv4/DHCPv6 sockets; a server
 //     that cannot bind fails the step. Router advertisements are not
 //     waited for: they start when the bridge gets its link-local address,

@@ -9,7 +9,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"libvirt.org/go/libvirtxml"
@@ -18,6 +17,7 @@ import (
 	"github.com/virtnet/virtnet/binding"
 	"github.com/virtnet/virtnet/cache"
 	"github.com/virtnet/virtnet/domxml"
+	"github.com/virtnet/virtnet/phase2"
 )
 
 // DefaultNetworkInfo is where KubeVirt 1.x mounts the pod's
@@ -45,6 +45,10 @@ type Hook struct {
 	VMI *api.VMI
 	// Store is phase1's cache (the network step reads the records).
 	Store *cache.Store
+	// Records, when not nil, is where the network step and a live update
+	// read the records instead of Store (which may then be nil): the
+	// binding plugins' hand-off, say. Nil means phase2.CacheRecords{Store}.
+	Records phase2.Records
 	// Dirs are the directories of the domain: the hook builds the domain
 	// with them (domxml.Build) when Domain is nil, and they locate the
 	// disk sources (domxml.DiskPath) and the images (domxml.ISOPath).
@@ -137,41 +141,18 @@ type State struct {
 	Render binding.RenderOptions
 
 	created []string
-	// mu guards servers: a live update ([Running.DHCP]) starts and
-	// stops them while the VM runs.
-	mu      sync.Mutex
-	servers []*runningServer
-	// serveCtx is the DHCP servers' context: the run's, canceled when
-	// the run fails or the Running handle is stopped.
-	serveCtx context.Context
-	wg       *sync.WaitGroup
+	// dhcp are the run's DHCP servers: they serve under the run's
+	// context, and a live update ([Running.DHCP]) starts and stops them
+	// while the VM runs.
+	dhcp *phase2.DHCPServers
 }
 
 // Created records a file or directory this run made; on failure the run
 // removes them, last first. Record a directory before what it holds.
 func (st *State) Created(path string) { st.created = append(st.created, path) }
 
-// runningServer is one started DHCP server.
-type runningServer struct {
-	info ServerInfo
-	err  error // set when Serve returned, before wg.Done
-	// stop cancels this server alone; done is closed when Serve returned.
-	stop context.CancelFunc
-	done chan struct{}
-}
-
 // ServerInfo describes one DHCP server a run started.
-type ServerInfo struct {
-	Interface string
-	Bridge    string
-	MAC       string
-	// Address is the address served with its prefix: the IPv4 one, or the
-	// IPv6 one when the pod is single-stack IPv6.
-	Address string
-	// IPv6Address is the address DHCPv6 serves ("" without DHCPv6).
-	IPv6Address string
-	Hostname    string
-}
+type ServerInfo = phase2.ServerInfo
 
 // Running is a successful run: its DHCP servers keep serving until the
 // context given to [Hook.Run] ends or [Running.Stop] is called.
@@ -179,7 +160,6 @@ type Running struct {
 	domain  *libvirtxml.Domain
 	st      *State
 	created []string
-	wg      *sync.WaitGroup
 	cancel  context.CancelFunc
 }
 
@@ -188,15 +168,7 @@ type Running struct {
 func (r *Running) Domain() *libvirtxml.Domain { return r.domain }
 
 // Servers describes the DHCP servers, in interface order.
-func (r *Running) Servers() []ServerInfo {
-	r.st.mu.Lock()
-	defer r.st.mu.Unlock()
-	out := make([]ServerInfo, len(r.st.servers))
-	for i, s := range r.st.servers {
-		out[i] = s.info
-	}
-	return out
-}
+func (r *Running) Servers() []ServerInfo { return r.st.dhcp.Servers() }
 
 // Created lists the files and directories the run created, in order.
 func (r *Running) Created() []string { return slices.Clone(r.created) }
@@ -204,31 +176,20 @@ func (r *Running) Created() []string { return slices.Clone(r.created) }
 // Wait blocks until every DHCP server has stopped (the run's context
 // ended, or Stop) and returns their failures joined; a server that stopped
 // because its context ended is not a failure.
-func (r *Running) Wait() error {
-	r.wg.Wait()
-	r.st.mu.Lock()
-	defer r.st.mu.Unlock()
-	var errs []error
-	for _, s := range r.st.servers {
-		if s.err != nil {
-			errs = append(errs, s.err)
-		}
-	}
-	return errors.Join(errs...)
-}
+func (r *Running) Wait() error { return r.st.dhcp.Wait() }
 
 // Stop stops the DHCP servers and waits for them (see Wait).
 func (r *Running) Stop() error {
 	r.cancel()
-	return r.Wait()
+	return r.st.dhcp.StopAll()
 }
 
 func (h *Hook) check() error {
 	switch {
 	case h.VMI == nil:
 		return &HookError{Field: "VMI", Reason: "required"}
-	case h.Store == nil:
-		return &HookError{Field: "Store", Reason: "required"}
+	case h.Store == nil && h.Records == nil:
+		return &HookError{Field: "Store", Reason: "required (or Records)"}
 	}
 	return nil
 }
@@ -297,7 +258,13 @@ func (h *Hook) Run(ctx context.Context) (*Running, error) {
 		return nil, &HookError{Field: "Domain", Reason: err.Error()}
 	}
 	sctx, cancel := context.WithCancel(ctx)
-	st := &State{Hook: &hk, Render: render, serveCtx: sctx, wg: &sync.WaitGroup{}}
+	servers, err := phase2.NewDHCPServers(sctx, phase2.DHCPOptions{NetNS: hk.NetNS, ResolvConf: hk.ResolvConf,
+		Hostname: hk.Hostname, Logger: hk.Logger.With("step", Network{}.Name())})
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	st := &State{Hook: &hk, Render: render, dhcp: servers}
 	for _, s := range steps {
 		st.Log = hk.Logger.With("step", s.Name())
 		start := time.Now()
@@ -308,14 +275,14 @@ func (h *Hook) Run(ctx context.Context) (*Running, error) {
 		if err != nil {
 			st.Log.Error("step failed; undoing the run", "error", err)
 			cancel()
-			st.wg.Wait()
+			_ = servers.StopAll() // the step's error is the one to return
 			undo(st)
 			*hk.Domain = *saved
 			return nil, &StepError{Step: s.Name(), Err: err}
 		}
 		st.Log.Info("step done", "took", time.Since(start).Round(time.Millisecond))
 	}
-	return &Running{domain: hk.Domain, st: st, created: st.created, wg: st.wg, cancel: cancel}, nil
+	return &Running{domain: hk.Domain, st: st, created: st.created, cancel: cancel}, nil
 }
 
 // hasSlirp reports whether the VMI has a slirp interface.

@@ -15,7 +15,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"golang.org/x/net/netutil"
@@ -27,14 +26,10 @@ import (
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/binding"
 	"github.com/virtnet/virtnet/binding/registry"
-	"github.com/virtnet/virtnet/cache"
 	"github.com/virtnet/virtnet/internal/hookapi/info"
 	"github.com/virtnet/virtnet/internal/hookapi/v1alpha3"
 	"github.com/virtnet/virtnet/internal/kvplugin"
-	"github.com/virtnet/virtnet/internal/names"
-	"github.com/virtnet/virtnet/internal/nsexec"
 	"github.com/virtnet/virtnet/phase2"
-	"github.com/virtnet/virtnet/phase2/dhcp"
 )
 
 // Protocol constants of KubeVirt's hook sidecars.
@@ -76,7 +71,9 @@ type Config struct {
 	// closes them. 0 means DefaultShutdownGrace.
 	ShutdownGrace time.Duration
 	// WatchInterval is how often each DHCP server's bridge is checked
-	// (see [Run]); 0 means DefaultWatchInterval.
+	// (phase2.DHCPOptions.Watch: a server whose bridge went away or was
+	// made again is restarted from the hand-off record then on the tap);
+	// 0 means DefaultWatchInterval.
 	WatchInterval time.Duration
 }
 
@@ -125,6 +122,11 @@ func (c *Config) served() (kvplugin.Served, error) {
 
 // Run listens on the socket and serves until ctx ends or virt-launcher
 // calls Shutdown; it then stops the DHCP servers and removes the socket.
+// Each OnDefineDomain goes through phase2's launcher path, as the
+// preStartHook does: the records from the hand-off (kvplugin.HandOff),
+// phase2.Items and phase2.Render (an interface of the same alias replaced
+// in place, the rest of KubeVirt's domain kept), then the DHCP servers
+// made to match the VMI (phase2.DHCPServers.Sync, supervised).
 func Run(ctx context.Context, cfg Config) error {
 	if cfg.SocketDir == "" {
 		cfg.SocketDir = DefaultSocketDir
@@ -154,10 +156,23 @@ func Run(ctx context.Context, cfg Config) error {
 		lis.Close()
 		return err
 	}
+	watch := cfg.WatchInterval
+	if watch <= 0 {
+		watch = DefaultWatchInterval
+	}
+	// The DHCP servers outlive the calls, and the hook server's stop:
+	// they run until Run ends.
+	servers, err := phase2.NewDHCPServers(context.WithoutCancel(ctx), phase2.DHCPOptions{NetNS: cfg.NetNS,
+		ResolvConf: cfg.ResolvConf, Logger: cfg.Logger, Watch: watch, Records: kvplugin.HandOff{NetNS: cfg.NetNS}})
+	if err != nil {
+		lis.Close()
+		return err
+	}
+	defer servers.StopAll()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s := &sidecar{cfg: cfg, served: served, registry: registry.Default(), log: cfg.Logger, shutdown: cancel,
-		dhcp: map[string]*runningDHCP{}, calls: make(chan struct{}, MaxConcurrentCalls)}
+		dhcp: servers, calls: make(chan struct{}, MaxConcurrentCalls)}
 	srv := grpc.NewServer(grpc.MaxRecvMsgSize(MaxMessageSize), grpc.MaxConcurrentStreams(MaxConcurrentCalls),
 		grpc.UnaryInterceptor(s.limit))
 	info.RegisterInfoServer(srv, s)
@@ -168,11 +183,10 @@ func Run(ctx context.Context, cfg Config) error {
 	select {
 	case <-ctx.Done():
 	case err := <-errc:
-		s.stopDHCP()
 		return err
 	}
 	s.stop(srv)
-	s.stopDHCP()
+	_ = servers.StopAll() // a failed server was logged (and restarted)
 	cfg.Logger.Info("stopped")
 	return nil
 }
@@ -237,14 +251,8 @@ type sidecar struct {
 
 	// calls holds a token per call in progress.
 	calls chan struct{}
-
-	mu   sync.Mutex
-	dhcp map[string]*runningDHCP
-	wg   sync.WaitGroup
-}
-
-type runningDHCP struct {
-	cancel context.CancelFunc
+	// dhcp are the DHCP servers of the served interfaces, supervised.
+	dhcp *phase2.DHCPServers
 }
 
 // Info answers virt-launcher's collection of the hook sockets.
@@ -275,22 +283,26 @@ func (s *sidecar) Shutdown(context.Context, *v1alpha3.ShutdownParams) (*v1alpha3
 	return &v1alpha3.ShutdownResult{}, nil
 }
 
-// OnDefineDomain adds the served interfaces to the domain.
+// OnDefineDomain adds the served interfaces to the domain, then makes the
+// DHCP servers match them: a server for each present interface (started
+// once), none for an interface absent (state: absent) or no longer in the
+// VMI.
 func (s *sidecar) OnDefineDomain(ctx context.Context, p *v1alpha3.OnDefineDomainParams) (*v1alpha3.OnDefineDomainResult, error) {
-	out, items, vmi, err := s.define(p.GetDomainXML(), p.GetVmi())
+	out, items, vmi, err := s.define(ctx, p.GetDomainXML(), p.GetVmi())
 	if err != nil {
 		s.log.Error("OnDefineDomain", "error", err)
 		return nil, err
 	}
-	if err := s.startDHCP(ctx, vmi, items); err != nil {
+	if err := s.dhcp.Sync(ctx, vmi, items); err != nil {
 		s.log.Error("DHCP", "error", err)
 		return nil, err
 	}
 	return &v1alpha3.OnDefineDomainResult{DomainXML: out}, nil
 }
 
-// define renders the served interfaces into the domain.
-func (s *sidecar) define(domainXML, vmiJSON []byte) ([]byte, []phase2.Item, *api.VMI, error) {
+// define renders the served interfaces into the domain: phase2's one path
+// (Items, Render) with the hand-off records.
+func (s *sidecar) define(ctx context.Context, domainXML, vmiJSON []byte) ([]byte, []phase2.Item, *api.VMI, error) {
 	res, err := kvplugin.Resolve(vmiJSON, s.served)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("vmi: %w", err)
@@ -298,25 +310,10 @@ func (s *sidecar) define(domainXML, vmiJSON []byte) ([]byte, []phase2.Item, *api
 	if len(res.VMI.Unknown) > 0 {
 		s.log.Warn("the VMI has fields newer than this virtnet knows; they are ignored", "fields", res.VMI.Unknown)
 	}
-	if len(res.Pairs) == 0 {
-		return domainXML, nil, res.VMI, nil
-	}
-	items := make([]phase2.Item, 0, len(res.Pairs))
-	for _, pair := range res.Pairs {
-		b, err := s.registry.Lookup(pair.Binding())
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		it := phase2.Item{Pair: pair, Binding: b}
-		if m := pair.Binding(); m == api.BindingBridge || m == api.BindingMasquerade {
-			rec, err := s.record(res.VMI, pair)
-			if err != nil {
-				return nil, nil, nil, fmt.Errorf("interface %q (plugin %s): %w (did virtnet-binding-cni run for it? see the networkAttachmentDefinition of the plugin)",
-					pair.Interface.Name, res.Plugins[pair.Interface.Name], err)
-			}
-			it.Record = rec
-		}
-		items = append(items, it)
+	src := kvplugin.HandOff{NetNS: s.cfg.NetNS, Plugins: res.Plugins}
+	items, err := phase2.Items(ctx, res.VMI, res.Pairs, src, phase2.Options{Registry: s.registry})
+	if err != nil || len(items) == 0 {
+		return domainXML, nil, res.VMI, err
 	}
 	var dom libvirtxml.Domain
 	if err := dom.Unmarshal(string(domainXML)); err != nil {
@@ -328,7 +325,7 @@ func (s *sidecar) define(domainXML, vmiJSON []byte) ([]byte, []phase2.Item, *api
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, nil, fmt.Errorf("resolv.conf: %w", err)
 	}
-	if err := render(&dom, res.VMI, items, resolv); err != nil {
+	if err := phase2.Render(res.VMI, items, &dom, binding.RenderOptions{InterfaceType: binding.InterfaceEthernet, ResolvConf: resolv}); err != nil {
 		return nil, nil, nil, err
 	}
 	out, err := dom.Marshal()
@@ -336,298 +333,4 @@ func (s *sidecar) define(domainXML, vmiJSON []byte) ([]byte, []phase2.Item, *api
 		return nil, nil, nil, err
 	}
 	return []byte(out), items, res.VMI, nil
-}
-
-// record reads the interface's hand-off record from its tap and gives it
-// the VM's MAC.
-func (s *sidecar) record(vmi *api.VMI, pair api.Pair) (*cache.Interface, error) {
-	m := pair.Binding()
-	src, err := kvplugin.ReadRecord(s.cfg.NetNS, m, pair.PodInterface, pair.Primary())
-	if err != nil {
-		return nil, err
-	}
-	rec := src.Record
-	rec.Interface = pair.Interface.Name
-	if m == api.BindingMasquerade {
-		// The CNI plugin does not know the VMI: the stable MAC comes
-		// from the VMI's UID here, so that it survives a migration to
-		// another pod (the kernel does not use it).
-		rec.MAC = names.VMMAC(vmi.Metadata.UID, pair.Interface.Name).String()
-	}
-	if m == api.BindingBridge {
-		// The CNI plugin took the pod link's MAC; a VM that had another
-		// one on its previous pod (status.interfaces, after a migration)
-		// keeps it, as in KubeVirt v1.9.0.
-		hw, err := vmi.StatusMAC(pair.Interface.Name)
-		if err != nil {
-			return nil, err
-		}
-		if hw != nil {
-			rec.MAC = hw.String()
-		}
-	}
-	if pair.Interface.MacAddress != "" {
-		hw, err := net.ParseMAC(pair.Interface.MacAddress)
-		if err != nil {
-			return nil, &api.FieldError{Path: "macAddress", Value: pair.Interface.MacAddress, Reason: err.Error()}
-		}
-		rec.MAC = hw.String()
-	}
-	return rec, nil
-}
-
-// render adds the items' interfaces to dom; an interface already there
-// with the same alias is replaced in place, everything else is kept.
-func render(dom *libvirtxml.Domain, vmi *api.VMI, items []phase2.Item, resolv []byte) error {
-	var existing []libvirtxml.DomainInterface
-	if dom.Devices != nil {
-		existing = dom.Devices.Interfaces
-		dom.Devices.Interfaces = nil
-	}
-	aliases := map[string]bool{}
-	for _, di := range existing {
-		if di.Alias == nil {
-			continue
-		}
-		if aliases[di.Alias.Name] {
-			return fmt.Errorf("domain XML: two interfaces with alias %q: refusing to guess which to replace", di.Alias.Name)
-		}
-		aliases[di.Alias.Name] = true
-	}
-	if err := phase2.Render(vmi, items, dom, binding.RenderOptions{InterfaceType: binding.InterfaceEthernet, ResolvConf: resolv}); err != nil {
-		return err
-	}
-	var added []libvirtxml.DomainInterface
-	if dom.Devices != nil {
-		added = dom.Devices.Interfaces
-	}
-	byAlias := map[string]int{}
-	for i, di := range added {
-		if di.Alias != nil {
-			byAlias[di.Alias.Name] = i
-		}
-	}
-	used := map[int]bool{}
-	merged := make([]libvirtxml.DomainInterface, 0, len(existing)+len(added))
-	for _, di := range existing {
-		if di.Alias != nil {
-			if i, ok := byAlias[di.Alias.Name]; ok {
-				merged = append(merged, added[i])
-				used[i] = true
-				continue
-			}
-		}
-		merged = append(merged, di)
-	}
-	for i, di := range added {
-		if !used[i] {
-			merged = append(merged, di)
-		}
-	}
-	if dom.Devices == nil {
-		dom.Devices = &libvirtxml.DomainDeviceList{}
-	}
-	dom.Devices.Interfaces = merged
-	return nil
-}
-
-// startDHCP starts a DHCP server per interface whose binding asks for one
-// (binding.DHCPServer) and whose record has IPAM, once per interface; it
-// returns when each is bound. Each server is then watched (see
-// [sidecar.supervise]).
-func (s *sidecar) startDHCP(ctx context.Context, vmi *api.VMI, items []phase2.Item) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, it := range items {
-		name := it.Pair.Interface.Name
-		if _, ok := it.Binding.(binding.DHCPServer); !ok || s.dhcp[name] != nil {
-			continue
-		}
-		pair, item := it.Pair, it
-		// The launcher hook's code path (phase2.DHCPConfig).
-		configFor := func(rec *cache.Interface) (*dhcp.Config, error) {
-			resolv, err := os.ReadFile(s.cfg.ResolvConf)
-			if err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return nil, fmt.Errorf("resolv.conf: %w", err)
-			}
-			return phase2.DHCPConfig(vmi, item, rec, resolv)
-		}
-		cfg, err := configFor(it.Record)
-		if err != nil {
-			return fmt.Errorf("interface %q: %w", name, err)
-		}
-		if cfg == nil {
-			s.log.Info("no IPAM: no DHCP server", "interface", name)
-			continue
-		}
-		again := func() (*dhcp.Config, error) {
-			rec, err := s.record(vmi, pair)
-			if err != nil {
-				return nil, err
-			}
-			return configFor(rec)
-		}
-		// Without CAP_NET_RAW (a non-root VMI's sidecar) the server logs
-		// once that router advertisements are off and serves DHCPv4 and
-		// DHCPv6 all the same.
-		run, err := s.serve(ctx, cfg, again)
-		if err != nil {
-			return fmt.Errorf("interface %q: %w", name, err)
-		}
-		s.dhcp[name] = run
-	}
-	return nil
-}
-
-// serve starts a server for cfg and returns once it is bound; the server
-// runs until Shutdown, watched by supervise, which rebuilds its
-// configuration with again when it restarts it.
-func (s *sidecar) serve(ctx context.Context, cfg *dhcp.Config, again func() (*dhcp.Config, error)) (*runningDHCP, error) {
-	// The servers outlive the call: they run until Shutdown.
-	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	run, err := s.start(sctx, cfg)
-	if err == nil {
-		select {
-		case <-ctx.Done():
-			err = ctx.Err()
-		default:
-		}
-	}
-	if err != nil {
-		cancel()
-		if run != nil {
-			<-run.done
-		}
-		return nil, err
-	}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		s.supervise(sctx, cfg, run, again)
-	}()
-	return &runningDHCP{cancel: cancel}, nil
-}
-
-// server is one DHCP server while it runs.
-type server struct {
-	stop    context.CancelFunc
-	done    chan error
-	ifindex int
-}
-
-// start starts a server for cfg and waits until it is bound.
-func (s *sidecar) start(ctx context.Context, cfg *dhcp.Config) (*server, error) {
-	idx, err := s.ifindex(cfg.Bridge)
-	if err != nil {
-		return nil, err
-	}
-	srv, err := dhcp.NewServer(cfg, s.log, dhcp.WithNetNS(s.cfg.NetNS))
-	if err != nil {
-		return nil, err
-	}
-	sctx, stop := context.WithCancel(ctx)
-	run := &server{stop: stop, done: make(chan error, 1), ifindex: idx}
-	go func() { run.done <- srv.Serve(sctx) }()
-	select {
-	case <-srv.Ready():
-		s.log.Info("DHCP server started", "interface", cfg.Interface, "bridge", cfg.Bridge, "mac", cfg.MAC.String(), "address", cfg.Address.String())
-		return run, nil
-	case err := <-run.done:
-		stop()
-		if err == nil {
-			err = errors.New("DHCP server stopped before it was ready")
-		}
-		return nil, err
-	}
-}
-
-// ifindex is the index of the link named name in the pod's namespace (0
-// when there is none).
-func (s *sidecar) ifindex(name string) (int, error) {
-	idx := 0
-	err := nsexec.Do(s.cfg.NetNS, func() error {
-		ifi, err := net.InterfaceByName(name)
-		if err == nil {
-			idx = ifi.Index
-		}
-		return nil
-	})
-	return idx, err
-}
-
-// supervise watches a server until ctx ends: every WatchInterval it checks
-// that the server's bridge is still the link it bound to. A server bound
-// to a bridge that went away (the CNI's DEL) hears nothing any more, even
-// once a bridge of the same name is back (an ADD: another link): it is
-// stopped with an error in the log, and started again, with the
-// configuration of the hand-off record then on the tap, once the bridge
-// is back. A server that fails is reported and restarted the same way.
-func (s *sidecar) supervise(ctx context.Context, cfg *dhcp.Config, run *server, again func() (*dhcp.Config, error)) {
-	every := s.cfg.WatchInterval
-	if every <= 0 {
-		every = DefaultWatchInterval
-	}
-	tick := time.NewTicker(every)
-	defer tick.Stop()
-	name, bridge := cfg.Interface, cfg.Bridge
-	for {
-		var done chan error
-		if run != nil {
-			done = run.done
-		}
-		select {
-		case <-ctx.Done():
-			if run != nil {
-				run.stop()
-				<-run.done
-			}
-			return
-		case err := <-done:
-			s.log.Error("DHCP server stopped; restarting it once its bridge is there", "interface", name, "bridge", bridge, "error", fmt.Sprint(err))
-			run.stop()
-			run = nil
-		case <-tick.C:
-			idx, err := s.ifindex(bridge)
-			if err != nil {
-				s.log.Error("DHCP server: cannot see the pod's namespace", "interface", name, "error", err.Error())
-				continue
-			}
-			if run != nil && idx == run.ifindex {
-				continue
-			}
-			if run != nil {
-				s.log.Error("DHCP server's bridge went away or was made again; stopping the server", "interface", name, "bridge", bridge)
-				run.stop()
-				<-run.done
-				run = nil
-			}
-			if idx == 0 {
-				continue
-			}
-			c, err := again()
-			if err == nil && c == nil {
-				err = errors.New("the interface's record no longer asks for a DHCP server")
-			}
-			if err != nil {
-				s.log.Error("DHCP server not restarted", "interface", name, "error", err.Error())
-				continue
-			}
-			if run, err = s.start(ctx, c); err != nil {
-				s.log.Error("DHCP server not restarted", "interface", name, "error", err.Error())
-				run = nil
-				continue
-			}
-			bridge = c.Bridge
-			s.log.Info("DHCP server restarted on the new bridge", "interface", name, "bridge", bridge)
-		}
-	}
-}
-
-func (s *sidecar) stopDHCP() {
-	s.mu.Lock()
-	for _, r := range s.dhcp {
-		r.cancel()
-	}
-	s.mu.Unlock()
-	s.wg.Wait()
 }
