@@ -205,8 +205,6 @@ type guest struct {
 	start     time.Time
 	// dom is the domain the hook built (before the changes for TCG).
 	dom *libvirtxml.Domain
-	// passt is the passt the test started (gc.passt).
-	passt *passtProc
 }
 
 // bootGuest runs the whole path for gc: a server in the node namespace
@@ -294,7 +292,7 @@ func bootGuest(t *testing.T, gc guestCase) *guest {
 	require.Len(t, dom.Devices.Interfaces, 1)
 	if gc.passt {
 		require.Empty(t, running.Servers(), "passt serves DHCP itself")
-		g.passt = usePasst(t, dom, gc.pod, work)
+		usePasst(t, dom, gc.pod, work)
 	} else {
 		require.Len(t, running.Servers(), 1)
 		nic := dom.Devices.Interfaces[0]

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/vishvananda/netlink"
 	"libvirt.org/go/libvirtxml"
 
 	"github.com/virtnet/virtnet/internal/nsexec"
@@ -57,19 +58,9 @@ spec:
 `
 
 // passtBulk is how many bytes the node's server sends the passt guest:
-// passt's frames toward the guest carry up to its MSS (65480 at the MTU
-// 65520 passt gives), so this crosses the largest frames.
+// at the MTU 65520 passt gives, its frames toward the guest come near
+// 64 KiB (65490 bytes in a capture), so this crosses the largest frames.
 const passtBulk = 1 << 20
-
-// passtProc is the passt a test started.
-type passtProc struct {
-	out *bytes.Buffer // its output (stdout and stderr)
-	// linkLocal is the IPv6 link-local address passt answers NDP and
-	// DHCPv6 from, as it printed it ("" without IPv6).
-	linkLocal string
-}
-
-var passtLinkLocalRE = regexp.MustCompile(`our link-local: (\S+)`)
 
 // usePasst replaces the domain's passt interface, which libvirt 9.0
 // refuses (<backend type='passt'> needs libvirt 9.2: the form stays
@@ -85,7 +76,7 @@ var passtLinkLocalRE = regexp.MustCompile(`our link-local: (\S+)`)
 // what it exchanged with the guest to <dir>/passt.pcap and QEMU what the
 // guest's NIC sent and received to <dir>/guest.pcap (the directory must
 // be writable by uid 107).
-func usePasst(t *testing.T, dom *libvirtxml.Domain, pod *testutil.Pod, work string) *passtProc {
+func usePasst(t *testing.T, dom *libvirtxml.Domain, pod *testutil.Pod, work string) {
 	t.Helper()
 	bin, err := exec.LookPath("passt")
 	if err != nil {
@@ -103,7 +94,7 @@ func usePasst(t *testing.T, dom *libvirtxml.Domain, pod *testutil.Pod, work stri
 	require.NoError(t, os.Mkdir(dir, 0o700))
 	require.NoError(t, os.Chown(dir, passtUID, passtUID))
 	sock := filepath.Join(dir, "passt.sock")
-	p := &passtProc{out: &bytes.Buffer{}}
+	out := &bytes.Buffer{}
 	// --no-map-gw: the gateway's address is the node's (the CNI's
 	// gateway), not a name for the pod's own loopback. No --debug: it
 	// crashes this passt (see docs/bridge-ipv6-and-mtu.md).
@@ -114,7 +105,7 @@ func usePasst(t *testing.T, dom *libvirtxml.Domain, pod *testutil.Pod, work stri
 		args = append(args, "--pcap", filepath.Join(capture, "passt.pcap"))
 	}
 	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = p.out, p.out
+	cmd.Stdout, cmd.Stderr = out, out
 	// setuid from root to 107 leaves no capability (no keepcaps, no
 	// ambient ones).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true,
@@ -134,7 +125,7 @@ func usePasst(t *testing.T, dom *libvirtxml.Domain, pod *testutil.Pod, work stri
 		}
 		// Without a syslog in the test, passt says so before each line.
 		var lines []string
-		for _, l := range strings.Split(p.out.String(), "\n") {
+		for _, l := range strings.Split(out.String(), "\n") {
 			if !strings.HasPrefix(l, "Failed to send ") {
 				lines = append(lines, l)
 			}
@@ -162,10 +153,6 @@ func usePasst(t *testing.T, dom *libvirtxml.Domain, pod *testutil.Pod, work stri
 			require.NotEqual(t, own, its, "passt holds capabilities (%s) outside a user namespace of its own", f[1])
 		}
 	}
-	// passt prints its configuration before it listens on its socket.
-	if m := passtLinkLocalRE.FindStringSubmatch(p.out.String()); m != nil {
-		p.linkLocal = m[1]
-	}
 
 	// QEMU creates the devices of <qemu:commandline> before libvirt's
 	// own: an explicit slot of the root complex that libvirt's
@@ -183,7 +170,6 @@ func usePasst(t *testing.T, dom *libvirtxml.Domain, pod *testutil.Pod, work stri
 	for _, a := range qargs {
 		dom.QEMUCommandline.Args = append(dom.QEMUCommandline.Args, libvirtxml.DomainQEMUCommandlineArg{Value: a})
 	}
-	return p
 }
 
 // resolvArgs turns a resolv.conf into passt's --dns and --search options.
@@ -248,8 +234,8 @@ func TestPasstGuest(t *testing.T) {
 	})
 }
 
-// passtMTU is the MTU passt gives over DHCP, NDP's router advertisements
-// and (not used here) DHCPv6 by default: 65520, whatever the pod link's.
+// passtMTU is the MTU passt gives over DHCP and in its router
+// advertisements by default: 65520, whatever the pod link's.
 // passt ends the guest's TCP itself and sends from sockets of the pod,
 // so the pod's MTU applies on the pod's side only.
 const passtMTU = "65520"
@@ -276,20 +262,33 @@ func (g *guest) checkPasstIPv4(pod *testutil.Pod) {
 }
 
 // checkPasstIPv6: DHCPv6 leases the pod's IPv6, the default route is via
-// passt's link-local address (its router advertisements), the guest pings
-// the node's IPv6 and the node's server sees the pod's IPv6.
+// passt's link-local address (its router advertisements), which is the
+// pod link's own, the guest pings the node's IPv6 and the node's server
+// sees the pod's IPv6.
 func (g *guest) checkPasstIPv6(pod *testutil.Pod) {
 	t := g.t
 	t.Helper()
+	link, err := pod.Pod.Handle.LinkByName(pod.PodLink)
+	require.NoError(t, err)
+	addrs, err := pod.Pod.Handle.AddrList(link, netlink.FAMILY_V6)
+	require.NoError(t, err)
+	var linkLocal string
+	for _, a := range addrs {
+		if a.IP.IsLinkLocalUnicast() {
+			linkLocal = a.IP.String()
+		}
+	}
+	require.NotEmpty(t, linkLocal, "the pod link %s has a link-local address", pod.PodLink)
 	line := g.wait("lease6", "lease6-failed")
 	require.True(t, strings.HasPrefix(line, "lease6 "), "guest: %s", line)
 	l6 := parseKV(strings.TrimPrefix(line, "lease6 "))
 	require.Equal(t, pod.PodIPv6.String(), l6["address"], "passt's DHCPv6 leases the pod's IPv6")
 	require.Equal(t, "default.svc.cluster.local svc.cluster.local cluster.local", l6["search"])
-	require.Contains(t, g.wait("addr6"), pod.PodIPv6.String()+"/128")
-	require.NotEmpty(t, g.passt.linkLocal, "passt printed its link-local address")
-	require.Regexp(t, `default via `+regexp.QuoteMeta(g.passt.linkLocal)+` dev eth0`, g.wait("routes6"),
-		"the default route via passt's link-local address")
+	addr6 := g.wait("addr6")
+	require.Contains(t, addr6, pod.PodIPv6.String()+"/128")
+	require.Contains(t, addr6, "mtu="+passtMTU)
+	require.Regexp(t, `default via `+regexp.QuoteMeta(linkLocal)+` dev eth0`, g.wait("routes6"),
+		"the default route via passt's link-local address, the pod link's")
 	require.Regexp(t, `^ping6-ok 3 packets transmitted, 3 packets received`, g.wait("ping6-ok", "ping6-failed"))
 	line = g.wait("source6")
 	require.Equal(t, "source6 "+pod.PodIPv6.String(), strings.Join(strings.Fields(line)[:2], " "))
