@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"log/slog"
@@ -180,7 +181,9 @@ type guestCase struct {
 	// guestScript.dhcp6); v6only skips DHCPv4 (an IPv6-only pod).
 	dhcp6, v6only bool
 	// passt: the interface is passt's; the test starts passt and gives
-	// QEMU its socket (see usePasst); the guest also serves port 22.
+	// QEMU its socket (see usePasst); the guest serves ports 22 and 8080
+	// to clients that speak first, and takes passtBulk bytes from the
+	// node's server ("bulk-in"); see guestScript.passt.
 	passt bool
 	// mtuProbe: the guest runs `ping -M do -s 1372` and `-s 1373` to
 	// ping and reports them ("pingdo-1372", "pingdo-1373"), and counts
@@ -244,6 +247,10 @@ func bootGuest(t *testing.T, gc guestCase) *guest {
 	}
 	if gc.peer != nil && gc.peer.PodIP != nil {
 		peerAddr, g.peerSeen = serveSource(t, gc.peer.Pod, gc.peer.PodIP)
+	}
+	var bulkAddr string
+	if gc.passt && !gc.v6only {
+		bulkAddr = serveBytes(t, gc.pod.Node, gc.pod.NodeIP, passtBulk)
 	}
 	var node6Addr, peer6Addr string
 	var tool []byte
@@ -310,7 +317,7 @@ func bootGuest(t *testing.T, gc guestCase) *guest {
 		busybox: filepath.Join(assets, "busybox"),
 		modules: mods,
 		files: guestFilesFor(guestScript{modules: mods, ping: gc.ping, node: nodeAddr, peer: peerAddr, nocloud: gc.nocloud, ipv6: gc.ipv6,
-			dhcp6: gc.dhcp6, node6: node6Addr, peer6: peer6Addr, v6only: gc.v6only, mtuProbe: gc.mtuProbe, port22: gc.passt}, tool),
+			dhcp6: gc.dhcp6, node6: node6Addr, peer6: peer6Addr, v6only: gc.v6only, mtuProbe: gc.mtuProbe, passt: gc.passt, bulk: bulkAddr}, tool),
 	}))
 	forTCG(dom, guestKernel(assets), initrd, consoleLog)
 	xml, err := dom.Marshal()
@@ -420,9 +427,16 @@ func (g *guest) requirePeer(want net.IP) {
 	}
 }
 
-// dial connects from ns to ip:port (retrying for up to 30 s) and returns
+// dial connects from ns to ip:port (retrying for up to 60 s) and returns
 // what the guest answered.
 func (g *guest) dial(ns *testutil.NS, ip net.IP, port int) string {
+	g.t.Helper()
+	return g.request(ns, ip, port, "")
+}
+
+// request is dial that sends req and a newline first, unless req is
+// empty, as a client that speaks first (HTTP, SSH) does.
+func (g *guest) request(ns *testutil.NS, ip net.IP, port int, req string) string {
 	g.t.Helper()
 	addr := net.JoinHostPort(ip.String(), strconv.Itoa(port))
 	var reply string
@@ -436,6 +450,11 @@ func (g *guest) dial(ns *testutil.NS, ip net.IP, port int) string {
 			}
 			defer conn.Close()
 			_ = conn.SetDeadline(time.Now().Add(20 * time.Second))
+			if req != "" {
+				if _, err := io.WriteString(conn, req+"\n"); err != nil {
+					return err
+				}
+			}
 			got, err = io.ReadAll(conn)
 			return err
 		})
@@ -476,6 +495,28 @@ func serveSource(t *testing.T, ns *testutil.NS, ip net.IP) (string, <-chan strin
 		}
 	}()
 	return ln.Addr().String(), seen
+}
+
+// serveBytes listens on ip:0 in ns and sends n bytes on each connection,
+// then closes it.
+func serveBytes(t *testing.T, ns *testutil.NS, ip net.IP, n int) string {
+	t.Helper()
+	var ln net.Listener
+	require.NoError(t, ns.Do(func() (err error) { ln, err = net.Listen("tcp", net.JoinHostPort(ip.String(), "0")); return err }))
+	t.Cleanup(func() { _ = ln.Close() })
+	block := bytes.Repeat([]byte("virtnet-"), n/8)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.SetDeadline(time.Now().Add(time.Minute))
+			_, _ = c.Write(block)
+			_ = c.Close()
+		}
+	}()
+	return ln.Addr().String()
 }
 
 // uptime is the guest uptime "t=<seconds>" of a report.
