@@ -484,7 +484,7 @@ func planPair(ctx context.Context, d netdriver.Driver, vmi *api.VMI, p api.Pair,
 	}
 	if rec != nil {
 		rec.Interface, rec.PodInterface, rec.Binding = name, p.PodInterface, p.Binding()
-		if in.Resumed && recorded != nil && recorded.ServerIPv4 != "" && rec.ServerIPv4 != "" {
+		if in.Resumed && recorded != nil && recorded.ServerIPv4.IsValid() && rec.ServerIPv4.IsValid() {
 			// The address the bridge and the DHCP server have: derived
 			// from the interface's index, which moves when an earlier
 			// interface leaves the spec after its unplug.
@@ -529,27 +529,26 @@ func (r *pairRun) prepare(ctx context.Context, d netdriver.Driver, store *cache.
 // podIPs are the first global IPv4 and IPv6 addresses of the link, the
 // family of primary (the pod's primary IP) first, IPv4 first when primary
 // is not an address (KubeVirt orders them after MY_POD_IP).
-func podIPs(l *cache.Link, primary string) []string {
+func podIPs(l *cache.Link, primary string) []netip.Addr {
 	if l == nil {
 		return nil
 	}
-	var v4, v6 string
+	var v4, v6 netip.Addr
 	for _, a := range l.Addresses {
-		ip, _, _ := cutPrefix(a)
-		switch {
-		case isV4(ip) && v4 == "":
+		switch ip := a.Addr(); {
+		case ip.Is4() && !v4.IsValid():
 			v4 = ip
-		case !isV4(ip) && v6 == "":
+		case !ip.Is4() && !v6.IsValid():
 			v6 = ip
 		}
 	}
-	order := []string{v4, v6}
+	order := []netip.Addr{v4, v6}
 	if p, err := netip.ParseAddr(primary); err == nil && p.Unmap().Is6() {
-		order = []string{v6, v4}
+		order = []netip.Addr{v6, v4}
 	}
-	var out []string
+	var out []netip.Addr
 	for _, ip := range order {
-		if ip != "" {
+		if ip.IsValid() {
 			out = append(out, ip)
 		}
 	}

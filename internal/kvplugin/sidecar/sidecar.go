@@ -352,7 +352,7 @@ func (s *sidecar) record(vmi *api.VMI, pair api.Pair) (*cache.Interface, error) 
 		// The CNI plugin does not know the VMI: the stable MAC comes
 		// from the VMI's UID here, so that it survives a migration to
 		// another pod (the kernel does not use it).
-		rec.MAC = names.VMMAC(vmi.Metadata.UID, pair.Interface.Name).String()
+		rec.MAC, _ = cache.MACFrom(names.VMMAC(vmi.Metadata.UID, pair.Interface.Name))
 	}
 	if m == api.BindingBridge {
 		// The CNI plugin took the pod link's MAC; a VM that had another
@@ -363,15 +363,13 @@ func (s *sidecar) record(vmi *api.VMI, pair api.Pair) (*cache.Interface, error) 
 			return nil, err
 		}
 		if hw != nil {
-			rec.MAC = hw.String()
+			rec.MAC, _ = cache.MACFrom(hw)
 		}
 	}
 	if pair.Interface.MacAddress != "" {
-		hw, err := net.ParseMAC(pair.Interface.MacAddress)
-		if err != nil {
+		if rec.MAC, err = cache.ParseMAC(pair.Interface.MacAddress); err != nil {
 			return nil, &api.FieldError{Path: "macAddress", Value: pair.Interface.MacAddress, Reason: err.Error()}
 		}
-		rec.MAC = hw.String()
 	}
 	return rec, nil
 }
