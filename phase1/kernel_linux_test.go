@@ -3,6 +3,7 @@ package phase1_test
 import (
 	"context"
 	"net"
+	"net/netip"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -19,7 +20,7 @@ import (
 // vmNS emulates the VM: a veth with one end enslaved to the pod's bridge
 // and the other, named eth0, in a new namespace with the VM's MAC and
 // address and a default route via gw.
-func vmNS(t *testing.T, pod *testutil.NS, bridge string, mac, cidr, gw string) *testutil.NS {
+func vmNS(t *testing.T, pod *testutil.NS, bridge string, mac cache.MAC, cidr netip.Prefix, gw netip.Addr) *testutil.NS {
 	t.Helper()
 	vm := testutil.NewNS(t, "vn-vm")
 	testutil.AddVeth(t, pod, "vmport", vm, "eth0", 1440)
@@ -30,15 +31,13 @@ func vmNS(t *testing.T, pod *testutil.NS, bridge string, mac, cidr, gw string) *
 	require.NoError(t, pod.Handle.LinkSetMaster(port, br))
 	l, err := vm.Handle.LinkByName("eth0")
 	require.NoError(t, err)
-	hw, err := net.ParseMAC(mac)
-	require.NoError(t, err)
 	require.NoError(t, vm.Handle.LinkSetDown(l))
-	require.NoError(t, vm.Handle.LinkSetHardwareAddr(l, hw))
+	require.NoError(t, vm.Handle.LinkSetHardwareAddr(l, mac.HardwareAddr()))
 	require.NoError(t, vm.Handle.LinkSetUp(l))
-	addr, err := netlink.ParseAddr(cidr)
+	addr, err := netlink.ParseAddr(cidr.String())
 	require.NoError(t, err)
 	require.NoError(t, vm.Handle.AddrAdd(l, addr))
-	require.NoError(t, vm.Handle.RouteAdd(&netlink.Route{LinkIndex: l.Attrs().Index, Gw: net.ParseIP(gw)}))
+	require.NoError(t, vm.Handle.RouteAdd(&netlink.Route{LinkIndex: l.Attrs().Index, Gw: net.IP(gw.AsSlice())}))
 	return vm
 }
 
@@ -370,8 +369,8 @@ func TestMasqueradeDualStackKernel(t *testing.T) {
 	s := realRun(t, vmi, pod)
 	rec, err := s.ReadInterface(uid, "default")
 	require.NoError(t, err)
-	require.Equal(t, "fd10:0:2::2/120", rec.IPv6)
-	require.Equal(t, "fd10:0:2::1", rec.GatewayIPv6)
+	require.Equal(t, netip.MustParsePrefix("fd10:0:2::2/120"), rec.IPv6)
+	require.Equal(t, netip.MustParseAddr("fd10:0:2::1"), rec.GatewayIPv6)
 	br := mustNL(t, pod.Pod, "k6t-eth0")
 	addrs, err := pod.Pod.Handle.AddrList(br, netlink.FAMILY_V6)
 	require.NoError(t, err)
@@ -385,11 +384,11 @@ func TestMasqueradeDualStackKernel(t *testing.T) {
 
 	vm := vmNS(t, pod.Pod, rec.Bridge, rec.MAC, rec.IPv4, rec.Gateway)
 	l := mustNL(t, vm, "eth0")
-	v6, err := netlink.ParseAddr(rec.IPv6)
+	v6, err := netlink.ParseAddr(rec.IPv6.String())
 	require.NoError(t, err)
 	v6.Flags = unix.IFA_F_NODAD
 	require.NoError(t, vm.Handle.AddrAdd(l, v6))
-	require.NoError(t, vm.Handle.RouteAdd(&netlink.Route{LinkIndex: l.Attrs().Index, Gw: net.ParseIP(rec.GatewayIPv6)}))
+	require.NoError(t, vm.Handle.RouteAdd(&netlink.Route{LinkIndex: l.Attrs().Index, Gw: net.IP(rec.GatewayIPv6.AsSlice())}))
 
 	testutil.ServeSource(t, vm, "tcp6", "[::]:80")
 	testutil.ServeSource(t, pod.Node, "tcp6", "[fd00:10:244:1::1]:8000")

@@ -97,10 +97,8 @@ func runGuest(t *testing.T, vmi *api.VMI, pod *testutil.NS, rec *cache.Interface
 	require.NoError(t, pod.Handle.LinkSetMaster(port, br))
 	eth0, err := g.Handle.LinkByName("eth0")
 	require.NoError(t, err)
-	hw, err := net.ParseMAC(rec.MAC)
-	require.NoError(t, err)
 	require.NoError(t, g.Handle.LinkSetDown(eth0))
-	require.NoError(t, g.Handle.LinkSetHardwareAddr(eth0, hw))
+	require.NoError(t, g.Handle.LinkSetHardwareAddr(eth0, rec.MAC.HardwareAddr()))
 	require.NoError(t, g.Handle.LinkSetUp(eth0))
 
 	dir := t.TempDir()

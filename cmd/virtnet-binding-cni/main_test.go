@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -236,14 +237,14 @@ func runLifecycle(t *testing.T, binding string, spec testutil.NetworkSpec, chain
 	require.Equal(t, spec.MTU, rec.MTU)
 	switch binding {
 	case api.BindingMasquerade:
-		require.Equal(t, "10.0.2.2/24", rec.IPv4)
-		require.Equal(t, "10.0.2.1", rec.Gateway)
+		require.Equal(t, netip.MustParsePrefix("10.0.2.2/24"), rec.IPv4)
+		require.Equal(t, netip.MustParseAddr("10.0.2.1"), rec.Gateway)
 	case api.BindingBridge:
 		// The address as the kernel holds it: ptp reports /24 in its
 		// result but assigns /32.
-		require.Equal(t, strings.Split(pl.addr, "/")[0], strings.Split(rec.IPv4, "/")[0])
-		require.Equal(t, pl.gateway, rec.Gateway)
-		require.Equal(t, pl.mac, rec.MAC, "the VM gets the pod's MAC")
+		require.Equal(t, strings.Split(pl.addr, "/")[0], rec.IPv4.Addr().String())
+		require.Equal(t, pl.gateway, rec.Gateway.String())
+		require.Equal(t, pl.mac, rec.MAC.String(), "the VM gets the pod's MAC")
 		require.Equal(t, "eth0-nic", rec.NIC)
 	}
 	require.Equal(t, "67", readPortStart(t, pod), "the sidecar may bind the DHCP ports")

@@ -34,7 +34,7 @@ func TestSharedRouterAdvertisement(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := bridgeRecord()
-			rec.IPv6, rec.GatewayIPv6, rec.RouterIPv6, rec.OnLinkIPv6 = "fd00:10:244:3::2/128", "fd00:10:244:3::1", tc.router, tc.onLink
+			rec.IPv6, rec.GatewayIPv6, rec.RouterIPv6, rec.OnLinkIPv6 = netip.MustParsePrefix("fd00:10:244:3::2/128"), netip.MustParseAddr("fd00:10:244:3::1"), netip.MustParseAddr(tc.router), netip.MustParsePrefix(tc.onLink)
 			c, err := NewConfig(testVMI(), nil, rec, []byte(podResolvConf))
 			require.NoError(t, err)
 			require.True(t, c.IPv6.Shared)
