@@ -74,7 +74,7 @@ func TestMasqueradeTraffic(t *testing.T) {
 	require.Equal(t, "10.244.1.7", seen, "the outside sees the pod IP")
 	seen, err = testutil.DialSource(pod.Pod, "tcp4", "127.0.0.1:80", 1)
 	require.NoError(t, err, "the pod's loopback reaches the VM on a declared port")
-	require.Equal(t, rec.Gateway, seen)
+	require.Equal(t, rec.Gateway.String(), seen)
 
 	// A re-run changes nothing and keeps the traffic flowing.
 	before := testutil.CacheFiles(t, s)
@@ -127,7 +127,7 @@ func TestMasqueradePortRangesTraffic(t *testing.T) {
 		require.Equal(t, "10.244.1.1", seen)
 		seen, err = testutil.DialSource(pod.Pod, "tcp4", "127.0.0.1:"+tc.port, 1)
 		require.NoError(t, err, "the pod's loopback reaches the VM on port %s", tc.port)
-		require.Equal(t, rec.Gateway, seen)
+		require.Equal(t, rec.Gateway.String(), seen)
 	}
 }
 
@@ -154,7 +154,7 @@ func TestBridgeNoIPAMKernel(t *testing.T) {
 	rec, err := s.ReadInterface(uid, "default")
 	require.NoError(t, err)
 	require.True(t, rec.IPAMDisabled)
-	require.Equal(t, pod.PodMAC.String(), rec.MAC, "the VM keeps the pod's MAC")
+	require.Equal(t, pod.PodMAC.String(), recText(rec.MAC), "the VM keeps the pod's MAC")
 
 	require.NoError(t, phase1.Cleanup(context.Background(), vmi, pod.Pod.Path, s, phase1.Options{}))
 	eth0, err = h.LinkByName("eth0")
@@ -260,7 +260,7 @@ func TestBridgeIPAMKernel(t *testing.T) {
 
 	rec, err := s.ReadInterface(uid, "default")
 	require.NoError(t, err)
-	require.Equal(t, pod.PodMAC.String(), rec.MAC)
+	require.Equal(t, pod.PodMAC.String(), recText(rec.MAC))
 	vm := vmNS(t, pod.Pod, "k6t-eth0", rec.MAC, rec.IPv4, rec.Gateway)
 	testutil.ServeSource(t, pod.Node, "tcp4", "10.244.1.1:8000")
 	seen, err := testutil.DialSource(vm, "tcp4", "10.244.1.1:8000", 1)

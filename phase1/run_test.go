@@ -128,7 +128,7 @@ func TestRunBridgeState(t *testing.T) {
 	pod, err := s.ReadProgress(uid, "default")
 	require.NoError(t, err)
 	require.Equal(t, cache.Finished, pod.State)
-	require.Equal(t, []string{"10.244.1.7"}, pod.PodIPs)
+	require.Equal(t, []string{"10.244.1.7"}, addrTexts(pod.PodIPs))
 }
 
 func TestRunMasqueradeState(t *testing.T) {
@@ -412,7 +412,7 @@ func TestRunPodIPsOrder(t *testing.T) {
 			require.NoError(t, run(t, vmi, f, s, phase1.Options{PrimaryPodIP: tc.option}))
 			pod, err := s.ReadProgress(string(vmi.Metadata.UID), "default")
 			require.NoError(t, err)
-			require.Equal(t, tc.want, pod.PodIPs)
+			require.Equal(t, tc.want, addrTexts(pod.PodIPs))
 		})
 	}
 }

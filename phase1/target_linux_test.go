@@ -58,8 +58,8 @@ func TestMigrationTargetMasquerade(t *testing.T) {
 	require.NoError(t, err)
 	progB, err := sB.ReadProgress(uid, "default")
 	require.NoError(t, err)
-	require.Equal(t, []string{podA.PodIP.String()}, progA.PodIPs)
-	require.Equal(t, []string{podB.PodIP.String()}, progB.PodIPs)
+	require.Equal(t, []string{podA.PodIP.String()}, addrTexts(progA.PodIPs))
+	require.Equal(t, []string{podB.PodIP.String()}, addrTexts(progB.PodIPs))
 
 	vm := vmNS(t, podB.Pod, recB.Bridge, recB.MAC, recB.IPv4, recB.Gateway)
 	testutil.ServeSource(t, vm, "tcp4", "0.0.0.0:80")

@@ -191,7 +191,7 @@ func TestPrepareCleanup(t *testing.T) {
 			// A second Prepare (a re-run after success or failure) leaves
 			// the link with the VM's MAC and then changes nothing.
 			require.NoError(t, Binding{}.Prepare(ctx, d, in, link, rec))
-			require.Equal(t, rec.MAC, d.links["net1"].MAC.String())
+			require.Equal(t, rec.MAC.String(), d.links["net1"].MAC.String())
 			d.calls = nil
 			require.NoError(t, Binding{}.Prepare(ctx, d, in, link, rec))
 			require.Empty(t, d.calls)

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"encoding"
 	"encoding/json"
 	"fmt"
 	"net/netip"
@@ -394,8 +395,8 @@ func secondaryNetworkPodHash(t *testing.T) {
 	require.Equal(t, "k6t-58d19be530f", old.Record.Bridge)
 	require.NoError(t, p.Pod.Handle.LinkSetName(br, src.Record.Bridge))
 	require.NoError(t, p.Pod.Handle.LinkSetUp(br))
-	require.Equal(t, att.IPs[0].String(), src.Record.IPv4)
-	require.Equal(t, att.MAC.String(), src.Record.MAC)
+	require.Equal(t, att.IPs[0].String(), recText(src.Record.IPv4))
+	require.Equal(t, att.MAC.String(), recText(src.Record.MAC))
 	_, err = kvplugin.ReadRecord(p.Pod.Path, "bridge", "eth0", true)
 	require.ErrorIs(t, err, kvplugin.ErrNoLink, "the pod network's eth0 is left alone")
 
@@ -454,4 +455,13 @@ func TestErrors(t *testing.T) {
 			require.ElementsMatch(t, before, linkNames(t, pod.Pod))
 		})
 	}
+}
+
+// recText is a record value as the record's JSON writes it ("" when unset).
+func recText(v encoding.TextMarshaler) string {
+	b, err := v.MarshalText()
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
 }
