@@ -429,17 +429,13 @@ func driverFor(netnsPath string, opts Options) (netdriver.Driver, func(), error)
 func InputFor(vmi *api.VMI, p api.Pair, opts Options) binding.Input {
 	opts.fill()
 	logger := opts.Logger
+	links := names.For(p.PodInterface, p.Primary())
 	return binding.Input{
 		TapOwner: opts.TapOwner.For(vmi),
 		VMI:      vmi,
 		Pair:     p,
-		Names: binding.Names{
-			Pod:    p.PodInterface,
-			NIC:    names.NIC(p.PodInterface),
-			Bridge: names.Bridge(p.PodInterface),
-			Tap:    names.Tap(p.PodInterface, p.Primary()),
-		},
-		Logger: logger.With("interface", p.Interface.Name, "podInterface", p.PodInterface, "binding", p.Binding()),
+		Names:    binding.Names{Pod: p.PodInterface, NIC: links.NIC, Bridge: links.Bridge, Tap: links.Tap},
+		Logger:   logger.With("interface", p.Interface.Name, "podInterface", p.PodInterface, "binding", p.Binding()),
 	}
 }
 

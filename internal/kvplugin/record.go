@@ -130,18 +130,19 @@ func Decode(alias, binding, podIface string, primary bool) (*cache.Interface, er
 	if r.PodInterface != podIface {
 		return nil, &MismatchError{Field: "pod interface", Got: r.PodInterface, Want: podIface}
 	}
+	links := names.For(podIface, primary)
 	rec := &cache.Interface{
 		Version:      1,
 		PodInterface: podIface,
 		Binding:      binding,
-		Bridge:       names.Bridge(podIface),
-		Tap:          names.Tap(podIface, primary),
+		Bridge:       links.Bridge,
+		Tap:          links.Tap,
 		MTU:          int(r.Mtu),
 		Queues:       int(r.Queues),
 		IPAMDisabled: r.IpamDisabled,
 	}
 	if r.Nic {
-		rec.NIC = names.NIC(podIface)
+		rec.NIC = links.NIC
 	}
 	if len(r.Mac) > 0 {
 		if len(r.Mac) != 6 {

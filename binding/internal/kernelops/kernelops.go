@@ -12,6 +12,7 @@ import (
 
 	"github.com/virtnet/virtnet/binding"
 	"github.com/virtnet/virtnet/cache"
+	"github.com/virtnet/virtnet/internal/names"
 	"github.com/virtnet/virtnet/netdriver"
 )
 
@@ -573,7 +574,7 @@ func checkNotPrepared(d netdriver.Driver, in binding.Input, l *netdriver.Link, o
 		return fail("carries phase1's mark (altnames %q)", l.AltNames)
 	}
 	if l.Master != "" {
-		if strings.HasPrefix(l.Master, "k6t-") {
+		if strings.HasPrefix(l.Master, names.BridgePrefix) {
 			return fail("is a port of bridge %s", l.Master)
 		}
 		m, err := Lookup(d, l.Master)
