@@ -2,7 +2,6 @@ package macvtap
 
 import (
 	"context"
-	"encoding"
 	"testing"
 
 	"github.com/virtnet/virtnet/cache"
@@ -44,13 +43,4 @@ func TestWithNetdriverFake(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "02:aa:bb:cc:dd:01", l.MAC.String())
 	require.Len(t, f.Calls(), 2, "%v", f.Calls())
-}
-
-// recText is a record value as the record's JSON writes it ("" when unset).
-func recText(v encoding.TextMarshaler) string {
-	b, err := v.MarshalText()
-	if err != nil {
-		panic(err)
-	}
-	return string(b)
 }
