@@ -23,13 +23,11 @@ func badValue(data []byte, t reflect.Type) (field, value string, err error) {
 	return walkValue("", v, t)
 }
 
-var textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
-
 func walkValue(path string, v any, t reflect.Type) (string, string, error) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	if reflect.PointerTo(t).Implements(textUnmarshaler) {
+	if reflect.PointerTo(t).Implements(reflect.TypeFor[encoding.TextUnmarshaler]()) {
 		s, ok := v.(string)
 		if !ok {
 			return "", "", nil
