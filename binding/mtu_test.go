@@ -2,6 +2,7 @@ package binding_test
 
 import (
 	"errors"
+	"net/netip"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -44,8 +45,8 @@ func clampInput(t *testing.T, method, ann string) binding.Input {
 // the bridge binding refuses any clamp of its interface (layer 2: no ICMP
 // tells a sender) and ignores one for another interface.
 func TestGuestMTUClamp(t *testing.T) {
-	link := &cache.Link{Name: "eth0", Type: "veth", MAC: "02:00:00:00:00:07", MTU: 1450,
-		Addresses: []string{"10.244.1.7/24"}, Routes: []cache.Route{{Dst: "0.0.0.0/0", Gateway: "10.244.1.1"}}}
+	link := &cache.Link{Name: "eth0", Type: "veth", MAC: cache.MustParseMAC("02:00:00:00:00:07"), MTU: 1450,
+		Addresses: []netip.Prefix{netip.MustParsePrefix("10.244.1.7/24")}, Routes: []cache.Route{{Dst: netip.MustParsePrefix("0.0.0.0/0"), Gateway: netip.MustParseAddr("10.244.1.1")}}}
 	const path = "metadata.annotations[virtnet.io/guest-mtu]"
 	for _, tc := range []struct {
 		name, method, ann string

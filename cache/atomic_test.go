@@ -3,6 +3,7 @@ package cache
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -63,7 +64,7 @@ func TestCrashBeforeRename(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := testStore(t)
-			old := &Interface{Interface: "default", Binding: "bridge", MAC: "02:00:00:00:00:01", MTU: 1500}
+			old := &Interface{Interface: "default", Binding: "bridge", MAC: MustParseMAC("02:00:00:00:00:01"), MTU: 1500}
 			require.NoError(t, s.WriteInterface(testUID, old))
 			path, err := s.InterfacePath(testUID, "default")
 			require.NoError(t, err)
@@ -85,7 +86,7 @@ func TestCrashBeforeRename(t *testing.T) {
 				require.Equal(t, 1500, got.MTU)
 				return tt.crash(t, tmp)
 			}
-			err = s.WriteInterface(testUID, &Interface{Interface: "default", Binding: "bridge", MAC: "02:00:00:00:00:02", MTU: 9000})
+			err = s.WriteInterface(testUID, &Interface{Interface: "default", Binding: "bridge", MAC: MustParseMAC("02:00:00:00:00:02"), MTU: 9000})
 			require.ErrorContains(t, err, "simulated crash")
 			require.ErrorContains(t, err, path)
 			require.True(t, hookRan)
@@ -123,10 +124,10 @@ func record(w, i int) *Interface {
 		Binding:      "bridge",
 		Bridge:       fmt.Sprintf("br-%d-%d", w, i),
 		Tap:          fmt.Sprintf("tap-%d-%d", w, i),
-		MAC:          fmt.Sprintf("02:00:00:00:%02x:%02x", w, i%256),
+		MAC:          MustParseMAC(fmt.Sprintf("02:00:00:00:%02x:%02x", w, i%256)),
 		MTU:          1000 + w,
 		Queues:       i,
-		IPv4:         fmt.Sprintf("10.%d.%d.2/24", w, i%256),
+		IPv4:         netip.MustParsePrefix(fmt.Sprintf("10.%d.%d.2/24", w, i%256)),
 		Routes:       make([]Route, i%7),
 		// A record size that varies, so that a torn file could not
 		// pass for a whole one.

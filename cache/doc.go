@@ -14,7 +14,10 @@
 // <root>/.lock-netns-<dev>-<ino> ([Store.LockNamespace]), 0600; lock files
 // a killed run left are removed by [Store.RemoveStaleLocks].
 // Each record is JSON with a "version" field; reading another version is a
-// [*VersionError]. Files are mode 0644 in 0755 directories so that the
+// [*VersionError]. Addresses, prefixes and MACs are typed ([netip.Addr],
+// [netip.Prefix], [MAC]) and parsed once, when the record is read: a value
+// its type refuses is a [*CorruptError] naming the field by its JSON path
+// ("routes[1].dst"); unset values are written as before (omitted, or ""). Files are mode 0644 in 0755 directories so that the
 // launcher (qemu, uid 107) can read them; nothing is world-writable.
 //
 // # What a write guarantees

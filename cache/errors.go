@@ -23,16 +23,25 @@ func (e *NameError) Error() string {
 	return fmt.Sprintf("cache: %s %q cannot name a cache file (empty, '.', '..', '/', NUL or over 253 bytes)", e.Field, e.Value)
 }
 
-// CorruptError is a cache file that is not a valid record.
+// CorruptError is a cache file that is not a valid record. When the
+// record is well-formed JSON but a value is not of its field's type (an
+// address, a prefix, a MAC), Field names it by its JSON path
+// ("routes[1].dst") and Value holds it.
 type CorruptError struct {
-	Path string
-	Err  error
+	Path         string
+	Field, Value string
+	Err          error
 }
 
 // Permanent reports true: a re-run reads the same record.
 func (e *CorruptError) Permanent() bool { return true }
 
-func (e *CorruptError) Error() string { return fmt.Sprintf("cache: %s is corrupt: %v", e.Path, e.Err) }
+func (e *CorruptError) Error() string {
+	if e.Field != "" {
+		return fmt.Sprintf("cache: %s is corrupt: %s %q: %v", e.Path, e.Field, e.Value, e.Err)
+	}
+	return fmt.Sprintf("cache: %s is corrupt: %v", e.Path, e.Err)
+}
 func (e *CorruptError) Unwrap() error { return e.Err }
 
 // VersionError is a record written by another schema version.

@@ -3,6 +3,7 @@ package cache
 import (
 	"encoding/json"
 	"fmt"
+	"net/netip"
 )
 
 // Version is the schema version of every record this package writes.
@@ -60,12 +61,13 @@ func (s *State) UnmarshalJSON(b []byte) error {
 }
 
 // Route is a route of the pod interface. Dst is a CIDR ("0.0.0.0/0" for
-// the default route); Gateway and Src are addresses or empty.
+// the default route); Gateway and Src are addresses or the zero Addr
+// (not written).
 type Route struct {
-	Dst     string `json:"dst"`
-	Gateway string `json:"gateway,omitempty"`
-	Src     string `json:"src,omitempty"`
-	Metric  int    `json:"metric,omitempty"`
+	Dst     netip.Prefix `json:"dst"`
+	Gateway netip.Addr   `json:"gateway,omitzero"`
+	Src     netip.Addr   `json:"src,omitzero"`
+	Metric  int          `json:"metric,omitempty"`
 	// Kernel marks the route the kernel derives from an address (proto
 	// kernel): it comes back with the address and is not restored.
 	Kernel bool `json:"kernel,omitempty"`
@@ -76,26 +78,30 @@ type Route struct {
 type Link struct {
 	Name string `json:"name"`
 	Type string `json:"type"`
-	MAC  string `json:"mac"`
-	MTU  int    `json:"mtu"`
+	// MAC is the link's MAC; the zero MAC (written "") when its
+	// link-layer address is none or not a 48-bit MAC (an L3 tunnel,
+	// IPoIB), which phase1 then neither uses nor restores.
+	MAC MAC `json:"mac"`
+	MTU int `json:"mtu"`
 	// Ifindex is the link's index in the pod namespace, when a binding
 	// needs it (macvtap: QEMU's /dev/tap<ifindex>).
 	Ifindex int `json:"ifindex,omitempty"`
-	// Addresses are the link's global addresses as CIDRs, IPv4 first.
-	Addresses []string `json:"addresses,omitempty"`
+	// Addresses are the link's global addresses with their prefix
+	// length (host bits kept: "10.244.1.7/24"), IPv4 first.
+	Addresses []netip.Prefix `json:"addresses,omitempty"`
 	// AddressFlags are the settable IFA_F_* flags of the addresses that
 	// have any (0x02 nodad, 0x200 noprefixroute, …), by CIDR, so that a
 	// restore gives them back as they were; an address not listed has
 	// none (the kernel's own state flags, such as permanent, are not
 	// recorded).
-	AddressFlags map[string]uint32 `json:"addressFlags,omitempty"`
+	AddressFlags map[netip.Prefix]uint32 `json:"addressFlags,omitempty"`
 	// Routes are the link's IPv4 and IPv6 routes in the main table.
 	Routes []Route `json:"routes,omitempty"`
 	// RouterIPv6 is the link-local address of the router the link's IPv6
 	// default route goes through (the gateway itself when it is
 	// link-local, else the link-local address phase1 found it answers
 	// to), when a binding needs it (bridge: the guest's IPv6 router).
-	RouterIPv6 string `json:"routerIPv6,omitempty"`
+	RouterIPv6 netip.Addr `json:"routerIPv6,omitzero"`
 }
 
 // Progress is phase1's progress on one VMI interface and what it
@@ -113,7 +119,7 @@ type Progress struct {
 	// PodIPs are the pod interface's first global IPv4 and IPv6
 	// addresses (without prefix), the pod's primary family first (see
 	// phase1.Options.PrimaryPodIP): what the VMI status shows.
-	PodIPs []string `json:"podIPs,omitempty"`
+	PodIPs []netip.Addr `json:"podIPs,omitempty"`
 	// Discovered is the pod link as found on the first run.
 	Discovered *Link `json:"discovered,omitempty"`
 }
@@ -140,35 +146,36 @@ type Interface struct {
 
 	// MAC is the VM's MAC address; MTU the VM's: the pod link's, or the
 	// smaller clamp of api.GuestMTUAnnotation (masquerade).
-	MAC string `json:"mac,omitempty"`
-	MTU int    `json:"mtu,omitempty"`
+	MAC MAC `json:"mac,omitzero"`
+	MTU int `json:"mtu,omitempty"`
 	// Queues is the tap's queue count (0: single queue).
 	Queues int `json:"queues,omitempty"`
 
 	// IPAMDisabled is set when the pod link had no IPv4 address: the VM
 	// gets layer 2 only and no DHCP server runs.
 	IPAMDisabled bool `json:"ipamDisabled,omitempty"`
-	// IPv4 and IPv6 are the VM's addresses with prefix ("10.244.1.7/24").
-	IPv4 string `json:"ipv4,omitempty"`
-	IPv6 string `json:"ipv6,omitempty"`
+	// IPv4 and IPv6 are the VM's addresses with their prefix length
+	// (host bits kept: "10.244.1.7/24").
+	IPv4 netip.Prefix `json:"ipv4,omitzero"`
+	IPv6 netip.Prefix `json:"ipv6,omitzero"`
 	// Gateway and GatewayIPv6 are the VM's default routers.
-	Gateway     string `json:"gateway,omitempty"`
-	GatewayIPv6 string `json:"gatewayIPv6,omitempty"`
+	Gateway     netip.Addr `json:"gateway,omitzero"`
+	GatewayIPv6 netip.Addr `json:"gatewayIPv6,omitzero"`
 	// ServerIPv4 is the DHCP server's identifier address (the bridge's
 	// link-local address for bridge, the gateway for masquerade);
 	// ServerIPv6 the DHCPv6/RA source.
-	ServerIPv4 string `json:"serverIPv4,omitempty"`
-	ServerIPv6 string `json:"serverIPv6,omitempty"`
+	ServerIPv4 netip.Addr `json:"serverIPv4,omitzero"`
+	ServerIPv6 netip.Addr `json:"serverIPv6,omitzero"`
 	// Routes are the routes the VM gets over DHCP option 121.
 	Routes []Route `json:"routes,omitempty"`
 	// RouterIPv6 is the link-local address router advertisements name as
 	// the VM's IPv6 default router when it is not the server itself
 	// (bridge: the CNI's gateway, reached across the bridge).
-	RouterIPv6 string `json:"routerIPv6,omitempty"`
+	RouterIPv6 netip.Addr `json:"routerIPv6,omitzero"`
 	// OnLinkIPv6 is the IPv6 prefix the pod had on-link (its connected
-	// route), advertised as on-link and not for SLAAC; "" advertises
-	// none (bridge).
-	OnLinkIPv6 string `json:"onLinkIPv6,omitempty"`
+	// route), advertised as on-link and not for SLAAC; the zero Prefix
+	// advertises none (bridge).
+	OnLinkIPv6 netip.Prefix `json:"onLinkIPv6,omitzero"`
 }
 
 type versioned interface{ version() int }

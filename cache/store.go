@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 )
 
@@ -456,6 +457,9 @@ func Decode(path string, data []byte, rec versioned) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(rec); err != nil {
+		if field, value, ferr := badValue(data, reflect.TypeOf(rec)); ferr != nil {
+			return &CorruptError{Path: path, Field: field, Value: value, Err: ferr}
+		}
 		return &CorruptError{Path: path, Err: err}
 	}
 	if dec.More() {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,13 +36,13 @@ func sampleProgress() *cache.Progress {
 		PodInterface: "eth0",
 		Binding:      "bridge",
 		State:        cache.Started,
-		PodIPs:       []string{"10.244.1.7", "fd00:10:244:1::7"},
+		PodIPs:       []netip.Addr{netip.MustParseAddr("10.244.1.7"), netip.MustParseAddr("fd00:10:244:1::7")},
 		Discovered: &cache.Link{
-			Name: "eth0", Type: "veth", MAC: "0a:58:0a:f4:01:07", MTU: 1450,
-			Addresses: []string{"10.244.1.7/24", "fd00:10:244:1::7/64"},
+			Name: "eth0", Type: "veth", MAC: cache.MustParseMAC("0a:58:0a:f4:01:07"), MTU: 1450,
+			Addresses: []netip.Prefix{netip.MustParsePrefix("10.244.1.7/24"), netip.MustParsePrefix("fd00:10:244:1::7/64")},
 			Routes: []cache.Route{
-				{Dst: "0.0.0.0/0", Gateway: "10.244.1.1"},
-				{Dst: "10.244.0.0/16", Gateway: "10.244.1.1", Src: "10.244.1.7", Metric: 100},
+				{Dst: netip.MustParsePrefix("0.0.0.0/0"), Gateway: netip.MustParseAddr("10.244.1.1")},
+				{Dst: netip.MustParsePrefix("10.244.0.0/16"), Gateway: netip.MustParseAddr("10.244.1.1"), Src: netip.MustParseAddr("10.244.1.7"), Metric: 100},
 			},
 		},
 	}
@@ -51,11 +52,11 @@ func sampleInterface() *cache.Interface {
 	return &cache.Interface{
 		Interface: "default", PodInterface: "eth0", Binding: "bridge",
 		Bridge: "k6t-eth0", Tap: "tap0", NIC: "eth0-nic",
-		MAC: "0a:58:0a:f4:01:07", MTU: 1450, Queues: 4,
-		IPv4: "10.244.1.7/24", IPv6: "fd00:10:244:1::7/64",
-		Gateway: "10.244.1.1", GatewayIPv6: "fe80::1",
-		ServerIPv4: "169.254.75.10", ServerIPv6: "fe80::2",
-		Routes: []cache.Route{{Dst: "10.96.0.0/12", Gateway: "10.244.1.1"}},
+		MAC: cache.MustParseMAC("0a:58:0a:f4:01:07"), MTU: 1450, Queues: 4,
+		IPv4: netip.MustParsePrefix("10.244.1.7/24"), IPv6: netip.MustParsePrefix("fd00:10:244:1::7/64"),
+		Gateway: netip.MustParseAddr("10.244.1.1"), GatewayIPv6: netip.MustParseAddr("fe80::1"),
+		ServerIPv4: netip.MustParseAddr("169.254.75.10"), ServerIPv6: netip.MustParseAddr("fe80::2"),
+		Routes: []cache.Route{{Dst: netip.MustParsePrefix("10.96.0.0/12"), Gateway: netip.MustParseAddr("10.244.1.1")}},
 	}
 }
 

@@ -257,7 +257,7 @@ func (g *guest) checkBridgeIPv6(pod, peer *testutil.Pod, onLink bool) {
 	mtu := strconv.Itoa(pod.MTU)
 	require.Contains(t, g.wait("addr6"), pod.PodIPv6.String()+"/128 mtu="+mtu)
 	routes6 := g.wait("routes6")
-	require.Regexp(t, `default via `+regexp.QuoteMeta(rec.RouterIPv6)+` dev eth0`, routes6, "the default route via the CNI gateway's link-local address")
+	require.Regexp(t, `default via `+regexp.QuoteMeta(rec.RouterIPv6.String())+` dev eth0`, routes6, "the default route via the CNI gateway's link-local address")
 	subnet := (&net.IPNet{IP: pod.PodIPv6.Mask(pod.PodNetV6.Mask), Mask: pod.PodNetV6.Mask}).String()
 	if onLink {
 		require.Contains(t, routes6, subnet+" dev eth0", "the pod's on-link prefix")

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -229,7 +230,7 @@ func TestLiveMigration(t *testing.T) {
 	// Watch: the probe from the node, the announce on pod B's bridge.
 	rec, err := b.store.ReadInterface(target.Metadata.UID, "default")
 	require.NoError(t, err)
-	require.Equal(t, vmMAC, rec.MAC)
+	require.Equal(t, vmMAC, recText(rec.MAC))
 	probe := startProbe(t, node, []net.IP{a.pod.PodIP, b.pod.PodIP}, 9999, 10*time.Millisecond)
 	announce := watchAnnounce(t, b.pod.Pod, rec.Bridge, vmMAC)
 	require.Eventually(t, func() bool { return probe.answers(a.pod.PodIP) > 5 }, 30*time.Second, 50*time.Millisecond,
@@ -748,4 +749,13 @@ func waitLine(t *testing.T, ctx context.Context, c *console, whats ...string) st
 	require.NoError(t, err)
 	t.Logf("guest: %s", line)
 	return line
+}
+
+// recText is a record value as the record's JSON writes it ("" when unset).
+func recText(v encoding.TextMarshaler) string {
+	b, err := v.MarshalText()
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
 }

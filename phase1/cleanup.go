@@ -3,9 +3,7 @@ package phase1
 import (
 	"context"
 	"errors"
-	"net/netip"
 	"slices"
-	"strings"
 
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/cache"
@@ -95,13 +93,4 @@ func cleanupPairs(ctx context.Context, d netdriver.Driver, vmi *api.VMI, pairs [
 		}
 	}
 	return errors.Join(errs...)
-}
-
-func cutPrefix(s string) (ip string, bits string, ok bool) {
-	return strings.Cut(s, "/")
-}
-
-func isV4(ip string) bool {
-	a, err := netip.ParseAddr(ip)
-	return err == nil && a.Is4()
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -258,7 +259,7 @@ func TestUnpluggedDroppedFromSpec(t *testing.T) {
 	require.NoError(t, run(t, testutil.LoadVMI(t, absent), f, s, phase1.Options{}))
 	red, err := s.ReadInterface(uid, "red")
 	require.NoError(t, err)
-	require.Equal(t, "169.254.75.12", red.ServerIPv4, "red is at index 2")
+	require.Equal(t, netip.MustParseAddr("169.254.75.12"), red.ServerIPv4, "red is at index 2")
 	before, files := f.Snapshot(), recordsOnly(testutil.CacheFiles(t, s))
 	require.NoError(t, run(t, testutil.LoadVMI(t, dropped), f, s, phase1.Options{}))
 	require.Equal(t, before, f.Snapshot(), "red now at index 1 keeps its bridge's address")

@@ -3,6 +3,7 @@ package phase1_test
 import (
 	"context"
 	"net"
+	"net/netip"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -19,7 +20,7 @@ import (
 // vmNS emulates the VM: a veth with one end enslaved to the pod's bridge
 // and the other, named eth0, in a new namespace with the VM's MAC and
 // address and a default route via gw.
-func vmNS(t *testing.T, pod *testutil.NS, bridge string, mac, cidr, gw string) *testutil.NS {
+func vmNS(t *testing.T, pod *testutil.NS, bridge string, mac cache.MAC, cidr netip.Prefix, gw netip.Addr) *testutil.NS {
 	t.Helper()
 	vm := testutil.NewNS(t, "vn-vm")
 	testutil.AddVeth(t, pod, "vmport", vm, "eth0", 1440)
@@ -30,15 +31,13 @@ func vmNS(t *testing.T, pod *testutil.NS, bridge string, mac, cidr, gw string) *
 	require.NoError(t, pod.Handle.LinkSetMaster(port, br))
 	l, err := vm.Handle.LinkByName("eth0")
 	require.NoError(t, err)
-	hw, err := net.ParseMAC(mac)
-	require.NoError(t, err)
 	require.NoError(t, vm.Handle.LinkSetDown(l))
-	require.NoError(t, vm.Handle.LinkSetHardwareAddr(l, hw))
+	require.NoError(t, vm.Handle.LinkSetHardwareAddr(l, mac.HardwareAddr()))
 	require.NoError(t, vm.Handle.LinkSetUp(l))
-	addr, err := netlink.ParseAddr(cidr)
+	addr, err := netlink.ParseAddr(cidr.String())
 	require.NoError(t, err)
 	require.NoError(t, vm.Handle.AddrAdd(l, addr))
-	require.NoError(t, vm.Handle.RouteAdd(&netlink.Route{LinkIndex: l.Attrs().Index, Gw: net.ParseIP(gw)}))
+	require.NoError(t, vm.Handle.RouteAdd(&netlink.Route{LinkIndex: l.Attrs().Index, Gw: net.IP(gw.AsSlice())}))
 	return vm
 }
 
@@ -75,7 +74,7 @@ func TestMasqueradeTraffic(t *testing.T) {
 	require.Equal(t, "10.244.1.7", seen, "the outside sees the pod IP")
 	seen, err = testutil.DialSource(pod.Pod, "tcp4", "127.0.0.1:80", 1)
 	require.NoError(t, err, "the pod's loopback reaches the VM on a declared port")
-	require.Equal(t, rec.Gateway, seen)
+	require.Equal(t, rec.Gateway.String(), seen)
 
 	// A re-run changes nothing and keeps the traffic flowing.
 	before := testutil.CacheFiles(t, s)
@@ -128,7 +127,7 @@ func TestMasqueradePortRangesTraffic(t *testing.T) {
 		require.Equal(t, "10.244.1.1", seen)
 		seen, err = testutil.DialSource(pod.Pod, "tcp4", "127.0.0.1:"+tc.port, 1)
 		require.NoError(t, err, "the pod's loopback reaches the VM on port %s", tc.port)
-		require.Equal(t, rec.Gateway, seen)
+		require.Equal(t, rec.Gateway.String(), seen)
 	}
 }
 
@@ -155,7 +154,7 @@ func TestBridgeNoIPAMKernel(t *testing.T) {
 	rec, err := s.ReadInterface(uid, "default")
 	require.NoError(t, err)
 	require.True(t, rec.IPAMDisabled)
-	require.Equal(t, pod.PodMAC.String(), rec.MAC, "the VM keeps the pod's MAC")
+	require.Equal(t, pod.PodMAC.String(), recText(rec.MAC), "the VM keeps the pod's MAC")
 
 	require.NoError(t, phase1.Cleanup(context.Background(), vmi, pod.Pod.Path, s, phase1.Options{}))
 	eth0, err = h.LinkByName("eth0")
@@ -261,7 +260,7 @@ func TestBridgeIPAMKernel(t *testing.T) {
 
 	rec, err := s.ReadInterface(uid, "default")
 	require.NoError(t, err)
-	require.Equal(t, pod.PodMAC.String(), rec.MAC)
+	require.Equal(t, pod.PodMAC.String(), recText(rec.MAC))
 	vm := vmNS(t, pod.Pod, "k6t-eth0", rec.MAC, rec.IPv4, rec.Gateway)
 	testutil.ServeSource(t, pod.Node, "tcp4", "10.244.1.1:8000")
 	seen, err := testutil.DialSource(vm, "tcp4", "10.244.1.1:8000", 1)
@@ -370,8 +369,8 @@ func TestMasqueradeDualStackKernel(t *testing.T) {
 	s := realRun(t, vmi, pod)
 	rec, err := s.ReadInterface(uid, "default")
 	require.NoError(t, err)
-	require.Equal(t, "fd10:0:2::2/120", rec.IPv6)
-	require.Equal(t, "fd10:0:2::1", rec.GatewayIPv6)
+	require.Equal(t, netip.MustParsePrefix("fd10:0:2::2/120"), rec.IPv6)
+	require.Equal(t, netip.MustParseAddr("fd10:0:2::1"), rec.GatewayIPv6)
 	br := mustNL(t, pod.Pod, "k6t-eth0")
 	addrs, err := pod.Pod.Handle.AddrList(br, netlink.FAMILY_V6)
 	require.NoError(t, err)
@@ -385,11 +384,11 @@ func TestMasqueradeDualStackKernel(t *testing.T) {
 
 	vm := vmNS(t, pod.Pod, rec.Bridge, rec.MAC, rec.IPv4, rec.Gateway)
 	l := mustNL(t, vm, "eth0")
-	v6, err := netlink.ParseAddr(rec.IPv6)
+	v6, err := netlink.ParseAddr(rec.IPv6.String())
 	require.NoError(t, err)
 	v6.Flags = unix.IFA_F_NODAD
 	require.NoError(t, vm.Handle.AddrAdd(l, v6))
-	require.NoError(t, vm.Handle.RouteAdd(&netlink.Route{LinkIndex: l.Attrs().Index, Gw: net.ParseIP(rec.GatewayIPv6)}))
+	require.NoError(t, vm.Handle.RouteAdd(&netlink.Route{LinkIndex: l.Attrs().Index, Gw: net.IP(rec.GatewayIPv6.AsSlice())}))
 
 	testutil.ServeSource(t, vm, "tcp6", "[::]:80")
 	testutil.ServeSource(t, pod.Node, "tcp6", "[fd00:10:244:1::1]:8000")

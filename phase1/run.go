@@ -429,17 +429,13 @@ func driverFor(netnsPath string, opts Options) (netdriver.Driver, func(), error)
 func InputFor(vmi *api.VMI, p api.Pair, opts Options) binding.Input {
 	opts.fill()
 	logger := opts.Logger
+	links := names.For(p.PodInterface, p.Primary())
 	return binding.Input{
 		TapOwner: opts.TapOwner.For(vmi),
 		VMI:      vmi,
 		Pair:     p,
-		Names: binding.Names{
-			Pod:    p.PodInterface,
-			NIC:    names.NIC(p.PodInterface),
-			Bridge: names.Bridge(p.PodInterface),
-			Tap:    names.Tap(p.PodInterface, p.Primary()),
-		},
-		Logger: logger.With("interface", p.Interface.Name, "podInterface", p.PodInterface, "binding", p.Binding()),
+		Names:    binding.Names{Pod: p.PodInterface, NIC: links.NIC, Bridge: links.Bridge, Tap: links.Tap},
+		Logger:   logger.With("interface", p.Interface.Name, "podInterface", p.PodInterface, "binding", p.Binding()),
 	}
 }
 
@@ -484,7 +480,7 @@ func planPair(ctx context.Context, d netdriver.Driver, vmi *api.VMI, p api.Pair,
 	}
 	if rec != nil {
 		rec.Interface, rec.PodInterface, rec.Binding = name, p.PodInterface, p.Binding()
-		if in.Resumed && recorded != nil && recorded.ServerIPv4 != "" && rec.ServerIPv4 != "" {
+		if in.Resumed && recorded != nil && recorded.ServerIPv4.IsValid() && rec.ServerIPv4.IsValid() {
 			// The address the bridge and the DHCP server have: derived
 			// from the interface's index, which moves when an earlier
 			// interface leaves the spec after its unplug.
@@ -529,27 +525,26 @@ func (r *pairRun) prepare(ctx context.Context, d netdriver.Driver, store *cache.
 // podIPs are the first global IPv4 and IPv6 addresses of the link, the
 // family of primary (the pod's primary IP) first, IPv4 first when primary
 // is not an address (KubeVirt orders them after MY_POD_IP).
-func podIPs(l *cache.Link, primary string) []string {
+func podIPs(l *cache.Link, primary string) []netip.Addr {
 	if l == nil {
 		return nil
 	}
-	var v4, v6 string
+	var v4, v6 netip.Addr
 	for _, a := range l.Addresses {
-		ip, _, _ := cutPrefix(a)
-		switch {
-		case isV4(ip) && v4 == "":
+		switch ip := a.Addr(); {
+		case ip.Is4() && !v4.IsValid():
 			v4 = ip
-		case !isV4(ip) && v6 == "":
+		case !ip.Is4() && !v6.IsValid():
 			v6 = ip
 		}
 	}
-	order := []string{v4, v6}
+	order := []netip.Addr{v4, v6}
 	if p, err := netip.ParseAddr(primary); err == nil && p.Unmap().Is6() {
-		order = []string{v6, v4}
+		order = []netip.Addr{v6, v4}
 	}
-	var out []string
+	var out []netip.Addr
 	for _, ip := range order {
-		if ip != "" {
+		if ip.IsValid() {
 			out = append(out, ip)
 		}
 	}

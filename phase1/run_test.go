@@ -2,7 +2,6 @@ package phase1_test
 
 import (
 	"context"
-	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -81,7 +80,7 @@ func run(t testing.TB, vmi *api.VMI, f *netdrivertest.Fake, s *cache.Store, opts
 func TestRunBridgeState(t *testing.T) {
 	vmi := testutil.LoadVMI(t, bridgeVMI)
 	f := netdrivertest.SimulatedPod(netdrivertest.SimLink{Name: "eth0"})
-	podMAC := mustLink(t, f, "eth0").MAC.String()
+	podMAC, _ := cache.MACFrom(mustLink(t, f, "eth0").MAC)
 	s := testutil.NewStore(t)
 	require.NoError(t, run(t, vmi, f, s, phase1.Options{}))
 
@@ -123,13 +122,13 @@ func TestRunBridgeState(t *testing.T) {
 	require.Equal(t, &cache.Interface{
 		Version: cache.Version, Interface: "default", PodInterface: "eth0", Binding: "bridge",
 		Bridge: "k6t-eth0", Tap: "tap0", NIC: "eth0-nic", MAC: podMAC, MTU: 1440,
-		IPv4: "10.244.1.7/24", Gateway: "10.244.1.1", ServerIPv4: "169.254.75.10",
-		Routes: []cache.Route{{Dst: "0.0.0.0/0", Gateway: "10.244.1.1"}},
+		IPv4: netip.MustParsePrefix("10.244.1.7/24"), Gateway: netip.MustParseAddr("10.244.1.1"), ServerIPv4: netip.MustParseAddr("169.254.75.10"),
+		Routes: []cache.Route{{Dst: netip.MustParsePrefix("0.0.0.0/0"), Gateway: netip.MustParseAddr("10.244.1.1")}},
 	}, rec)
 	pod, err := s.ReadProgress(uid, "default")
 	require.NoError(t, err)
 	require.Equal(t, cache.Finished, pod.State)
-	require.Equal(t, []string{"10.244.1.7"}, pod.PodIPs)
+	require.Equal(t, []string{"10.244.1.7"}, addrTexts(pod.PodIPs))
 }
 
 func TestRunMasqueradeState(t *testing.T) {
@@ -153,11 +152,10 @@ func TestRunMasqueradeState(t *testing.T) {
 	}
 	rec, err := s.ReadInterface(uid, "default")
 	require.NoError(t, err)
-	require.Equal(t, "10.0.2.2/24", rec.IPv4)
-	require.Equal(t, "10.0.2.1", rec.Gateway)
-	require.NotEqual(t, "02:00:00:00:00:00", rec.MAC)
-	hw, err := net.ParseMAC(rec.MAC)
-	require.NoError(t, err)
+	require.Equal(t, netip.MustParsePrefix("10.0.2.2/24"), rec.IPv4)
+	require.Equal(t, netip.MustParseAddr("10.0.2.1"), rec.Gateway)
+	require.NotEqual(t, cache.MustParseMAC("02:00:00:00:00:00"), rec.MAC)
+	hw := rec.MAC.HardwareAddr()
 	require.Equal(t, byte(2), hw[0]&3, "a locally administered unicast MAC")
 }
 
@@ -183,7 +181,7 @@ func TestRunThreeInterfaces(t *testing.T) {
 	blue, err := s.ReadInterface(uid, "blue")
 	require.NoError(t, err)
 	require.Empty(t, blue.Gateway, "net1 has no default route: the VM gets none through it")
-	require.Equal(t, []cache.Route{{Dst: "10.100.1.0/24", Gateway: "192.168.1.1"}}, blue.Routes)
+	require.Equal(t, []cache.Route{{Dst: netip.MustParsePrefix("10.100.1.0/24"), Gateway: netip.MustParseAddr("192.168.1.1")}}, blue.Routes)
 }
 
 // TestConverge: a VMI of several bindings converges (the cases of
@@ -414,7 +412,7 @@ func TestRunPodIPsOrder(t *testing.T) {
 			require.NoError(t, run(t, vmi, f, s, phase1.Options{PrimaryPodIP: tc.option}))
 			pod, err := s.ReadProgress(string(vmi.Metadata.UID), "default")
 			require.NoError(t, err)
-			require.Equal(t, tc.want, pod.PodIPs)
+			require.Equal(t, tc.want, addrTexts(pod.PodIPs))
 		})
 	}
 }

@@ -2,6 +2,7 @@ package phase1_test
 
 import (
 	"context"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -31,20 +32,23 @@ func TestMigrationTargetMasquerade(t *testing.T) {
 
 	// The target's VMI carries the source's status.
 	target := testutil.LoadVMI(t, masqueradeVMI)
-	target.Status.Interfaces = []api.InterfaceStatus{{Name: "default", MAC: recA.MAC, IP: "10.0.2.2", InfoSource: "domain"}}
+	target.Status.Interfaces = []api.InterfaceStatus{{Name: "default", MAC: recA.MAC.String(), IP: "10.0.2.2", InfoSource: "domain"}}
 	start := time.Now()
 	require.NoError(t, phase1.Run(context.Background(), target, podB.Pod.Path, sB, phase1.Options{MigrationTarget: true}))
 	t.Logf("phase1 in the target pod: %v", time.Since(start))
 	recB, err := sB.ReadInterface(uid, "default")
 	require.NoError(t, err)
-	for _, f := range []struct{ name, a, b string }{
+	for _, f := range []struct {
+		name string
+		a, b any
+	}{
 		{"MAC", recA.MAC, recB.MAC}, {"IPv4", recA.IPv4, recB.IPv4}, {"gateway", recA.Gateway, recB.Gateway},
 		{"bridge", recA.Bridge, recB.Bridge}, {"tap", recA.Tap, recB.Tap},
 	} {
 		require.Equal(t, f.a, f.b, "%s must not change across the migration", f.name)
 	}
-	require.Equal(t, "10.0.2.2/24", recB.IPv4)
-	require.Equal(t, "10.0.2.1", recB.Gateway)
+	require.Equal(t, netip.MustParsePrefix("10.0.2.2/24"), recB.IPv4)
+	require.Equal(t, netip.MustParseAddr("10.0.2.1"), recB.Gateway)
 	for _, p := range []*testutil.Pod{podA, podB} {
 		br, err := p.Pod.Handle.LinkByName(recB.Bridge)
 		require.NoError(t, err)
@@ -54,8 +58,8 @@ func TestMigrationTargetMasquerade(t *testing.T) {
 	require.NoError(t, err)
 	progB, err := sB.ReadProgress(uid, "default")
 	require.NoError(t, err)
-	require.Equal(t, []string{podA.PodIP.String()}, progA.PodIPs)
-	require.Equal(t, []string{podB.PodIP.String()}, progB.PodIPs)
+	require.Equal(t, []string{podA.PodIP.String()}, addrTexts(progA.PodIPs))
+	require.Equal(t, []string{podB.PodIP.String()}, addrTexts(progB.PodIPs))
 
 	vm := vmNS(t, podB.Pod, recB.Bridge, recB.MAC, recB.IPv4, recB.Gateway)
 	testutil.ServeSource(t, vm, "tcp4", "0.0.0.0:80")

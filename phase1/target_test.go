@@ -1,7 +1,9 @@
 package phase1_test
 
 import (
+	"encoding"
 	"errors"
+	"net/netip"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -55,7 +57,7 @@ func TestMigrationTargetMAC(t *testing.T) {
 			rec, err := s.ReadInterface(uid, "default")
 			require.NoError(t, err)
 			if tc.wantMAC != "" {
-				require.Equal(t, tc.wantMAC, rec.MAC)
+				require.Equal(t, tc.wantMAC, recText(rec.MAC))
 			}
 		})
 	}
@@ -71,3 +73,21 @@ spec:
       interfaces: [{name: default, bridge: {}, macAddress: "02:00:00:00:00:42"}]
   networks: [{name: default, pod: {}}]
 `
+
+// recText is a record value as the record's JSON writes it ("" when unset).
+func recText(v encoding.TextMarshaler) string {
+	b, err := v.MarshalText()
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+// addrTexts are the addresses as the record's JSON writes them.
+func addrTexts(as []netip.Addr) []string {
+	var out []string
+	for _, a := range as {
+		out = append(out, a.String())
+	}
+	return out
+}

@@ -3,6 +3,7 @@ package phase2_test
 import (
 	"context"
 	"errors"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -45,23 +46,23 @@ func finished(rec cache.Interface) *cache.Progress {
 var sourceDocRecord = cache.Interface{
 	Interface: "bridge", PodInterface: "eth0", Binding: "bridge",
 	Bridge: "k6t-eth0", Tap: "tap0", NIC: "eth0-nic",
-	MAC: "8e:61:55:c2:4a:bd", MTU: 1440,
-	IPv4: "172.16.0.24/26", Gateway: "172.16.0.1", ServerIPv4: "169.254.75.10",
+	MAC: cache.MustParseMAC("8e:61:55:c2:4a:bd"), MTU: 1440,
+	IPv4: netip.MustParsePrefix("172.16.0.24/26"), Gateway: netip.MustParseAddr("172.16.0.1"), ServerIPv4: netip.MustParseAddr("169.254.75.10"),
 }
 
 func masqRecord(iface, pod, mac string) cache.Interface {
 	return cache.Interface{
 		Interface: iface, PodInterface: pod, Binding: "masquerade",
-		Bridge: "k6t-" + pod, Tap: "tap" + pod[3:], MAC: mac, MTU: 1440,
-		IPv4: "10.0.2.2/24", Gateway: "10.0.2.1", ServerIPv4: "10.0.2.1",
-		IPv6: "fd10:0:2::2/120", GatewayIPv6: "fd10:0:2::1",
+		Bridge: "k6t-" + pod, Tap: "tap" + pod[3:], MAC: cache.MustParseMAC(mac), MTU: 1440,
+		IPv4: netip.MustParsePrefix("10.0.2.2/24"), Gateway: netip.MustParseAddr("10.0.2.1"), ServerIPv4: netip.MustParseAddr("10.0.2.1"),
+		IPv6: netip.MustParsePrefix("fd10:0:2::2/120"), GatewayIPv6: netip.MustParseAddr("fd10:0:2::1"),
 	}
 }
 
 func bridgeRecord(iface, pod, mac string, mtu int) cache.Interface {
 	return cache.Interface{
 		Interface: iface, PodInterface: pod, Binding: "bridge",
-		Bridge: "k6t-" + pod, Tap: "tap" + pod[3:], NIC: pod + "-nic", MAC: mac, MTU: mtu,
+		Bridge: "k6t-" + pod, Tap: "tap" + pod[3:], NIC: pod + "-nic", MAC: cache.MustParseMAC(mac), MTU: mtu,
 		IPAMDisabled: true,
 	}
 }

@@ -109,7 +109,7 @@ func readRecord(vmi *api.VMI, store *cache.Store, p api.Pair) (*cache.Interface,
 		return nil, &StaleCacheError{Interface: name, Path: path, Field: "version",
 			Got: strconv.Itoa(verr.Got), Want: strconv.Itoa(verr.Want), Err: err}
 	case err != nil:
-		return nil, fmt.Errorf("phase2: interface %q: %w", name, err)
+		return nil, recordError(name, path, err)
 	}
 	for _, f := range []struct{ field, got, want string }{
 		{"interface", rec.Interface, name},

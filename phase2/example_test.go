@@ -43,7 +43,7 @@ spec:
 	// finished preparing it.
 	err = store.WriteInterface(vmi.Metadata.UID, &cache.Interface{
 		Interface: "default", PodInterface: "eth0", Binding: "bridge",
-		Bridge: "k6t-eth0", Tap: "tap0", NIC: "eth0-nic", MAC: "8e:61:55:c2:4a:bd", MTU: 1440,
+		Bridge: "k6t-eth0", Tap: "tap0", NIC: "eth0-nic", MAC: cache.MustParseMAC("8e:61:55:c2:4a:bd"), MTU: 1440,
 	})
 	if err != nil {
 		panic(err)

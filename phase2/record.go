@@ -1,8 +1,8 @@
 package phase2
 
 import (
+	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 	"strconv"
 
@@ -11,12 +11,13 @@ import (
 	"github.com/virtnet/virtnet/internal/names"
 )
 
-// checkRecord checks the values of an interface record that phase2 renders
-// into the domain or hands to the DHCP server: link names as phase1 makes
-// them, a 6-byte unicast MAC, an MTU of 68-65535, addresses and prefixes
-// of the right family, routes, a PCI address. Empty values are not checked
-// (a binding leaves unset what it does not use). It returns the first
-// problem as an [*InvalidRecordError].
+// checkRecord checks what the types of an interface record's values do
+// not (cache refuses a value that is not an address, a prefix or a MAC
+// when it reads the record, see [recordError]): link names as phase1
+// makes them, a unicast MAC, an MTU of 68-65535, addresses of the right
+// family, route gateways of their destination's family. Unset values are
+// not checked (a binding leaves unset what it does not use). It returns
+// the first problem as an [*InvalidRecordError].
 func checkRecord(path string, rec *cache.Interface) error {
 	bad := func(field, value, reason string) error {
 		return &InvalidRecordError{Interface: rec.Interface, Path: path, Field: field, Value: value, Reason: reason}
@@ -30,15 +31,12 @@ func checkRecord(path string, rec *cache.Interface) error {
 			}
 		}
 	}
-	if rec.MAC != "" {
-		hw, err := net.ParseMAC(rec.MAC)
+	if hw := rec.MAC.HardwareAddr(); hw != nil {
 		switch {
-		case err != nil || len(hw) != 6:
-			return bad("mac", rec.MAC, "not a 48-bit MAC address")
 		case hw[0]&1 == 1:
-			return bad("mac", rec.MAC, "multicast MAC address")
+			return bad("mac", hw.String(), "multicast MAC address")
 		case hw.String() == "00:00:00:00:00:00":
-			return bad("mac", rec.MAC, "all-zero MAC address")
+			return bad("mac", hw.String(), "all-zero MAC address")
 		}
 	}
 	if rec.MTU != 0 && (rec.MTU < 68 || rec.MTU > 65535) {
@@ -51,45 +49,37 @@ func checkRecord(path string, rec *cache.Interface) error {
 		return bad("queues", strconv.Itoa(rec.Queues), fmt.Sprintf("outside 0-%d", api.MaxQueues))
 	}
 	for _, p := range []struct {
-		field, value string
-		ipv6         bool
+		field string
+		value netip.Prefix
+		ipv6  bool
 	}{{"ipv4", rec.IPv4, false}, {"ipv6", rec.IPv6, true}} {
-		if p.value == "" {
-			continue
-		}
-		pfx, err := netip.ParsePrefix(p.value)
-		if err != nil || !sameFamily(pfx.Addr(), p.ipv6) {
-			return bad(p.field, p.value, "not an "+family(p.ipv6)+" address with prefix")
+		if p.value.IsValid() && !sameFamily(p.value.Addr(), p.ipv6) {
+			return bad(p.field, p.value.String(), "not an "+family(p.ipv6)+" address with prefix")
 		}
 	}
 	for _, a := range []struct {
-		field, value string
-		ipv6         bool
+		field string
+		value netip.Addr
+		ipv6  bool
 	}{
 		{"gateway", rec.Gateway, false}, {"serverIPv4", rec.ServerIPv4, false},
 		{"gatewayIPv6", rec.GatewayIPv6, true}, {"serverIPv6", rec.ServerIPv6, true},
 	} {
-		if a.value == "" {
-			continue
-		}
-		addr, err := netip.ParseAddr(a.value)
-		if err != nil || !sameFamily(addr, a.ipv6) {
-			return bad(a.field, a.value, "not an "+family(a.ipv6)+" address")
+		if a.value.IsValid() && !sameFamily(a.value, a.ipv6) {
+			return bad(a.field, a.value.String(), "not an "+family(a.ipv6)+" address")
 		}
 	}
 	for i, r := range rec.Routes {
 		f := fmt.Sprintf("routes[%d]", i)
-		dst, err := netip.ParsePrefix(r.Dst)
-		if err != nil {
-			return bad(f+".dst", r.Dst, "not a CIDR")
+		if !r.Dst.IsValid() {
+			return bad(f+".dst", "", "not a CIDR")
 		}
-		for _, a := range []struct{ field, value string }{{"gateway", r.Gateway}, {"src", r.Src}} {
-			if a.value == "" {
-				continue
-			}
-			addr, err := netip.ParseAddr(a.value)
-			if err != nil || addr.Is4() != dst.Addr().Is4() {
-				return bad(f+"."+a.field, a.value, "not an address of the family of "+r.Dst)
+		for _, a := range []struct {
+			field string
+			value netip.Addr
+		}{{"gateway", r.Gateway}, {"src", r.Src}} {
+			if a.value.IsValid() && a.value.Is4() != r.Dst.Addr().Is4() {
+				return bad(f+"."+a.field, a.value.String(), "not an address of the family of "+r.Dst.String())
 			}
 		}
 		if r.Metric < 0 {
@@ -97,6 +87,18 @@ func checkRecord(path string, rec *cache.Interface) error {
 		}
 	}
 	return nil
+}
+
+// recordError is the error of reading the interface record of the VMI
+// interface name at path: an [*InvalidRecordError] when cache refused one
+// of its values (one that is not an address, a prefix or a MAC), else err
+// with the interface named.
+func recordError(name, path string, err error) error {
+	var ce *cache.CorruptError
+	if errors.As(err, &ce) && ce.Field != "" {
+		return &InvalidRecordError{Interface: name, Path: path, Field: ce.Field, Value: ce.Value, Reason: ce.Err.Error()}
+	}
+	return fmt.Errorf("phase2: interface %q: %w", name, err)
 }
 
 func sameFamily(a netip.Addr, ipv6 bool) bool {

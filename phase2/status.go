@@ -236,9 +236,11 @@ func StatusPodIPs(ctx context.Context, vmi *api.VMI, store *cache.Store) (map[st
 		if err != nil {
 			return nil, fmt.Errorf("interface %s: %w", iface.Name, err)
 		}
-		ips := slices.Clone(p.PodIPs)
-		if iface.Bridge != nil {
-			ips = slices.DeleteFunc(ips, func(ip string) bool { return strings.Contains(ip, ":") })
+		var ips []string
+		for _, ip := range p.PodIPs {
+			if iface.Bridge == nil || ip.Is4() {
+				ips = append(ips, ip.String())
+			}
 		}
 		if len(ips) > 0 {
 			out[iface.Name] = ips

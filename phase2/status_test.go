@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"testing"
@@ -94,9 +95,9 @@ func TestStatusPodIPs(t *testing.T) {
 		{Name: "default", Masquerade: &struct{}{}}, {Name: "blue", Bridge: &struct{}{}}, {Name: "red", Bridge: &struct{}{}}}
 	for _, p := range []*cache.Progress{
 		{Version: 1, Interface: "default", Network: "default", PodInterface: "eth0", Binding: api.BindingMasquerade, State: cache.Finished,
-			PodIPs: []string{"fd00::7", "10.244.1.7"}},
+			PodIPs: []netip.Addr{netip.MustParseAddr("fd00::7"), netip.MustParseAddr("10.244.1.7")}},
 		{Version: 1, Interface: "blue", Network: "blue", PodInterface: "pod16477688c0e", Binding: api.BindingBridge, State: cache.Finished,
-			PodIPs: []string{"192.168.1.5", "fd00:b::5"}},
+			PodIPs: []netip.Addr{netip.MustParseAddr("192.168.1.5"), netip.MustParseAddr("fd00:b::5")}},
 	} {
 		require.NoError(t, store.WriteProgress(uid, p))
 	}

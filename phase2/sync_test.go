@@ -3,6 +3,7 @@ package phase2_test
 import (
 	"context"
 	"errors"
+	"net/netip"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -45,8 +46,8 @@ spec:
 var blueRecord = cache.Interface{
 	Interface: "blue", PodInterface: api.HashedPodInterface("blue"), Binding: "bridge",
 	Bridge: "k6t-16477688c0e", Tap: "tap16477688c0e", NIC: "16477688c0e-nic",
-	MAC: "0a:58:0a:f4:02:07", MTU: 1400,
-	IPv4: "192.168.2.7/24", ServerIPv4: "169.254.75.11",
+	MAC: cache.MustParseMAC("0a:58:0a:f4:02:07"), MTU: 1400,
+	IPv4: netip.MustParsePrefix("192.168.2.7/24"), ServerIPv4: netip.MustParseAddr("169.254.75.11"),
 }
 
 // fakeDHCP records the servers Sync starts and stops.

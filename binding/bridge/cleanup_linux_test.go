@@ -2,6 +2,7 @@ package bridge_test
 
 import (
 	"context"
+	"encoding"
 	"fmt"
 	"net"
 	"slices"
@@ -136,8 +137,8 @@ func requireIPv6Kept(t *testing.T, pod *testutil.Pod, rec *cache.Interface) {
 	}
 	require.Equal(t, []string{want}, got, "the dummy eth0 keeps the pod's IPv6")
 
-	require.Equal(t, pod.PodIPv6.String()+"/128", rec.IPv6)
-	require.Equal(t, pod.GatewayV6.String(), rec.GatewayIPv6)
+	require.Equal(t, pod.PodIPv6.String()+"/128", recText(rec.IPv6))
+	require.Equal(t, pod.GatewayV6.String(), recText(rec.GatewayIPv6))
 	// The router is the node side of the pod's network: the bridge
 	// plugin's bridge, ptp's veth peer; its link-local address.
 	side := pod.NodeLink
@@ -154,10 +155,19 @@ func requireIPv6Kept(t *testing.T, pod *testutil.Pod, rec *cache.Interface) {
 			ll = append(ll, a.IP.String())
 		}
 	}
-	require.Contains(t, ll, rec.RouterIPv6, "the router's link-local address (node side %s)", side)
+	require.Contains(t, ll, rec.RouterIPv6.String(), "the router's link-local address (node side %s)", side)
 	if pod.Network.Spec.Plugin == "bridge" {
-		require.Equal(t, (&net.IPNet{IP: pod.PodIPv6.Mask(pod.PodNetV6.Mask), Mask: pod.PodNetV6.Mask}).String(), rec.OnLinkIPv6)
+		require.Equal(t, (&net.IPNet{IP: pod.PodIPv6.Mask(pod.PodNetV6.Mask), Mask: pod.PodNetV6.Mask}).String(), rec.OnLinkIPv6.String())
 	} else {
 		require.Empty(t, rec.OnLinkIPv6, "ptp routes its subnet through the gateway: nothing on-link")
 	}
+}
+
+// recText is a record value as the record's JSON writes it ("" when unset).
+func recText(v encoding.TextMarshaler) string {
+	b, err := v.MarshalText()
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
 }

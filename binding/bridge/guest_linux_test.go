@@ -97,10 +97,8 @@ func runGuest(t *testing.T, vmi *api.VMI, pod *testutil.NS, rec *cache.Interface
 	require.NoError(t, pod.Handle.LinkSetMaster(port, br))
 	eth0, err := g.Handle.LinkByName("eth0")
 	require.NoError(t, err)
-	hw, err := net.ParseMAC(rec.MAC)
-	require.NoError(t, err)
 	require.NoError(t, g.Handle.LinkSetDown(eth0))
-	require.NoError(t, g.Handle.LinkSetHardwareAddr(eth0, hw))
+	require.NoError(t, g.Handle.LinkSetHardwareAddr(eth0, rec.MAC.HardwareAddr()))
 	require.NoError(t, g.Handle.LinkSetUp(eth0))
 
 	dir := t.TempDir()
@@ -253,7 +251,7 @@ func TestGuestRouting(t *testing.T) {
 		pod, _ := secondaryPod(t)
 		const mac = "02:16:69:60:00:01"
 		vmi, rec := runPhase1(t, secondaryVMI+"status: {interfaces: [{name: blue, mac: \""+mac+"\", infoSource: domain}]}\n", pod, "blue")
-		require.Equal(t, mac, rec.MAC)
+		require.Equal(t, mac, recText(rec.MAC))
 		g := runGuest(t, vmi, pod, rec)
 		require.Equal(t, "192.168.1.5", g.env["ip"], "a lease for the status MAC")
 	})

@@ -63,26 +63,21 @@ const routerResolveWait = 4 * time.Second
 // either, nothing is recorded and a warning says so: the guest gets its
 // address and no IPv6 default route. Only ctx ending is an error.
 func findRouterIPv6(ctx context.Context, d netdriver.Driver, in binding.Input, link *cache.Link) error {
-	_, v6, err := kernelops.Addresses(link)
-	if err != nil || len(v6) == 0 {
-		return err
+	if _, v6 := kernelops.Addresses(link); len(v6) == 0 {
+		return nil
 	}
 	var gw netip.Addr
 	for _, r := range link.Routes {
-		dst, err := netip.ParsePrefix(r.Dst)
-		if err != nil || !dst.Addr().Is6() || dst.Bits() != 0 || r.Gateway == "" {
-			continue
+		if r.Dst.Addr().Is6() && r.Dst.Bits() == 0 && r.Gateway.IsValid() {
+			gw = r.Gateway
+			break
 		}
-		if gw, err = netip.ParseAddr(r.Gateway); err != nil {
-			return fmt.Errorf("route %s: gateway %q: %w", r.Dst, r.Gateway, err)
-		}
-		break
 	}
 	switch {
 	case !gw.IsValid():
 		return nil
 	case gw.IsLinkLocalUnicast():
-		link.RouterIPv6 = gw.WithZone("").String()
+		link.RouterIPv6 = gw.WithZone("")
 		return nil
 	}
 	res, ok := d.(netdriver.NeighborResolver)
@@ -116,7 +111,7 @@ func findRouterIPv6(ctx context.Context, d netdriver.Driver, in binding.Input, l
 			"gateway", gw.String(), "mac", mac.String(), "linkLocal", ll.String(), "answered", fmt.Sprint(got), "err", err)
 		return nil
 	}
-	link.RouterIPv6 = ll.String()
+	link.RouterIPv6 = ll
 	return nil
 }
 
@@ -140,10 +135,7 @@ func (Binding) Plan(in binding.Input, link *cache.Link) (*cache.Interface, error
 	if link == nil {
 		return nil, errors.New("no discovery to plan from")
 	}
-	v4, v6, err := kernelops.Addresses(link)
-	if err != nil {
-		return nil, err
-	}
+	v4, v6 := kernelops.Addresses(link)
 	if err := binding.RefuseGuestMTU(in, api.BindingBridge); err != nil {
 		return nil, err
 	}
@@ -153,69 +145,55 @@ func (Binding) Plan(in binding.Input, link *cache.Link) (*cache.Interface, error
 		MAC:        link.MAC,
 		MTU:        link.MTU,
 		Queues:     in.VMI.Queues(),
-		ServerIPv4: names.BridgeLinkLocal(in.Pair.Index).Addr().String(),
+		ServerIPv4: names.BridgeLinkLocal(in.Pair.Index).Addr(),
 	}
+	var err error
 	if rec.MAC, err = vmMAC(in, link); err != nil {
 		return nil, err
 	}
 	if len(v4) == 0 && len(v6) == 0 {
 		rec.IPAMDisabled = true
-		rec.ServerIPv4 = ""
+		rec.ServerIPv4 = netip.Addr{}
 		return rec, nil
 	}
 	rec.NIC = in.Names.NIC
 	if len(v4) == 0 {
-		rec.ServerIPv4 = ""
+		rec.ServerIPv4 = netip.Addr{}
 	} else {
-		addr, gw, routes, err := guestRouting(v4[0], link.Routes)
-		if err != nil {
-			return nil, fmt.Errorf("routes of %s: %w", link.Name, err)
-		}
-		rec.IPv4, rec.Gateway, rec.Routes = addr.String(), gw, routes
+		rec.IPv4, rec.Gateway, rec.Routes = guestRouting(v4[0], link.Routes)
 	}
 	if len(v6) > 0 {
-		gw, onLink, err := guestRouting6(v6[0], link.Routes)
-		if err != nil {
-			return nil, fmt.Errorf("routes of %s: %w", link.Name, err)
-		}
-		rec.IPv6 = netip.PrefixFrom(v6[0].Addr(), 128).String()
-		rec.GatewayIPv6 = gw
-		if gw != "" {
+		rec.IPv6 = netip.PrefixFrom(v6[0].Addr(), 128)
+		rec.GatewayIPv6, rec.OnLinkIPv6 = guestRouting6(v6[0], link.Routes)
+		if rec.GatewayIPv6.IsValid() {
 			rec.RouterIPv6 = link.RouterIPv6
-		}
-		if onLink.IsValid() {
-			rec.OnLinkIPv6 = onLink.String()
 		}
 	}
 	return rec, nil
 }
 
 // guestRouting6 is the IPv6 routing the VM gets from the pod link's
-// address podIP and routes: the default route's gateway ("" without one),
+// address podIP and routes: the default route's gateway (none without one),
 // which router advertisements name by its link-local address
 // (Link.RouterIPv6), and podIP's prefix when the pod had it on-link (its
 // connected route: the bridge plugin's), which they advertise as on-link
 // but not for SLAAC (the address comes from DHCPv6 as a /128). ptp's pod
 // has no connected route (its subnet goes through the gateway): no
 // prefix, and the VM sends every packet to the router as the pod did.
-func guestRouting6(podIP netip.Prefix, routes []cache.Route) (gateway string, onLink netip.Prefix, err error) {
+func guestRouting6(podIP netip.Prefix, routes []cache.Route) (gateway netip.Addr, onLink netip.Prefix) {
 	subnet := podIP.Masked()
 	for _, r := range routes {
-		dst, err := netip.ParsePrefix(r.Dst)
-		if err != nil {
-			return "", netip.Prefix{}, fmt.Errorf("route %q: %w", r.Dst, err)
-		}
-		if !dst.Addr().Is6() {
+		if !r.Dst.Addr().Is6() {
 			continue
 		}
 		switch {
-		case dst.Masked() == subnet && r.Gateway == "" && subnet.Bits() < 128:
+		case r.Dst.Masked() == subnet && !r.Gateway.IsValid() && subnet.Bits() < 128:
 			onLink = subnet
-		case dst.Bits() == 0 && r.Gateway != "" && gateway == "":
+		case r.Dst.Bits() == 0 && r.Gateway.IsValid() && !gateway.IsValid():
 			gateway = r.Gateway
 		}
 	}
-	return gateway, onLink, nil
+	return gateway, onLink
 }
 
 // vmMAC is the VM's MAC as KubeVirt v1.9.0 picks it: the interface's
@@ -223,20 +201,23 @@ func guestRouting6(podIP netip.Prefix, routes []cache.Route) (gateway string, on
 // link's. The status comes second so that a VM keeps its MAC on another
 // pod (after a migration the new pod link has another MAC, and a guest
 // that reboots there asks DHCP from its old one: KubeVirt's bug #16696).
-func vmMAC(in binding.Input, link *cache.Link) (string, error) {
+func vmMAC(in binding.Input, link *cache.Link) (cache.MAC, error) {
 	if m := in.Pair.Interface.MacAddress; m != "" {
-		hw, err := net.ParseMAC(m)
+		mac, err := cache.ParseMAC(m)
 		if err != nil {
-			return "", fmt.Errorf("macAddress %q: %w", m, err)
+			return cache.MAC{}, fmt.Errorf("macAddress %q: %w", m, err)
 		}
-		return hw.String(), nil
+		return mac, nil
 	}
 	hw, err := in.VMI.StatusMAC(in.Pair.Interface.Name)
 	if err != nil {
-		return "", err
+		return cache.MAC{}, err
 	}
 	if hw != nil {
-		return hw.String(), nil
+		if mac, ok := cache.MACFrom(hw); ok {
+			return mac, nil
+		}
+		return cache.MAC{}, fmt.Errorf("status MAC %s: not a 48-bit MAC address", hw)
 	}
 	return link.MAC, nil
 }
@@ -244,7 +225,7 @@ func vmMAC(in binding.Input, link *cache.Link) (string, error) {
 // guestRouting computes what the VM gets over DHCP from the pod link's
 // address podIP and its routes (IPv6 routes are ignored): the VM's
 // address with the prefix that is on-link for the pod, the default
-// gateway (option 3; "" when the pod link has no default route), and the
+// gateway (option 3; none when the pod link has no default route), and the
 // routes of option 121 (every route of the link but the connected one).
 //
 //   - The connected route (podIP's prefix, no gateway) is what the VM's
@@ -263,25 +244,21 @@ func vmMAC(in binding.Input, link *cache.Link) (string, error) {
 //     gateway (a default route through a secondary network) and drops
 //     routes whose source is the pod IP (ptp's, so ptp's neighbours are
 //     unreachable).
-func guestRouting(podIP netip.Prefix, routes []cache.Route) (addr netip.Prefix, gateway string, out []cache.Route, err error) {
+func guestRouting(podIP netip.Prefix, routes []cache.Route) (addr netip.Prefix, gateway netip.Addr, out []cache.Route) {
 	subnet := podIP.Masked()
 	connected := false
 	for _, r := range routes {
-		dst, err := netip.ParsePrefix(r.Dst)
-		if err != nil {
-			return netip.Prefix{}, "", nil, fmt.Errorf("route %q: %w", r.Dst, err)
-		}
-		if !dst.Addr().Is4() {
+		if !r.Dst.Addr().Is4() {
 			continue
 		}
-		if dst.Masked() == subnet && r.Gateway == "" {
+		if r.Dst.Masked() == subnet && !r.Gateway.IsValid() {
 			connected = true
 			continue
 		}
-		if r.Gateway != "" && dst.Bits() == 0 && gateway == "" {
+		if r.Gateway.IsValid() && r.Dst.Bits() == 0 && !gateway.IsValid() {
 			gateway = r.Gateway
 		}
-		route := cache.Route{Dst: dst.Masked().String(), Gateway: r.Gateway}
+		route := cache.Route{Dst: r.Dst.Masked(), Gateway: r.Gateway}
 		if !slices.Contains(out, route) {
 			out = append(out, route)
 		}
@@ -290,7 +267,7 @@ func guestRouting(podIP netip.Prefix, routes []cache.Route) (addr netip.Prefix, 
 	if !connected {
 		addr = netip.PrefixFrom(podIP.Addr(), 32)
 	}
-	return addr, gateway, out, nil
+	return addr, gateway, out
 }
 
 // Prepare builds, or finishes building, what the record describes:
@@ -335,7 +312,7 @@ func (Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input
 	// The planned address (an interface prepared earlier keeps its own
 	// when its index moved); the index's for a record without one.
 	ll := names.BridgeLinkLocal(in.Pair.Index)
-	if a, err := netip.ParseAddr(rec.ServerIPv4); err == nil && a.Is4() {
+	if a := rec.ServerIPv4; a.Is4() {
 		ll = netip.PrefixFrom(a, 32)
 	}
 	if err := kernelops.CheckAddressFree(d, ll.Addr(), rec.Bridge, rec.Bridge); err != nil {
@@ -418,10 +395,7 @@ func (Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input
 // address as discovered, which the dummy takes over (the record's are the
 // VM's view of them, which can differ in their prefix).
 func podAddresses(link *cache.Link) ([]netip.Prefix, error) {
-	v4, v6, err := kernelops.Addresses(link)
-	if err != nil {
-		return nil, err
-	}
+	v4, v6 := kernelops.Addresses(link)
 	var out []netip.Prefix
 	if len(v4) > 0 {
 		out = append(out, v4[0])

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/virtnet/virtnet/cache"
 	"github.com/virtnet/virtnet/netdriver/netdrivertest"
 
 	"github.com/stretchr/testify/require"
@@ -26,7 +27,7 @@ func TestWithNetdriverFake(t *testing.T) {
 	require.Equal(t, 9000, link.MTU)
 	rec, err := Binding{}.Plan(in, link)
 	require.NoError(t, err)
-	require.Equal(t, "02:00:00:00:00:42", rec.MAC)
+	require.Equal(t, cache.MustParseMAC("02:00:00:00:00:42"), rec.MAC)
 	require.NotZero(t, rec.Ifindex)
 
 	require.NoError(t, Binding{}.Prepare(ctx, f, in, link, rec))

@@ -113,13 +113,13 @@ func TestDiscoverPlan(t *testing.T) {
 		name:  "link MAC",
 		links: []*netdriver.Link{macvtapLink("net1", linkMAC)},
 		want: &cache.Interface{Version: cache.Version, Interface: "macvtap", PodInterface: "net1", Binding: "macvtap",
-			Target: "net1", Ifindex: 7, MAC: linkMAC, MTU: 1500},
+			Target: "net1", Ifindex: 7, MAC: cache.MustParseMAC(linkMAC), MTU: 1500},
 	}, {
 		name:   "spec MAC wins",
 		links:  []*netdriver.Link{macvtapLink("net1", linkMAC)},
 		mutate: func(i *api.Interface) { i.MacAddress = "DE:AD:00:00:BE:EF" },
 		want: &cache.Interface{Version: cache.Version, Interface: "macvtap", PodInterface: "net1", Binding: "macvtap",
-			Target: "net1", Ifindex: 7, MAC: "de:ad:00:00:be:ef", MTU: 1500},
+			Target: "net1", Ifindex: 7, MAC: cache.MustParseMAC("de:ad:00:00:be:ef"), MTU: 1500},
 	}, {
 		name: "missing link",
 		wantErr: func(t *testing.T, err error) {
@@ -191,7 +191,7 @@ func TestPrepareCleanup(t *testing.T) {
 			// A second Prepare (a re-run after success or failure) leaves
 			// the link with the VM's MAC and then changes nothing.
 			require.NoError(t, Binding{}.Prepare(ctx, d, in, link, rec))
-			require.Equal(t, rec.MAC, d.links["net1"].MAC.String())
+			require.Equal(t, rec.MAC.String(), d.links["net1"].MAC.String())
 			d.calls = nil
 			require.NoError(t, Binding{}.Prepare(ctx, d, in, link, rec))
 			require.Empty(t, d.calls)
@@ -210,7 +210,7 @@ func TestCleanupWithoutSetup(t *testing.T) {
 	// Never discovered.
 	require.NoError(t, Binding{}.Cleanup(context.Background(), newFake(), in, nil, nil))
 	// Discovered, but the link is gone.
-	link := &cache.Link{Name: "net1", Type: "macvtap", MAC: "02:aa:bb:cc:dd:01", MTU: 1500}
+	link := &cache.Link{Name: "net1", Type: "macvtap", MAC: cache.MustParseMAC("02:aa:bb:cc:dd:01"), MTU: 1500}
 	require.NoError(t, Binding{}.Cleanup(context.Background(), newFake(), in, link, nil))
 }
 
@@ -223,7 +223,7 @@ func TestPrepareWithoutRecord(t *testing.T) {
 func TestRender(t *testing.T) {
 	uintp := func(u uint) *uint { return &u }
 	rec := &cache.Interface{Version: cache.Version, Interface: "macvtap", PodInterface: "net1", Binding: "macvtap",
-		Target: "net1", Ifindex: 7, MAC: "02:aa:bb:cc:dd:01", MTU: 1500}
+		Target: "net1", Ifindex: 7, MAC: cache.MustParseMAC("02:aa:bb:cc:dd:01"), MTU: 1500}
 	tests := []struct {
 		name   string
 		mutate func(*api.Interface)

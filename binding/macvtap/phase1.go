@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 
 	"github.com/virtnet/virtnet/binding"
 	"github.com/virtnet/virtnet/cache"
@@ -32,7 +31,8 @@ func (Binding) Discover(ctx context.Context, d netdriver.Driver, in binding.Inpu
 	}
 	in.Logger.Debug("discovered macvtap", "interface", in.Pair.Interface.Name, "link", name,
 		"ifindex", l.Index, "mac", l.MAC.String(), "mtu", l.MTU, "mode", l.MacvtapMode)
-	return &cache.Link{Name: l.Name, Type: l.Type, MAC: l.MAC.String(), MTU: l.MTU, Ifindex: l.Index}, nil
+	mac, _ := cache.MACFrom(l.MAC)
+	return &cache.Link{Name: l.Name, Type: l.Type, MAC: mac, MTU: l.MTU, Ifindex: l.Index}, nil
 }
 
 // Plan records the macvtap as the VM's target, with the VM's MAC (the
@@ -43,11 +43,10 @@ func (Binding) Plan(in binding.Input, link *cache.Link) (*cache.Interface, error
 	}
 	mac := link.MAC
 	if m := in.Pair.Interface.MacAddress; m != "" {
-		hw, err := net.ParseMAC(m)
-		if err != nil {
+		var err error
+		if mac, err = cache.ParseMAC(m); err != nil {
 			return nil, &MACError{Interface: in.Pair.Interface.Name, Value: m, Err: err}
 		}
-		mac = hw.String()
 	}
 	return &cache.Interface{
 		Version:      cache.Version,
@@ -83,14 +82,14 @@ func (Binding) Cleanup(ctx context.Context, d netdriver.Driver, in binding.Input
 	return err
 }
 
-func setMAC(ctx context.Context, d netdriver.Driver, in binding.Input, name, mac string) error {
+func setMAC(ctx context.Context, d netdriver.Driver, in binding.Input, name string, mac cache.MAC) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	want, err := net.ParseMAC(mac)
-	if err != nil {
-		return &MACError{Interface: in.Pair.Interface.Name, Value: mac, Err: err}
+	if !mac.IsValid() {
+		return &MACError{Interface: in.Pair.Interface.Name, Value: "", Err: errors.New("no MAC address")}
 	}
+	want := mac.HardwareAddr()
 	l, err := d.LinkByName(name)
 	if err != nil {
 		return fmt.Errorf("read link %q: %w", name, err)

@@ -25,7 +25,7 @@ func (Binding) Render(in binding.RenderInput, dom *libvirtxml.Domain) error {
 	boot, rom := nicxml.BootOrROM(iface)
 	di := libvirtxml.DomainInterface{
 		Source:  &libvirtxml.DomainInterfaceSource{Ethernet: &libvirtxml.DomainInterfaceSourceEthernet{}},
-		MAC:     nicxml.MAC(rec.MAC),
+		MAC:     nicxml.MAC(rec.MAC.String()),
 		Target:  &libvirtxml.DomainInterfaceTarget{Dev: rec.Target, Managed: "no"},
 		Model:   &libvirtxml.DomainInterfaceModel{Type: nicxml.Model(in.VMI, iface)},
 		Driver:  nicxml.Driver(in.VMI, iface),

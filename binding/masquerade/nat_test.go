@@ -35,7 +35,7 @@ spec:
   - {name: default, pod: {}}
 `
 	}
-	link := &cache.Link{Name: "eth0", Addresses: []string{"10.244.1.7/24", "fd00::7/64"}}
+	link := &cache.Link{Name: "eth0", Addresses: []netip.Prefix{netip.MustParsePrefix("10.244.1.7/24"), netip.MustParsePrefix("fd00::7/64")}}
 	for _, tc := range []struct {
 		name, extra string
 		family      netdriver.Family
@@ -84,7 +84,7 @@ spec:
 		pairs, err := api.Pairs(vmi)
 		require.NoError(t, err)
 		in := binding.Input{VMI: vmi, Pair: pairs[0], Names: binding.Names{Pod: "eth0"}}
-		_, err = masquerade.PlanNAT(in, &cache.Link{Name: "eth0", Addresses: []string{"fd00::7/64"}}, netdriver.IPv4,
+		_, err = masquerade.PlanNAT(in, &cache.Link{Name: "eth0", Addresses: []netip.Prefix{netip.MustParsePrefix("fd00::7/64")}}, netdriver.IPv4,
 			"k6t-eth0", netip.MustParseAddr("10.0.2.2"), netip.MustParseAddr("10.0.2.1"))
 		require.ErrorIs(t, err, binding.ErrNoAddress)
 	})

@@ -51,21 +51,13 @@ func checkOverlap(link *cache.Link, v4, v6 Subnet) error {
 			return &OverlapError{Field: n.field, Network: n.p, PodLink: link.Name, Kind: kind, Conflict: conflict}
 		}
 		for _, a := range link.Addresses {
-			p, err := netip.ParsePrefix(a)
-			if err != nil {
-				return fmt.Errorf("cached address %q: %w", a, err)
-			}
-			if n.p.Overlaps(p.Masked()) {
-				return fail("address", a)
+			if n.p.Overlaps(a.Masked()) {
+				return fail("address", a.String())
 			}
 		}
 		for _, r := range link.Routes {
-			dst, err := netip.ParsePrefix(r.Dst)
-			if err != nil {
-				return fmt.Errorf("cached route %q: %w", r.Dst, err)
-			}
-			if dst.Bits() > 0 && n.p.Overlaps(dst) {
-				return fail("route", r.Dst)
+			if r.Dst.Bits() > 0 && n.p.Overlaps(r.Dst) {
+				return fail("route", r.Dst.String())
 			}
 		}
 	}

@@ -88,10 +88,7 @@ func (Binding) Plan(in binding.Input, link *cache.Link) (*cache.Interface, error
 	if link == nil {
 		return nil, errors.New("no discovery to plan from")
 	}
-	pv4, pv6, err := kernelops.Addresses(link)
-	if err != nil {
-		return nil, err
-	}
+	pv4, pv6 := kernelops.Addresses(link)
 	if len(pv4) == 0 && len(pv6) == 0 {
 		return nil, fmt.Errorf("%s: %w", link.Name, binding.ErrNoAddress)
 	}
@@ -102,9 +99,9 @@ func (Binding) Plan(in binding.Input, link *cache.Link) (*cache.Interface, error
 	if err := checkOverlap(link, v4, v6); err != nil {
 		return nil, err
 	}
-	mac := names.VMMAC(in.VMI.Metadata.UID, in.Pair.Interface.Name)
+	mac, _ := cache.MACFrom(names.VMMAC(in.VMI.Metadata.UID, in.Pair.Interface.Name))
 	if m := in.Pair.Interface.MacAddress; m != "" {
-		if mac, err = net.ParseMAC(m); err != nil {
+		if mac, err = cache.ParseMAC(m); err != nil {
 			return nil, fmt.Errorf("macAddress %q: %w", m, err)
 		}
 	}
@@ -115,15 +112,15 @@ func (Binding) Plan(in binding.Input, link *cache.Link) (*cache.Interface, error
 	rec := &cache.Interface{
 		Bridge: in.Names.Bridge,
 		Tap:    in.Names.Tap,
-		MAC:    mac.String(),
+		MAC:    mac,
 		MTU:    mtu,
 		Queues: in.VMI.Queues(),
 	}
 	if v4.VM.IsValid() {
-		rec.IPv4, rec.Gateway, rec.ServerIPv4 = v4.VM.String(), v4.Gateway.Addr().String(), v4.Gateway.Addr().String()
+		rec.IPv4, rec.Gateway, rec.ServerIPv4 = v4.VM, v4.Gateway.Addr(), v4.Gateway.Addr()
 	}
 	if v6.VM.IsValid() {
-		rec.IPv6, rec.GatewayIPv6, rec.ServerIPv6 = v6.VM.String(), v6.Gateway.Addr().String(), v6.Gateway.Addr().String()
+		rec.IPv6, rec.GatewayIPv6, rec.ServerIPv6 = v6.VM, v6.Gateway.Addr(), v6.Gateway.Addr()
 	}
 	return rec, nil
 }
@@ -150,22 +147,22 @@ func (Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input
 		return err
 	}
 	type fam struct {
-		family      netdriver.Family
-		vm, gateway string
+		family  netdriver.Family
+		vm      netip.Prefix
+		gateway netip.Addr
 	}
 	var fams []fam
-	if rec.IPv4 != "" {
+	if rec.IPv4.IsValid() {
 		fams = append(fams, fam{netdriver.IPv4, rec.IPv4, rec.Gateway})
 	}
-	if rec.IPv6 != "" {
+	if rec.IPv6.IsValid() {
 		fams = append(fams, fam{netdriver.IPv6, rec.IPv6, rec.GatewayIPv6})
 	}
 	for _, f := range fams {
-		gw, err := netip.ParseAddr(f.gateway)
-		if err != nil {
-			return fmt.Errorf("record gateway %q: %w", f.gateway, err)
+		if !f.gateway.IsValid() {
+			return fmt.Errorf("record has no IPv%d gateway", f.family)
 		}
-		if err := kernelops.CheckAddressFree(d, gw, rec.Bridge, rec.Bridge); err != nil {
+		if err := kernelops.CheckAddressFree(d, f.gateway, rec.Bridge, rec.Bridge); err != nil {
 			return err
 		}
 	}
@@ -177,7 +174,7 @@ func (Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input
 	if err != nil {
 		return err
 	}
-	if rec.IPv6 != "" {
+	if rec.IPv6.IsValid() {
 		// Skip duplicate address detection on the bridge: until its
 		// link-local address leaves DAD, inbound IPv6 to the VM is
 		// dropped (measured in the NAT tests). The bridge is ours alone.
@@ -187,15 +184,7 @@ func (Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input
 	}
 	var gateways []netip.Prefix
 	for _, f := range fams {
-		vm, err := netip.ParsePrefix(f.vm)
-		if err != nil {
-			return fmt.Errorf("record VM address %q: %w", f.vm, err)
-		}
-		gw, err := netip.ParseAddr(f.gateway)
-		if err != nil {
-			return fmt.Errorf("record gateway %q: %w", f.gateway, err)
-		}
-		p := netip.PrefixFrom(gw, vm.Bits())
+		p := netip.PrefixFrom(f.gateway, f.vm.Bits())
 		gateways = append(gateways, p)
 		if err := kernelops.EnsureAddr(d, rec.Bridge, p); err != nil {
 			return err
@@ -234,9 +223,7 @@ func (Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input
 				return err
 			}
 		}
-		vm, _ := netip.ParsePrefix(f.vm)
-		gw, _ := netip.ParseAddr(f.gateway)
-		nat, err := PlanNAT(in, link, f.family, rec.Bridge, vm.Addr(), gw)
+		nat, err := PlanNAT(in, link, f.family, rec.Bridge, f.vm.Addr(), f.gateway)
 		if err != nil {
 			return err
 		}
@@ -289,10 +276,7 @@ func PlanNAT(in binding.Input, link *cache.Link, family netdriver.Family, bridge
 		p := &netdriver.NATProxy{ReservedPorts: netdriver.IstioReservedPorts(), NonProxiedPorts: netdriver.IstioNonProxiedPorts()}
 		if family == netdriver.IPv4 {
 			p.Source = netdriver.IstioPassthroughSource()
-			v4, _, err := kernelops.Addresses(link)
-			if err != nil {
-				return nat, err
-			}
+			v4, _ := kernelops.Addresses(link)
 			for _, a := range v4 {
 				if a.Addr().IsGlobalUnicast() {
 					p.PodAddress = a.Addr()

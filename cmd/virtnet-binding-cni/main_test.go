@@ -4,8 +4,10 @@ package main
 
 import (
 	"context"
+	"encoding"
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -236,14 +238,14 @@ func runLifecycle(t *testing.T, binding string, spec testutil.NetworkSpec, chain
 	require.Equal(t, spec.MTU, rec.MTU)
 	switch binding {
 	case api.BindingMasquerade:
-		require.Equal(t, "10.0.2.2/24", rec.IPv4)
-		require.Equal(t, "10.0.2.1", rec.Gateway)
+		require.Equal(t, netip.MustParsePrefix("10.0.2.2/24"), rec.IPv4)
+		require.Equal(t, netip.MustParseAddr("10.0.2.1"), rec.Gateway)
 	case api.BindingBridge:
 		// The address as the kernel holds it: ptp reports /24 in its
 		// result but assigns /32.
-		require.Equal(t, strings.Split(pl.addr, "/")[0], strings.Split(rec.IPv4, "/")[0])
-		require.Equal(t, pl.gateway, rec.Gateway)
-		require.Equal(t, pl.mac, rec.MAC, "the VM gets the pod's MAC")
+		require.Equal(t, strings.Split(pl.addr, "/")[0], rec.IPv4.Addr().String())
+		require.Equal(t, pl.gateway, rec.Gateway.String())
+		require.Equal(t, pl.mac, rec.MAC.String(), "the VM gets the pod's MAC")
 		require.Equal(t, "eth0-nic", rec.NIC)
 	}
 	require.Equal(t, "67", readPortStart(t, pod), "the sidecar may bind the DHCP ports")
@@ -393,8 +395,8 @@ func secondaryNetworkPodHash(t *testing.T) {
 	require.Equal(t, "k6t-58d19be530f", old.Record.Bridge)
 	require.NoError(t, p.Pod.Handle.LinkSetName(br, src.Record.Bridge))
 	require.NoError(t, p.Pod.Handle.LinkSetUp(br))
-	require.Equal(t, att.IPs[0].String(), src.Record.IPv4)
-	require.Equal(t, att.MAC.String(), src.Record.MAC)
+	require.Equal(t, att.IPs[0].String(), recText(src.Record.IPv4))
+	require.Equal(t, att.MAC.String(), recText(src.Record.MAC))
 	_, err = kvplugin.ReadRecord(p.Pod.Path, "bridge", "eth0", true)
 	require.ErrorIs(t, err, kvplugin.ErrNoLink, "the pod network's eth0 is left alone")
 
@@ -453,4 +455,13 @@ func TestErrors(t *testing.T) {
 			require.ElementsMatch(t, before, linkNames(t, pod.Pod))
 		})
 	}
+}
+
+// recText is a record value as the record's JSON writes it ("" when unset).
+func recText(v encoding.TextMarshaler) string {
+	b, err := v.MarshalText()
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
 }

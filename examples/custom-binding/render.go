@@ -3,7 +3,6 @@ package tapbinding
 import (
 	"errors"
 	"fmt"
-	"net"
 
 	"libvirt.org/go/libvirtxml"
 
@@ -32,11 +31,8 @@ func (Binding) Render(in binding.RenderInput, dom *libvirtxml.Domain) error {
 		Model:  &libvirtxml.DomainInterfaceModel{Type: model},
 		Alias:  &libvirtxml.DomainAlias{Name: "ua-" + iface.Name},
 	}
-	if rec.MAC != "" {
-		if _, err := net.ParseMAC(rec.MAC); err != nil {
-			return &api.FieldError{Path: "record.mac", Value: rec.MAC, Reason: "not a MAC address"}
-		}
-		dev.MAC = &libvirtxml.DomainInterfaceMAC{Address: rec.MAC}
+	if rec.MAC.IsValid() {
+		dev.MAC = &libvirtxml.DomainInterfaceMAC{Address: rec.MAC.String()}
 	}
 	if rec.MTU > 0 {
 		dev.MTU = &libvirtxml.DomainInterfaceMTU{Size: uint(rec.MTU)}

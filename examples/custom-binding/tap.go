@@ -32,6 +32,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/binding"
 	"github.com/virtnet/virtnet/cache"
 	"github.com/virtnet/virtnet/netdriver"
@@ -78,7 +79,8 @@ func (Binding) Discover(ctx context.Context, d netdriver.Driver, in binding.Inpu
 	if err != nil {
 		return nil, &binding.PodLinkError{Name: in.Names.Pod, Reason: "the pod link is required", Err: err}
 	}
-	return &cache.Link{Name: l.Name, Type: l.Type, MAC: l.MAC.String(), MTU: l.MTU}, nil
+	mac, _ := cache.MACFrom(l.MAC)
+	return &cache.Link{Name: l.Name, Type: l.Type, MAC: mac, MTU: l.MTU}, nil
 }
 
 // Plan implements [binding.Phase1]: the record names the tap and carries
@@ -88,12 +90,16 @@ func (Binding) Plan(in binding.Input, link *cache.Link) (*cache.Interface, error
 	if link == nil {
 		return nil, errors.New("no discovery of the pod link")
 	}
+	mac, err := cache.ParseMAC(in.Pair.Interface.MacAddress)
+	if err != nil {
+		return nil, &api.FieldError{Path: "macAddress", Value: in.Pair.Interface.MacAddress, Reason: err.Error()}
+	}
 	return &cache.Interface{
 		Interface:    in.Pair.Interface.Name,
 		PodInterface: in.Pair.PodInterface,
 		Binding:      Name,
 		Tap:          in.Names.Tap,
-		MAC:          in.Pair.Interface.MacAddress,
+		MAC:          mac,
 		MTU:          link.MTU,
 		IPAMDisabled: true,
 	}, nil

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"net/netip"
 	"strings"
 
 	"github.com/virtnet/virtnet/api"
@@ -57,6 +58,9 @@ func nonEmpty(ss []string) []string {
 }
 
 func kv(k string, v any) string {
+	if z, ok := v.(interface{ IsValid() bool }); ok && !z.IsValid() {
+		return ""
+	}
 	s := fmt.Sprint(v)
 	if s == "" || s == "0" {
 		return ""
@@ -73,19 +77,18 @@ func podLinkRow(b *strings.Builder, podIface string, pod *cache.Progress) {
 		row(b, "pod link", podIface, "(not discovered)")
 		return
 	}
-	row(b, "pod link", l.Name, l.Type, kv("mac", l.MAC), kv("mtu", l.MTU), strings.Join(l.Addresses, " "))
+	row(b, "pod link", l.Name, l.Type, kv("mac", l.MAC), kv("mtu", l.MTU), joinValid(l.Addresses...))
 	for _, r := range l.Routes {
 		via := ""
-		if r.Gateway != "" {
-			via = "via " + r.Gateway
+		if r.Gateway.IsValid() {
+			via = "via " + r.Gateway.String()
 		}
-		row(b, "", "route", r.Dst, via)
+		row(b, "", "route", r.Dst.String(), via)
 	}
 }
 
 func vmRow(b *strings.Builder, rec *cache.Interface) {
-	addrs := nonEmpty([]string{rec.IPv4, rec.IPv6})
-	row(b, "VM NIC", "", kv("mac", rec.MAC), kv("mtu", rec.MTU), strings.Join(addrs, " "), kv("gw", rec.Gateway), kv("gw6", rec.GatewayIPv6))
+	row(b, "VM NIC", "", kv("mac", rec.MAC), kv("mtu", rec.MTU), joinValid(rec.IPv4, rec.IPv6), kv("gw", rec.Gateway), kv("gw6", rec.GatewayIPv6))
 }
 
 func planInterface(b *strings.Builder, p api.Pair, pod *cache.Progress, rec *cache.Interface) {
@@ -126,7 +129,10 @@ func planInterface(b *strings.Builder, p api.Pair, pod *cache.Progress, rec *cac
 }
 
 func dnatPorts(iface *api.Interface, rec *cache.Interface) string {
-	to := strings.SplitN(rec.IPv4, "/", 2)[0]
+	to := ""
+	if rec.IPv4.IsValid() {
+		to = rec.IPv4.Addr().String()
+	}
 	if len(iface.Ports) == 0 {
 		return "DNAT all ports → " + to
 	}
@@ -135,4 +141,15 @@ func dnatPorts(iface *api.Interface, rec *cache.Interface) string {
 		ports[i] = fmt.Sprintf("%s %d", pt.Protocol, pt.Port)
 	}
 	return "DNAT " + strings.Join(ports, ", ") + " → " + to
+}
+
+// joinValid joins the valid prefixes with spaces.
+func joinValid(ps ...netip.Prefix) string {
+	var out []string
+	for _, p := range ps {
+		if p.IsValid() {
+			out = append(out, p.String())
+		}
+	}
+	return strings.Join(out, " ")
 }

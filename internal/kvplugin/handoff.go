@@ -3,7 +3,6 @@ package kvplugin
 import (
 	"context"
 	"fmt"
-	"net"
 
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/cache"
@@ -53,22 +52,20 @@ func (h HandOff) record(vmi *api.VMI, pair api.Pair) (*cache.Interface, error) {
 	rec.Interface = pair.Interface.Name
 	switch m {
 	case api.BindingMasquerade:
-		rec.MAC = names.VMMAC(vmi.Metadata.UID, pair.Interface.Name).String()
+		rec.MAC, _ = cache.MACFrom(names.VMMAC(vmi.Metadata.UID, pair.Interface.Name))
 	case api.BindingBridge:
 		hw, err := vmi.StatusMAC(pair.Interface.Name)
 		if err != nil {
 			return nil, err
 		}
 		if hw != nil {
-			rec.MAC = hw.String()
+			rec.MAC, _ = cache.MACFrom(hw)
 		}
 	}
 	if pair.Interface.MacAddress != "" {
-		hw, err := net.ParseMAC(pair.Interface.MacAddress)
-		if err != nil {
+		if rec.MAC, err = cache.ParseMAC(pair.Interface.MacAddress); err != nil {
 			return nil, &api.FieldError{Path: "macAddress", Value: pair.Interface.MacAddress, Reason: err.Error()}
 		}
-		rec.MAC = hw.String()
 	}
 	return rec, nil
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -85,43 +84,12 @@ func Encode(rec *cache.Interface) (string, error) {
 		IpamDisabled: rec.IPAMDisabled,
 		Nic:          rec.NIC != "",
 	}
-	var err error
-	if rec.MAC != "" {
-		hw, perr := net.ParseMAC(rec.MAC)
-		if perr != nil || len(hw) != 6 {
-			return "", fmt.Errorf("mac %q: not a 48-bit MAC address", rec.MAC)
-		}
-		r.Mac = hw
-	}
-	if r.Ipv4, err = prefixOf("ipv4", rec.IPv4); err != nil {
-		return "", err
-	}
-	if r.Ipv6, err = prefixOf("ipv6", rec.IPv6); err != nil {
-		return "", err
-	}
-	for _, f := range []struct {
-		name, s string
-		dst     *[]byte
-	}{
-		{"gateway", rec.Gateway, &r.Gateway},
-		{"gatewayIPv6", rec.GatewayIPv6, &r.GatewayIPv6},
-		{"serverIPv4", rec.ServerIPv4, &r.ServerIPv4},
-		{"serverIPv6", rec.ServerIPv6, &r.ServerIPv6},
-	} {
-		if *f.dst, err = addrOf(f.name, f.s); err != nil {
-			return "", err
-		}
-	}
-	for i, rt := range rec.Routes {
-		dst, err := prefixOf(fmt.Sprintf("routes[%d].dst", i), rt.Dst)
-		if err != nil {
-			return "", err
-		}
-		gw, err := addrOf(fmt.Sprintf("routes[%d].gateway", i), rt.Gateway)
-		if err != nil {
-			return "", err
-		}
-		r.Routes = append(r.Routes, &wireRoute{Dst: dst, Gateway: gw, Metric: uint32(max(rt.Metric, 0))})
+	r.Mac = rec.MAC.HardwareAddr()
+	r.Ipv4, r.Ipv6 = prefixOf(rec.IPv4), prefixOf(rec.IPv6)
+	r.Gateway, r.GatewayIPv6 = addrOf(rec.Gateway), addrOf(rec.GatewayIPv6)
+	r.ServerIPv4, r.ServerIPv6 = addrOf(rec.ServerIPv4), addrOf(rec.ServerIPv6)
+	for _, rt := range rec.Routes {
+		r.Routes = append(r.Routes, &wireRoute{Dst: prefixOf(rt.Dst), Gateway: addrOf(rt.Gateway), Metric: uint32(max(rt.Metric, 0))})
 	}
 	b := r.marshal()
 	s := prefix + strconv.Itoa(RecordVersion) + " " + base64.RawStdEncoding.EncodeToString(b)
@@ -162,46 +130,47 @@ func Decode(alias, binding, podIface string, primary bool) (*cache.Interface, er
 	if r.PodInterface != podIface {
 		return nil, &MismatchError{Field: "pod interface", Got: r.PodInterface, Want: podIface}
 	}
+	links := names.For(podIface, primary)
 	rec := &cache.Interface{
 		Version:      1,
 		PodInterface: podIface,
 		Binding:      binding,
-		Bridge:       names.Bridge(podIface),
-		Tap:          names.Tap(podIface, primary),
+		Bridge:       links.Bridge,
+		Tap:          links.Tap,
 		MTU:          int(r.Mtu),
 		Queues:       int(r.Queues),
 		IPAMDisabled: r.IpamDisabled,
 	}
 	if r.Nic {
-		rec.NIC = names.NIC(podIface)
+		rec.NIC = links.NIC
 	}
 	if len(r.Mac) > 0 {
 		if len(r.Mac) != 6 {
 			return nil, &CorruptError{Err: fmt.Errorf("mac: %d bytes", len(r.Mac))}
 		}
-		rec.MAC = net.HardwareAddr(r.Mac).String()
+		rec.MAC, _ = cache.MACFrom(r.Mac)
 	}
 	if rec.MTU > 65535 || rec.Queues > 256 {
 		return nil, &CorruptError{Err: fmt.Errorf("mtu %d, queues %d: out of range", rec.MTU, rec.Queues)}
 	}
-	if rec.IPv4, err = prefixString("ipv4", r.Ipv4, true); err != nil {
+	if rec.IPv4, err = prefixFrom("ipv4", r.Ipv4, true); err != nil {
 		return nil, err
 	}
-	if rec.IPv6, err = prefixString("ipv6", r.Ipv6, false); err != nil {
+	if rec.IPv6, err = prefixFrom("ipv6", r.Ipv6, false); err != nil {
 		return nil, err
 	}
 	for _, f := range []struct {
 		name string
 		b    []byte
 		v4   bool
-		dst  *string
+		dst  *netip.Addr
 	}{
 		{"gateway", r.Gateway, true, &rec.Gateway},
 		{"gatewayIPv6", r.GatewayIPv6, false, &rec.GatewayIPv6},
 		{"serverIPv4", r.ServerIPv4, true, &rec.ServerIPv4},
 		{"serverIPv6", r.ServerIPv6, false, &rec.ServerIPv6},
 	} {
-		if *f.dst, err = addrString(f.name, f.b, f.v4); err != nil {
+		if *f.dst, err = addrFrom(f.name, f.b, f.v4); err != nil {
 			return nil, err
 		}
 	}
@@ -210,11 +179,11 @@ func Decode(alias, binding, podIface string, primary bool) (*cache.Interface, er
 			return nil, &CorruptError{Err: fmt.Errorf("routes[%d]: no destination", i)}
 		}
 		v4 := len(rt.Dst.Addr) == 4
-		dst, err := prefixString(fmt.Sprintf("routes[%d].dst", i), rt.Dst, v4)
+		dst, err := prefixFrom(fmt.Sprintf("routes[%d].dst", i), rt.Dst, v4)
 		if err != nil {
 			return nil, err
 		}
-		gw, err := addrString(fmt.Sprintf("routes[%d].gateway", i), rt.Gateway, v4)
+		gw, err := addrFrom(fmt.Sprintf("routes[%d].gateway", i), rt.Gateway, v4)
 		if err != nil {
 			return nil, err
 		}
@@ -223,49 +192,40 @@ func Decode(alias, binding, podIface string, primary bool) (*cache.Interface, er
 	return rec, nil
 }
 
-func prefixOf(field, s string) (*wirePrefix, error) {
-	if s == "" {
-		return nil, nil
+func prefixOf(p netip.Prefix) *wirePrefix {
+	if !p.IsValid() {
+		return nil
 	}
-	p, err := netip.ParsePrefix(s)
-	if err != nil {
-		return nil, fmt.Errorf("%s %q: %w", field, s, err)
-	}
-	return &wirePrefix{Addr: p.Addr().AsSlice(), Bits: uint32(p.Bits())}, nil
+	return &wirePrefix{Addr: p.Addr().AsSlice(), Bits: uint32(p.Bits())}
 }
 
-func addrOf(field, s string) ([]byte, error) {
-	if s == "" {
-		return nil, nil
+func addrOf(a netip.Addr) []byte {
+	if !a.IsValid() {
+		return nil
 	}
-	a, err := netip.ParseAddr(s)
-	if err != nil {
-		return nil, fmt.Errorf("%s %q: %w", field, s, err)
-	}
-	return a.AsSlice(), nil
+	return a.AsSlice()
 }
 
-func prefixString(field string, p *wirePrefix, v4 bool) (string, error) {
+func prefixFrom(field string, p *wirePrefix, v4 bool) (netip.Prefix, error) {
 	if p == nil {
-		return "", nil
+		return netip.Prefix{}, nil
 	}
-	a, err := addrString(field, p.Addr, v4)
+	a, err := addrFrom(field, p.Addr, v4)
 	if err != nil {
-		return "", err
+		return netip.Prefix{}, err
 	}
-	pfx, err := netip.ParseAddr(a)
-	if err != nil {
-		return "", &CorruptError{Err: fmt.Errorf("%s: no address", field)}
+	if !a.IsValid() {
+		return netip.Prefix{}, &CorruptError{Err: fmt.Errorf("%s: no address", field)}
 	}
-	if int(p.Bits) > pfx.BitLen() {
-		return "", &CorruptError{Err: fmt.Errorf("%s: /%d", field, p.Bits)}
+	if int(p.Bits) > a.BitLen() {
+		return netip.Prefix{}, &CorruptError{Err: fmt.Errorf("%s: /%d", field, p.Bits)}
 	}
-	return netip.PrefixFrom(pfx, int(p.Bits)).String(), nil
+	return netip.PrefixFrom(a, int(p.Bits)), nil
 }
 
-func addrString(field string, b []byte, v4 bool) (string, error) {
+func addrFrom(field string, b []byte, v4 bool) (netip.Addr, error) {
 	if len(b) == 0 {
-		return "", nil
+		return netip.Addr{}, nil
 	}
 	want := 16
 	if v4 {
@@ -273,7 +233,7 @@ func addrString(field string, b []byte, v4 bool) (string, error) {
 	}
 	a, ok := netip.AddrFromSlice(b)
 	if !ok || len(b) != want {
-		return "", &CorruptError{Err: fmt.Errorf("%s: %d bytes, want %d", field, len(b), want)}
+		return netip.Addr{}, &CorruptError{Err: fmt.Errorf("%s: %d bytes, want %d", field, len(b), want)}
 	}
-	return a.String(), nil
+	return a, nil
 }

@@ -2,6 +2,7 @@ package kvplugin
 
 import (
 	"errors"
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -13,21 +14,21 @@ import (
 
 func bridgeRec() *cache.Interface {
 	return &cache.Interface{Version: 1, PodInterface: "eth0", Binding: "bridge", Bridge: "k6t-eth0", Tap: "tap0", NIC: "eth0-nic",
-		MAC: "0a:58:0a:f4:01:07", MTU: 1450, IPv4: "10.244.1.7/24", Gateway: "10.244.1.1", ServerIPv4: "169.254.75.10",
-		Routes: []cache.Route{{Dst: "0.0.0.0/0", Gateway: "10.244.1.1"}, {Dst: "10.96.0.0/12", Gateway: "10.244.1.254", Metric: 100}}}
+		MAC: cache.MustParseMAC("0a:58:0a:f4:01:07"), MTU: 1450, IPv4: netip.MustParsePrefix("10.244.1.7/24"), Gateway: netip.MustParseAddr("10.244.1.1"), ServerIPv4: netip.MustParseAddr("169.254.75.10"),
+		Routes: []cache.Route{{Dst: netip.MustParsePrefix("0.0.0.0/0"), Gateway: netip.MustParseAddr("10.244.1.1")}, {Dst: netip.MustParsePrefix("10.96.0.0/12"), Gateway: netip.MustParseAddr("10.244.1.254"), Metric: 100}}}
 }
 
 func masqRec() *cache.Interface {
 	return &cache.Interface{Version: 1, PodInterface: "pod16477688c0e", Binding: "masquerade", Bridge: names.Bridge("pod16477688c0e"), Tap: names.Tap("pod16477688c0e", false),
-		MAC: "02:00:00:a1:b2:c3", MTU: 1500, Queues: 4, IPv4: "10.0.2.2/24", IPv6: "fd10:0:2::2/120", Gateway: "10.0.2.1",
-		GatewayIPv6: "fd10:0:2::1", ServerIPv4: "10.0.2.1", ServerIPv6: "fe80::1"}
+		MAC: cache.MustParseMAC("02:00:00:a1:b2:c3"), MTU: 1500, Queues: 4, IPv4: netip.MustParsePrefix("10.0.2.2/24"), IPv6: netip.MustParsePrefix("fd10:0:2::2/120"), Gateway: netip.MustParseAddr("10.0.2.1"),
+		GatewayIPv6: netip.MustParseAddr("fd10:0:2::1"), ServerIPv4: netip.MustParseAddr("10.0.2.1"), ServerIPv6: netip.MustParseAddr("fe80::1")}
 }
 
 // TestRecordRoundTrip: what the CNI plugin encodes is what the sidecar
 // decodes, link names derived again from the pod interface.
 func TestRecordRoundTrip(t *testing.T) {
 	for _, rec := range []*cache.Interface{bridgeRec(), masqRec(),
-		{Version: 1, PodInterface: "eth0", Binding: "bridge", Bridge: "k6t-eth0", Tap: "tap0", MAC: "02:00:00:00:00:01", MTU: 1500, IPAMDisabled: true}} {
+		{Version: 1, PodInterface: "eth0", Binding: "bridge", Bridge: "k6t-eth0", Tap: "tap0", MAC: cache.MustParseMAC("02:00:00:00:00:01"), MTU: 1500, IPAMDisabled: true}} {
 		t.Run(rec.Binding+"/"+rec.PodInterface, func(t *testing.T) {
 			s, err := Encode(rec)
 			require.NoError(t, err)
@@ -83,12 +84,12 @@ func TestRecordTooLarge(t *testing.T) {
 	rec := bridgeRec()
 	rec.Routes = nil
 	for i := range 6 {
-		rec.Routes = append(rec.Routes, cache.Route{Dst: "10." + string(rune('0'+i)) + ".0.0/16", Gateway: "10.244.1.1", Metric: 100})
+		rec.Routes = append(rec.Routes, cache.Route{Dst: netip.MustParsePrefix("10." + string(rune('0'+i)) + ".0.0/16"), Gateway: netip.MustParseAddr("10.244.1.1"), Metric: 100})
 	}
 	_, err := Encode(rec)
 	require.NoError(t, err, "6 routes fit")
 	for i := range 20 {
-		rec.Routes = append(rec.Routes, cache.Route{Dst: "172.16." + string(rune('0'+i%10)) + ".0/24", Gateway: "10.244.1.1", Metric: 100})
+		rec.Routes = append(rec.Routes, cache.Route{Dst: netip.MustParsePrefix("172.16." + string(rune('0'+i%10)) + ".0/24"), Gateway: netip.MustParseAddr("10.244.1.1"), Metric: 100})
 	}
 	_, err = Encode(rec)
 	var tl *TooLargeError

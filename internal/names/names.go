@@ -96,6 +96,21 @@ func NIC(pod string) string {
 	return shortForm("nic", nicPrefix, pod, strings.TrimPrefix(pod, HashedPrefix)+NICSuffix)
 }
 
+// Links are the names of the links phase1 makes, or renames, for one pod
+// interface.
+type Links struct {
+	// Bridge is the in-pod bridge ([Bridge]), Tap the VM's tap ([Tap]),
+	// NIC the pod link once the bridge binding renamed it ([NIC]).
+	Bridge, Tap, NIC string
+}
+
+// For derives every link name of the pod interface pod (primary: the pod
+// network's or a Multus default network's): the one place phase1, its
+// records and the hand-off record's reader take them from.
+func For(pod string, primary bool) Links {
+	return Links{Bridge: Bridge(pod), Tap: Tap(pod, primary), NIC: NIC(pod)}
+}
+
 // LegacyBridge and LegacyNIC are the bridge and NIC names virtnet builds before v0.1.0
 // gave a pod interface, before KubeVirt v1.9.0's names: "k6t-<pod>" and
 // "<pod>-nic", or their short forms past 15 bytes (for "pod16477688c0e":

@@ -33,6 +33,7 @@ func TestLinkNames(t *testing.T) {
 			require.Equal(t, tc.bridge, Bridge(tc.pod))
 			require.Equal(t, tc.tap, Tap(tc.pod, tc.primary))
 			require.Equal(t, tc.nic, NIC(tc.pod))
+			require.Equal(t, Links{Bridge: tc.bridge, Tap: tc.tap, NIC: tc.nic}, For(tc.pod, tc.primary))
 			for _, n := range []string{Bridge(tc.pod), Tap(tc.pod, tc.primary), NIC(tc.pod)} {
 				require.NoError(t, CheckLinkName(n))
 			}

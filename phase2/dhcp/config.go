@@ -176,8 +176,8 @@ func NewConfigFor(vmi *api.VMI, iface *api.Interface, rec *cache.Interface, reso
 	if !svc.IPv4 && !svc.IPv6 {
 		return nil, &FieldError{Field: "Service", Value: "none", Reason: "neither DHCPv4 nor DHCPv6 asked for"}
 	}
-	serve4 := svc.IPv4 && rec.IPv4 != ""
-	v6only := !serve4 && rec.IPv6 != "" && svc.IPv6
+	serve4 := svc.IPv4 && rec.IPv4.IsValid()
+	v6only := !serve4 && rec.IPv6.IsValid() && svc.IPv6
 	if rec.IPAMDisabled || (!serve4 && !v6only) {
 		return nil, fmt.Errorf("interface %q: %w", rec.Interface, ErrIPAMDisabled)
 	}
@@ -187,10 +187,8 @@ func NewConfigFor(vmi *api.VMI, iface *api.Interface, rec *cache.Interface, reso
 	c := &Config{Interface: rec.Interface, Bridge: rec.Bridge, Lease: InfiniteLease}
 
 	var err error
-	if rec.MAC != "" {
-		if c.MAC, err = net.ParseMAC(rec.MAC); err != nil || len(c.MAC) != 6 {
-			return nil, &FieldError{Field: "MAC", Value: rec.MAC, Reason: "not a 48-bit MAC address"}
-		}
+	if rec.MAC.IsValid() {
+		c.MAC = rec.MAC.HardwareAddr()
 	} else if svc.RequireMAC {
 		return nil, &FieldError{Field: "MAC", Value: "", Reason: "the VM's MAC is required (the server answers the VM only)"}
 	}
@@ -245,7 +243,7 @@ func NewConfigFor(vmi *api.VMI, iface *api.Interface, rec *cache.Interface, reso
 		}
 	}
 
-	if rec.IPv6 != "" {
+	if rec.IPv6.IsValid() {
 		if !svc.IPv6 {
 			c.Ignored = append(c.Ignored, fmt.Sprintf("IPv6 %q: the %s binding asks for no DHCPv6", rec.IPv6, rec.Binding))
 		} else if c.IPv6, err = newConfig6(rec); err != nil {
@@ -260,18 +258,18 @@ func NewConfigFor(vmi *api.VMI, iface *api.Interface, rec *cache.Interface, reso
 
 // ipv4 fills the DHCPv4 part: address, router, server identifier, routes.
 func (c *Config) ipv4(rec *cache.Interface) error {
-	var err error
-	if c.Address, err = netip.ParsePrefix(rec.IPv4); err != nil || !c.Address.Addr().Is4() {
-		return &FieldError{Field: "IPv4", Value: rec.IPv4, Reason: "not an IPv4 address with prefix (a.b.c.d/len)"}
+	if c.Address = rec.IPv4; !c.Address.Addr().Is4() {
+		return &FieldError{Field: "IPv4", Value: rec.IPv4.String(), Reason: "not an IPv4 address with prefix (a.b.c.d/len)"}
 	}
-	if rec.Gateway != "" {
-		if c.Router, err = parse4(rec.Gateway); err != nil {
-			return &FieldError{Field: "Gateway", Value: rec.Gateway, Reason: err.Error()}
+	if rec.Gateway.IsValid() {
+		if c.Router = rec.Gateway; !c.Router.Is4() {
+			return &FieldError{Field: "Gateway", Value: rec.Gateway.String(), Reason: "not an IPv4 address"}
 		}
 	}
-	if c.ServerID, err = parse4(rec.ServerIPv4); err != nil {
-		return &FieldError{Field: "ServerIPv4", Value: rec.ServerIPv4, Reason: err.Error()}
+	if c.ServerID = rec.ServerIPv4; !c.ServerID.Is4() {
+		return &FieldError{Field: "ServerIPv4", Value: rec.ServerIPv4.String(), Reason: "not an IPv4 address"}
 	}
+	var err error
 	c.Routes, err = c.routes(rec.Routes)
 	return err
 }
@@ -281,40 +279,23 @@ func (c *Config) ipv4(rec *cache.Interface) error {
 func (c *Config) HasIPv4() bool { return c.Address.IsValid() }
 
 func newConfig6(rec *cache.Interface) (*Config6, error) {
-	c := &Config6{}
-	var err error
-	if c.Address, err = netip.ParsePrefix(rec.IPv6); err != nil || !c.Address.Addr().Is6() || c.Address.Addr().Is4In6() {
-		return nil, &FieldError{Field: "IPv6", Value: rec.IPv6, Reason: "not an IPv6 address with prefix"}
+	c := &Config6{Address: rec.IPv6, Gateway: rec.GatewayIPv6, Server: rec.ServerIPv6, Router: rec.RouterIPv6, OnLink: rec.OnLinkIPv6}
+	if a := c.Address.Addr(); !a.Is6() || a.Is4In6() {
+		return nil, &FieldError{Field: "IPv6", Value: rec.IPv6.String(), Reason: "not an IPv6 address with prefix"}
 	}
-	if rec.GatewayIPv6 != "" {
-		if c.Gateway, err = netip.ParseAddr(rec.GatewayIPv6); err != nil || !c.Gateway.Is6() {
-			return nil, &FieldError{Field: "GatewayIPv6", Value: rec.GatewayIPv6, Reason: "not an IPv6 address"}
-		}
+	if c.Gateway.IsValid() && !c.Gateway.Is6() {
+		return nil, &FieldError{Field: "GatewayIPv6", Value: rec.GatewayIPv6.String(), Reason: "not an IPv6 address"}
 	}
-	if rec.ServerIPv6 != "" {
-		if c.Server, err = netip.ParseAddr(rec.ServerIPv6); err != nil || !c.Server.Is6() {
-			return nil, &FieldError{Field: "ServerIPv6", Value: rec.ServerIPv6, Reason: "not an IPv6 address"}
-		}
+	if c.Server.IsValid() && !c.Server.Is6() {
+		return nil, &FieldError{Field: "ServerIPv6", Value: rec.ServerIPv6.String(), Reason: "not an IPv6 address"}
 	}
-	if rec.RouterIPv6 != "" {
-		if c.Router, err = netip.ParseAddr(rec.RouterIPv6); err != nil || !c.Router.IsLinkLocalUnicast() || c.Router.Zone() != "" {
-			return nil, &FieldError{Field: "RouterIPv6", Value: rec.RouterIPv6, Reason: "not an IPv6 link-local address (fe80::/10, no zone)"}
-		}
+	if c.Router.IsValid() && (!c.Router.IsLinkLocalUnicast() || c.Router.Zone() != "") {
+		return nil, &FieldError{Field: "RouterIPv6", Value: rec.RouterIPv6.String(), Reason: "not an IPv6 link-local address (fe80::/10, no zone)"}
 	}
-	if rec.OnLinkIPv6 != "" {
-		if c.OnLink, err = netip.ParsePrefix(rec.OnLinkIPv6); err != nil || !c.OnLink.Addr().Is6() || c.OnLink != c.OnLink.Masked() {
-			return nil, &FieldError{Field: "OnLinkIPv6", Value: rec.OnLinkIPv6, Reason: "not an IPv6 prefix (address bits past the length zero)"}
-		}
+	if c.OnLink.IsValid() && (!c.OnLink.Addr().Is6() || c.OnLink != c.OnLink.Masked()) {
+		return nil, &FieldError{Field: "OnLinkIPv6", Value: rec.OnLinkIPv6.String(), Reason: "not an IPv6 prefix (address bits past the length zero)"}
 	}
 	return c, nil
-}
-
-func parse4(s string) (netip.Addr, error) {
-	a, err := netip.ParseAddr(s)
-	if err != nil || !a.Is4() {
-		return netip.Addr{}, fmt.Errorf("not an IPv4 address")
-	}
-	return a, nil
 }
 
 // routes converts the record's routes into option 121 routes: every
@@ -327,21 +308,20 @@ func parse4(s string) (netip.Addr, error) {
 func (c *Config) routes(in []cache.Route) ([]Route, error) {
 	var out []Route
 	for i, r := range in {
-		dst, err := netip.ParsePrefix(r.Dst)
-		if err != nil {
-			return nil, &FieldError{Field: fmt.Sprintf("Routes[%d].dst", i), Value: r.Dst, Reason: "not a CIDR"}
+		if !r.Dst.IsValid() {
+			return nil, &FieldError{Field: fmt.Sprintf("Routes[%d].dst", i), Value: "", Reason: "not a CIDR"}
 		}
-		if !dst.Addr().Is4() {
+		if !r.Dst.Addr().Is4() {
 			c.Ignored = append(c.Ignored, fmt.Sprintf("route %s: option 121 carries IPv4 routes only", r.Dst))
 			continue
 		}
 		gw := netip.IPv4Unspecified()
-		if r.Gateway != "" {
-			if gw, err = parse4(r.Gateway); err != nil {
-				return nil, &FieldError{Field: fmt.Sprintf("Routes[%d].gateway", i), Value: r.Gateway, Reason: err.Error()}
+		if r.Gateway.IsValid() {
+			if gw = r.Gateway; !gw.Is4() {
+				return nil, &FieldError{Field: fmt.Sprintf("Routes[%d].gateway", i), Value: r.Gateway.String(), Reason: "not an IPv4 address"}
 			}
 		}
-		out = append(out, Route{Dst: dst.Masked(), Gateway: gw})
+		out = append(out, Route{Dst: r.Dst.Masked(), Gateway: gw})
 	}
 	if len(out) == 0 {
 		return nil, nil
@@ -378,8 +358,8 @@ func (c *Config) dhcpOptions(o *api.DHCPOptions) error {
 			Reason: fmt.Sprintf("more than %d addresses do not fit in one DHCP option", api.MaxNTPServers)}
 	}
 	for i, s := range o.NTPServers {
-		a, err := parse4(s)
-		if err != nil {
+		a, err := netip.ParseAddr(s)
+		if err != nil || !a.Is4() {
 			return &FieldError{Field: fmt.Sprintf("dhcpOptions.ntpServers[%d]", i), Value: s, Reason: "NTP servers must be IPv4 addresses"}
 		}
 		c.NTPServers = append(c.NTPServers, a)

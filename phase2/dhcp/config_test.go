@@ -22,8 +22,8 @@ options ndots:5
 func bridgeRecord() *cache.Interface {
 	return &cache.Interface{
 		Version: cache.Version, Interface: "default", PodInterface: "eth0", Binding: api.BindingBridge,
-		Bridge: "k6t-eth0", MAC: "02:42:ac:10:00:18", MTU: 1440,
-		IPv4: "10.244.1.7/24", Gateway: "10.244.1.1", ServerIPv4: "169.254.75.10",
+		Bridge: "k6t-eth0", MAC: cache.MustParseMAC("02:42:ac:10:00:18"), MTU: 1440,
+		IPv4: netip.MustParsePrefix("10.244.1.7/24"), Gateway: netip.MustParseAddr("10.244.1.1"), ServerIPv4: netip.MustParseAddr("169.254.75.10"),
 	}
 }
 
@@ -31,8 +31,8 @@ func masqRecord() *cache.Interface {
 	return &cache.Interface{
 		Version: cache.Version, Interface: "default", PodInterface: "eth0", Binding: api.BindingMasquerade,
 		Bridge: "k6t-eth0", MTU: 1500,
-		IPv4: "10.0.2.2/24", Gateway: "10.0.2.1", ServerIPv4: "10.0.2.1",
-		IPv6: "fd10:0:2::2/120", GatewayIPv6: "fd10:0:2::1", ServerIPv6: "fd10:0:2::1",
+		IPv4: netip.MustParsePrefix("10.0.2.2/24"), Gateway: netip.MustParseAddr("10.0.2.1"), ServerIPv4: netip.MustParseAddr("10.0.2.1"),
+		IPv6: netip.MustParsePrefix("fd10:0:2::2/120"), GatewayIPv6: netip.MustParseAddr("fd10:0:2::1"), ServerIPv6: netip.MustParseAddr("fd10:0:2::1"),
 	}
 }
 
@@ -90,10 +90,10 @@ func TestNewConfig(t *testing.T) {
 		name: "routes: default last, on-link gateway zero",
 		rec: func(r *cache.Interface) {
 			r.Routes = []cache.Route{
-				{Dst: "0.0.0.0/0", Gateway: "10.244.1.1"},
-				{Dst: "10.244.1.0/24"},
-				{Dst: "fd00::/64"},
-				{Dst: "192.168.0.0/16", Gateway: "10.244.1.254"},
+				{Dst: netip.MustParsePrefix("0.0.0.0/0"), Gateway: netip.MustParseAddr("10.244.1.1")},
+				{Dst: netip.MustParsePrefix("10.244.1.0/24")},
+				{Dst: netip.MustParsePrefix("fd00::/64")},
+				{Dst: netip.MustParsePrefix("192.168.0.0/16"), Gateway: netip.MustParseAddr("10.244.1.254")},
 			}
 		},
 		check: func(t *testing.T, c *Config) {
@@ -107,7 +107,9 @@ func TestNewConfig(t *testing.T) {
 	}, {
 		// The pod link had its connected route and a default route.
 		name: "one route: option 121 with it",
-		rec:  func(r *cache.Interface) { r.Routes = []cache.Route{{Dst: "0.0.0.0/0", Gateway: "10.244.1.1"}} },
+		rec: func(r *cache.Interface) {
+			r.Routes = []cache.Route{{Dst: netip.MustParsePrefix("0.0.0.0/0"), Gateway: netip.MustParseAddr("10.244.1.1")}}
+		},
 		check: func(t *testing.T, c *Config) {
 			require.Equal(t, []Route{{netip.MustParsePrefix("0.0.0.0/0"), netip.MustParseAddr("10.244.1.1")}}, c.Routes)
 		},
@@ -116,8 +118,8 @@ func TestNewConfig(t *testing.T) {
 		// route: option 121 with that route, no option 3.
 		name: "static route only: no router",
 		rec: func(r *cache.Interface) {
-			r.Gateway = ""
-			r.Routes = []cache.Route{{Dst: "192.168.0.0/16", Gateway: "192.168.1.1"}}
+			r.Gateway = netip.Addr{}
+			r.Routes = []cache.Route{{Dst: netip.MustParsePrefix("192.168.0.0/16"), Gateway: netip.MustParseAddr("192.168.1.1")}}
 		},
 		check: func(t *testing.T, c *Config) {
 			require.False(t, c.Router.IsValid())
@@ -128,11 +130,11 @@ func TestNewConfig(t *testing.T) {
 		// on-link route comes before the route through it.
 		name: "ptp: on-link routes first",
 		rec: func(r *cache.Interface) {
-			r.IPv4 = "10.244.2.2/32"
+			r.IPv4 = netip.MustParsePrefix("10.244.2.2/32")
 			r.Routes = []cache.Route{
-				{Dst: "0.0.0.0/0", Gateway: "10.244.2.1"},
-				{Dst: "10.244.2.0/24", Gateway: "10.244.2.1"},
-				{Dst: "10.244.2.1/32"},
+				{Dst: netip.MustParsePrefix("0.0.0.0/0"), Gateway: netip.MustParseAddr("10.244.2.1")},
+				{Dst: netip.MustParsePrefix("10.244.2.0/24"), Gateway: netip.MustParseAddr("10.244.2.1")},
+				{Dst: netip.MustParsePrefix("10.244.2.1/32")},
 			}
 		},
 		check: func(t *testing.T, c *Config) {
@@ -146,7 +148,7 @@ func TestNewConfig(t *testing.T) {
 		// IPAM without a gateway (host-local without "gateway"): the
 		// address alone.
 		name: "no routes: no router, no option 121",
-		rec:  func(r *cache.Interface) { r.Gateway, r.Routes = "", nil },
+		rec:  func(r *cache.Interface) { r.Gateway, r.Routes = netip.Addr{}, nil },
 		check: func(t *testing.T, c *Config) {
 			require.False(t, c.Router.IsValid())
 			require.Nil(t, c.Routes)
@@ -212,19 +214,19 @@ func TestNewConfigErrors(t *testing.T) {
 		is    error
 	}{
 		{name: "ipam disabled", rec: func(r *cache.Interface) { r.IPAMDisabled = true }, is: ErrIPAMDisabled},
-		{name: "no ipv4", rec: func(r *cache.Interface) { r.IPv4 = "" }, is: ErrIPAMDisabled},
-		{name: "bad ipv4", rec: func(r *cache.Interface) { r.IPv4 = "10.244.1.7" }, field: "IPv4"},
-		{name: "ipv6 as ipv4", rec: func(r *cache.Interface) { r.IPv4 = "fd00::1/64" }, field: "IPv4"},
-		{name: "bad gateway", rec: func(r *cache.Interface) { r.Gateway = "gw" }, field: "Gateway"},
-		{name: "no server id", rec: func(r *cache.Interface) { r.ServerIPv4 = "" }, field: "ServerIPv4"},
-		{name: "bad mac", rec: func(r *cache.Interface) { r.MAC = "zz" }, field: "MAC"},
-		{name: "bridge without mac", rec: func(r *cache.Interface) { r.MAC = "" }, field: "MAC"},
+		{name: "no ipv4", rec: func(r *cache.Interface) { r.IPv4 = netip.Prefix{} }, is: ErrIPAMDisabled},
+		{name: "ipv6 as ipv4", rec: func(r *cache.Interface) { r.IPv4 = netip.MustParsePrefix("fd00::1/64") }, field: "IPv4"},
+		{name: "ipv6 gateway", rec: func(r *cache.Interface) { r.Gateway = netip.MustParseAddr("fe80::1") }, field: "Gateway"},
+		{name: "no server id", rec: func(r *cache.Interface) { r.ServerIPv4 = netip.Addr{} }, field: "ServerIPv4"},
+		{name: "bridge without mac", rec: func(r *cache.Interface) { r.MAC = cache.MAC{} }, field: "MAC"},
 		{name: "no bridge", rec: func(r *cache.Interface) { r.Bridge = "" }, field: "Bridge"},
 		{name: "sriov", rec: func(r *cache.Interface) { r.Binding = api.BindingSRIOV }, field: "Binding"},
 		{name: "mtu", rec: func(r *cache.Interface) { r.MTU = 20 }, field: "MTU"},
-		{name: "route dst", rec: func(r *cache.Interface) { r.Routes = []cache.Route{{Dst: "x"}} }, field: "Routes[0].dst"},
-		{name: "route gw", rec: func(r *cache.Interface) { r.Routes = []cache.Route{{Dst: "1.2.3.0/24", Gateway: "fe80::1"}} }, field: "Routes[0].gateway"},
-		{name: "ipv6", rec: func(r *cache.Interface) { *r = *masqRecord(); r.IPv6 = "10.0.0.1/24" }, field: "IPv6"},
+		{name: "route dst", rec: func(r *cache.Interface) { r.Routes = []cache.Route{{Dst: netip.Prefix{}}} }, field: "Routes[0].dst"},
+		{name: "route gw", rec: func(r *cache.Interface) {
+			r.Routes = []cache.Route{{Dst: netip.MustParsePrefix("1.2.3.0/24"), Gateway: netip.MustParseAddr("fe80::1")}}
+		}, field: "Routes[0].gateway"},
+		{name: "ipv6", rec: func(r *cache.Interface) { *r = *masqRecord(); r.IPv6 = netip.MustParsePrefix("10.0.0.1/24") }, field: "IPv6"},
 		{name: "ntp ipv6", iface: &api.Interface{DHCPOptions: &api.DHCPOptions{NTPServers: []string{"10.0.0.1", "fd00::1"}}}, field: "dhcpOptions.ntpServers[1]"},
 		{name: "64 ntp servers", iface: &api.Interface{DHCPOptions: &api.DHCPOptions{NTPServers: slices.Repeat([]string{"10.0.0.1"}, api.MaxNTPServers+1)}}, field: "dhcpOptions.ntpServers"},
 		{name: "private option range", iface: &api.Interface{DHCPOptions: &api.DHCPOptions{PrivateOptions: []api.DHCPPrivateOption{{Option: 223}}}}, field: "dhcpOptions.privateOptions[0].option"},
@@ -297,7 +299,7 @@ func TestNewConfigDNS6(t *testing.T) {
 	require.Equal(t, []netip.Addr{netip.MustParseAddr("fd00::10")}, c.IPv6.DNS)
 
 	rec := masqRecord()
-	rec.IPv4, rec.Gateway, rec.ServerIPv4 = "", "", ""
+	rec.IPv4, rec.Gateway, rec.ServerIPv4 = netip.Prefix{}, netip.Addr{}, netip.Addr{}
 	c, err = NewConfig(testVMI(), nil, rec, []byte("search ns.svc.cluster.local\nnameserver fd00:10:96::a\n"))
 	require.NoError(t, err)
 	require.Equal(t, []netip.Addr{netip.MustParseAddr("fd00:10:96::a")}, c.IPv6.DNS)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/virtnet/virtnet/cache"
 	"golang.org/x/sys/unix"
 )
 
@@ -50,7 +51,7 @@ func squat(l *lab, family, port int, device string) error {
 func TestDHCPSocketsExclusive(t *testing.T) {
 	l := newLab(t, []string{"10.0.2.1/24", "fd10:0:2::1/120"}, "52:54:00:12:34:56")
 	rec := masqRecord()
-	rec.MAC = "52:54:00:12:34:56"
+	rec.MAC = cache.MustParseMAC("52:54:00:12:34:56")
 	cfg, err := NewConfig(testVMI(), nil, rec, nil)
 	require.NoError(t, err)
 	s, err := NewServer(cfg, testLogger(t), WithNetNS(l.pod.Path))

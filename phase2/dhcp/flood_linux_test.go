@@ -17,6 +17,7 @@ import (
 	"github.com/insomniacslk/dhcp/dhcpv6"
 	"github.com/insomniacslk/dhcp/iana"
 	"github.com/stretchr/testify/require"
+	"github.com/virtnet/virtnet/cache"
 	"github.com/vishvananda/netlink"
 )
 
@@ -39,7 +40,7 @@ func TestLogFlood(t *testing.T) {
 	require.NoError(t, attacker.Handle.AddrAdd(eth0, addr))
 
 	rec := masqRecord()
-	rec.MAC = vmMAC
+	rec.MAC = cache.MustParseMAC(vmMAC)
 	cfg, err := NewConfig(testVMI(), nil, rec, nil)
 	require.NoError(t, err)
 	const burst = 5

@@ -32,7 +32,7 @@ func bridgeConfig(t testing.TB, mut func(*cache.Interface), iface *api.Interface
 
 func TestOptions4Encoding(t *testing.T) {
 	routes := func(r *cache.Interface) {
-		r.Routes = []cache.Route{{Dst: "0.0.0.0/0", Gateway: "10.244.1.1"}, {Dst: "10.244.1.0/24"}, {Dst: "172.16.0.0/12", Gateway: "10.244.1.254"}}
+		r.Routes = []cache.Route{{Dst: netip.MustParsePrefix("0.0.0.0/0"), Gateway: netip.MustParseAddr("10.244.1.1")}, {Dst: netip.MustParsePrefix("10.244.1.0/24")}, {Dst: netip.MustParsePrefix("172.16.0.0/12"), Gateway: netip.MustParseAddr("10.244.1.254")}}
 	}
 	opts := &api.Interface{DHCPOptions: &api.DHCPOptions{PrivateOptions: []api.DHCPPrivateOption{{Option: 224, Value: "hello"}},
 		BootFileName: "boot.ipxe", TFTPServerName: "tftp", NTPServers: []string{"10.0.0.5"}}}
@@ -225,7 +225,7 @@ func TestHandler4AnyMAC(t *testing.T) {
 // encoding of the reply: no input may panic, and every reply must parse.
 func FuzzHandle(f *testing.F) {
 	h := NewHandler4(bridgeConfig(f, func(r *cache.Interface) {
-		r.Routes = []cache.Route{{Dst: "0.0.0.0/0", Gateway: "10.244.1.1"}, {Dst: "10.244.1.0/24"}}
+		r.Routes = []cache.Route{{Dst: netip.MustParsePrefix("0.0.0.0/0"), Gateway: netip.MustParseAddr("10.244.1.1")}, {Dst: netip.MustParsePrefix("10.244.1.0/24")}}
 	}, nil), slog.New(slog.DiscardHandler))
 	d := discover(f, "02:42:ac:10:00:18")
 	f.Add(d.ToBytes())

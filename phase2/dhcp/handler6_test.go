@@ -11,6 +11,7 @@ import (
 	"github.com/insomniacslk/dhcp/iana"
 	"github.com/mdlayher/ndp"
 	"github.com/stretchr/testify/require"
+	"github.com/virtnet/virtnet/cache"
 )
 
 func TestHandler6(t *testing.T) {
@@ -111,7 +112,7 @@ func TestHandler6Filter(t *testing.T) {
 	vm := net.HardwareAddr{0x52, 0x54, 0, 0x12, 0x34, 0x56}
 	other := net.HardwareAddr{0x52, 0x54, 0, 0x99, 0x99, 0x99}
 	rec := masqRecord()
-	rec.MAC = vm.String()
+	rec.MAC = cache.MustParseMAC(vm.String())
 	c, err := NewConfig(testVMI(), nil, rec, []byte(podResolvConf))
 	require.NoError(t, err)
 	vmLL := netip.MustParseAddr("fe80::5054:ff:fe12:3456")     // EUI-64 of vm

@@ -18,6 +18,7 @@ import (
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
+	"github.com/virtnet/virtnet/cache"
 	"github.com/virtnet/virtnet/internal/testutil"
 )
 
@@ -90,7 +91,7 @@ func TestRouterAdvertisementsAfterCarrier(t *testing.T) {
 	require.Empty(t, linkLocals(t, l.pod, l.bridge), "the bridge must have no link-local address before the carrier")
 
 	rec := masqRecord()
-	rec.MAC = "52:54:00:12:34:56"
+	rec.MAC = cache.MustParseMAC("52:54:00:12:34:56")
 	cfg, err := NewConfig(testVMI(), nil, rec, []byte(podResolvConf))
 	require.NoError(t, err)
 	logs := &lockedBuffer{}
@@ -240,7 +241,7 @@ func serveWithoutNetRaw(t *testing.T, nsPath string) {
 	}
 	require.ErrorIs(t, err, unix.EPERM, "the child must lack CAP_NET_RAW")
 	rec := masqRecord()
-	rec.MAC = "52:54:00:12:34:56"
+	rec.MAC = cache.MustParseMAC("52:54:00:12:34:56")
 	cfg, err := NewConfig(testVMI(), nil, rec, nil)
 	require.NoError(t, err)
 	s, err := NewServer(cfg, slog.New(slog.NewTextHandler(os.Stdout, nil)), WithNetNS(nsPath))

@@ -23,18 +23,18 @@ func TestSharedRouterAdvertisement(t *testing.T) {
 	onLink := netip.MustParsePrefix("fd00:10:244:3::/64")
 	for _, tc := range []struct {
 		name         string
-		router       string
-		onLink       string
+		router       netip.Addr
+		onLink       netip.Prefix
 		wantLifetime time.Duration
 		wantPrefix   netip.Prefix
 	}{
-		{"bridge plugin: router and on-link prefix", router.String(), onLink.String(), routerLifetime, onLink},
-		{"ptp: router, nothing on-link", router.String(), "", routerLifetime, netip.Prefix{}},
-		{"no router found: lifetime 0", "", "", 0, netip.Prefix{}},
+		{"bridge plugin: router and on-link prefix", router, onLink, routerLifetime, onLink},
+		{"ptp: router, nothing on-link", router, netip.Prefix{}, routerLifetime, netip.Prefix{}},
+		{"no router found: lifetime 0", netip.Addr{}, netip.Prefix{}, 0, netip.Prefix{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := bridgeRecord()
-			rec.IPv6, rec.GatewayIPv6, rec.RouterIPv6, rec.OnLinkIPv6 = "fd00:10:244:3::2/128", "fd00:10:244:3::1", tc.router, tc.onLink
+			rec.IPv6, rec.GatewayIPv6, rec.RouterIPv6, rec.OnLinkIPv6 = netip.MustParsePrefix("fd00:10:244:3::2/128"), netip.MustParseAddr("fd00:10:244:3::1"), tc.router, tc.onLink
 			c, err := NewConfig(testVMI(), nil, rec, []byte(podResolvConf))
 			require.NoError(t, err)
 			require.True(t, c.IPv6.Shared)
@@ -61,7 +61,7 @@ func TestSharedRouterAdvertisement(t *testing.T) {
 			}
 
 			src := router
-			if !tc.wantPrefix.IsValid() && tc.router == "" {
+			if !tc.wantPrefix.IsValid() && !tc.router.IsValid() {
 				src = netip.MustParseAddr("fe80::1")
 			}
 			bridgeMAC, vmMAC := net.HardwareAddr{2, 0, 0, 0, 0, 1}, c.MAC

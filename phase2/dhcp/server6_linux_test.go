@@ -19,6 +19,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/virtnet/virtnet/cache"
 	"github.com/virtnet/virtnet/internal/testutil"
 )
 
@@ -71,7 +72,7 @@ func TestDHCPv6(t *testing.T) {
 	linkLocal(t, vm, "eth0")
 
 	rec := masqRecord()
-	rec.MAC = "52:54:00:12:34:56"
+	rec.MAC = cache.MustParseMAC("52:54:00:12:34:56")
 	resolv := "search default.svc.cluster.local svc.cluster.local cluster.local\nnameserver fd00:10:96::a\nnameserver 10.96.0.10\nnameserver fd00:10:96::b\n"
 	cfg, err := NewConfig(testVMI(), nil, rec, []byte(resolv))
 	require.NoError(t, err)
@@ -194,7 +195,7 @@ func TestDHCPv6ForeignClient(t *testing.T) {
 	l := newLab(t, []string{"10.0.2.1/24", "fd10:0:2::1/120"}, vmMAC, otherMAC)
 	linkLocal(t, l.pod, l.bridge)
 	rec := masqRecord()
-	rec.MAC = vmMAC
+	rec.MAC = cache.MustParseMAC(vmMAC)
 	cfg, err := NewConfig(testVMI(), nil, rec, nil)
 	require.NoError(t, err)
 	s, err := NewServer(cfg, testLogger(t), WithNetNS(l.pod.Path))
@@ -285,7 +286,7 @@ func TestDHCPv6NeighborEntry(t *testing.T) {
 	require.NoError(t, vm.Handle.AddrAdd(eth0, addr))
 
 	rec := masqRecord()
-	rec.MAC = vmMAC
+	rec.MAC = cache.MustParseMAC(vmMAC)
 	cfg, err := NewConfig(testVMI(), nil, rec, nil)
 	require.NoError(t, err)
 	s, err := NewServer(cfg, testLogger(t), WithNetNS(l.pod.Path))

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"strings"
@@ -60,9 +61,9 @@ func TestUdhcpc(t *testing.T) {
 
 	rec := bridgeRecord()
 	rec.Routes = []cache.Route{
-		{Dst: "0.0.0.0/0", Gateway: "10.244.1.1"},
-		{Dst: "10.244.1.0/24"},
-		{Dst: "172.16.0.0/12", Gateway: "10.244.1.254"},
+		{Dst: netip.MustParsePrefix("0.0.0.0/0"), Gateway: netip.MustParseAddr("10.244.1.1")},
+		{Dst: netip.MustParsePrefix("10.244.1.0/24")},
+		{Dst: netip.MustParsePrefix("172.16.0.0/12"), Gateway: netip.MustParseAddr("10.244.1.254")},
 	}
 	vmi := testVMI()
 	vmi.Spec.Subdomain = "mysub"
@@ -186,7 +187,7 @@ func TestUdhcpcMaxMessageSize(t *testing.T) {
 	vmMAC := "02:42:ac:10:00:18"
 	l := newLab(t, []string{"169.254.75.10/32"}, vmMAC)
 	rec := bridgeRecord()
-	rec.Routes = []cache.Route{{Dst: "0.0.0.0/0", Gateway: "10.244.1.1"}, {Dst: "10.244.1.0/24"}}
+	rec.Routes = []cache.Route{{Dst: netip.MustParsePrefix("0.0.0.0/0"), Gateway: netip.MustParseAddr("10.244.1.1")}, {Dst: netip.MustParsePrefix("10.244.1.0/24")}}
 	iface := &api.Interface{Name: "default", Bridge: &struct{}{}, DHCPOptions: &api.DHCPOptions{
 		BootFileName: "pxelinux.0", TFTPServerName: "tftp.example.org", NTPServers: []string{"10.0.0.5"},
 		PrivateOptions: []api.DHCPPrivateOption{{Option: 240, Value: strings.Repeat("v", 255)}},

@@ -1,6 +1,7 @@
 package dhcp
 
 import (
+	"net/netip"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -13,8 +14,8 @@ import (
 // record with neither address has nothing to serve.
 func TestIPv6OnlyMasquerade(t *testing.T) {
 	rec := masqRecord()
-	rec.IPv4, rec.Gateway, rec.ServerIPv4 = "", "", ""
-	rec.IPv6, rec.GatewayIPv6, rec.ServerIPv6 = "fd10:0:2::2/120", "fd10:0:2::1", "fd10:0:2::1"
+	rec.IPv4, rec.Gateway, rec.ServerIPv4 = netip.Prefix{}, netip.Addr{}, netip.Addr{}
+	rec.IPv6, rec.GatewayIPv6, rec.ServerIPv6 = netip.MustParsePrefix("fd10:0:2::2/120"), netip.MustParseAddr("fd10:0:2::1"), netip.MustParseAddr("fd10:0:2::1")
 	c, err := NewConfig(nil, nil, rec, nil)
 	require.NoError(t, err)
 	require.False(t, c.HasIPv4())
@@ -24,8 +25,8 @@ func TestIPv6OnlyMasquerade(t *testing.T) {
 	require.False(t, c.IPv6.Shared, "masquerade's bridge is the VM's router")
 
 	br := bridgeRecord()
-	br.IPv4, br.ServerIPv4 = "", ""
-	br.IPv6, br.GatewayIPv6, br.RouterIPv6 = "fd00:10:244:4::2/128", "fd00:10:244:4::1", "fe80::1c14:36ff:fe56:a709"
+	br.IPv4, br.ServerIPv4 = netip.Prefix{}, netip.Addr{}
+	br.IPv6, br.GatewayIPv6, br.RouterIPv6 = netip.MustParsePrefix("fd00:10:244:4::2/128"), netip.MustParseAddr("fd00:10:244:4::1"), netip.MustParseAddr("fe80::1c14:36ff:fe56:a709")
 	c, err = NewConfig(nil, nil, br, nil)
 	require.NoError(t, err)
 	require.False(t, c.HasIPv4())
@@ -33,7 +34,7 @@ func TestIPv6OnlyMasquerade(t *testing.T) {
 	require.Equal(t, "fe80::1c14:36ff:fe56:a709", c.IPv6.Router.String())
 	require.False(t, c.IPv6.OnLink.IsValid())
 
-	br.IPv6 = ""
+	br.IPv6 = netip.Prefix{}
 	_, err = NewConfig(nil, nil, br, nil)
 	require.ErrorIs(t, err, ErrIPAMDisabled)
 }

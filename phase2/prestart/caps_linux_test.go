@@ -56,7 +56,7 @@ func TestInterfaceTypeFollowsCapabilities(t *testing.T) {
 		h := networkHook(t, bridgeYAML, "")
 		require.NoError(t, h.Store.WriteInterface(uid, &cache.Interface{
 			Interface: "default", PodInterface: "eth0", Binding: "bridge",
-			Bridge: "k6t-eth0", Tap: "tap0", NIC: "eth0-nic", MAC: "02:00:00:00:00:01", MTU: 1440, IPAMDisabled: true,
+			Bridge: "k6t-eth0", Tap: "tap0", NIC: "eth0-nic", MAC: cache.MustParseMAC("02:00:00:00:00:01"), MTU: 1440, IPAMDisabled: true,
 		}))
 		require.NoError(t, h.Store.WriteProgress(uid, &cache.Progress{
 			Interface: "default", PodInterface: "eth0", Binding: "bridge", State: cache.Finished,

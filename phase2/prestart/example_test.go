@@ -42,7 +42,7 @@ spec:
 	// binding on eth0 (here by hand).
 	err = store.WriteInterface(vmi.Metadata.UID, &cache.Interface{
 		Interface: "default", PodInterface: "eth0", Binding: "bridge",
-		Bridge: "k6t-eth0", Tap: "tap0", NIC: "eth0-nic", MAC: "8e:61:55:c2:4a:bd", MTU: 1440, IPAMDisabled: true,
+		Bridge: "k6t-eth0", Tap: "tap0", NIC: "eth0-nic", MAC: cache.MustParseMAC("8e:61:55:c2:4a:bd"), MTU: 1440, IPAMDisabled: true,
 	})
 	if err != nil {
 		panic(err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -73,7 +74,7 @@ func newEnv(t *testing.T, yaml string) *env {
 	require.NoError(t, err)
 	require.NoError(t, store.WriteInterface(uid, &cache.Interface{
 		Interface: "default", PodInterface: "eth0", Binding: "bridge",
-		Bridge: "k6t-eth0", Tap: "tap0", NIC: "eth0-nic", MAC: "02:00:00:00:00:01", MTU: 1440,
+		Bridge: "k6t-eth0", Tap: "tap0", NIC: "eth0-nic", MAC: cache.MustParseMAC("02:00:00:00:00:01"), MTU: 1440,
 		IPAMDisabled: true,
 	}))
 	require.NoError(t, store.WriteProgress(uid, &cache.Progress{
@@ -258,8 +259,8 @@ func TestStepFailure(t *testing.T) {
 		{"dhcp server cannot bind", "network", func(t *testing.T, e *env) {
 			require.NoError(t, e.hook.Store.WriteInterface(uid, &cache.Interface{
 				Interface: "default", PodInterface: "eth0", Binding: "bridge",
-				Bridge: "k6t-nosuchbr", Tap: "tap0", MAC: "02:00:00:00:00:01", MTU: 1440,
-				IPv4: "10.244.1.7/24", Gateway: "10.244.1.1", ServerIPv4: "169.254.75.10",
+				Bridge: "k6t-nosuchbr", Tap: "tap0", MAC: cache.MustParseMAC("02:00:00:00:00:01"), MTU: 1440,
+				IPv4: netip.MustParsePrefix("10.244.1.7/24"), Gateway: netip.MustParseAddr("10.244.1.1"), ServerIPv4: netip.MustParseAddr("169.254.75.10"),
 			}))
 		}, func(t *testing.T, err error) {
 			require.ErrorContains(t, err, "k6t-nosuchbr")

@@ -2,6 +2,7 @@ package prestart_test
 
 import (
 	"context"
+	"net/netip"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -43,8 +44,8 @@ func TestBindingAsksForDHCP(t *testing.T) {
 			e := newEnv(t, vmiYAML)
 			require.NoError(t, e.hook.Store.WriteInterface(uid, &cache.Interface{
 				Interface: "default", PodInterface: "eth0", Binding: "bridge",
-				Bridge: "k6t-nosuchbr", Tap: "tap0", MAC: "02:00:00:00:00:01", MTU: 1440,
-				IPv4: "10.244.1.7/24", Gateway: "10.244.1.1", ServerIPv4: "169.254.75.10",
+				Bridge: "k6t-nosuchbr", Tap: "tap0", MAC: cache.MustParseMAC("02:00:00:00:00:01"), MTU: 1440,
+				IPv4: netip.MustParsePrefix("10.244.1.7/24"), Gateway: netip.MustParseAddr("10.244.1.1"), ServerIPv4: netip.MustParseAddr("169.254.75.10"),
 			}))
 			e.hook.Registry = binding.Registry{api.BindingBridge: tt.binding}
 			r, err := e.hook.Run(context.Background())

@@ -12,6 +12,7 @@ import (
 
 	"github.com/virtnet/virtnet/binding"
 	"github.com/virtnet/virtnet/cache"
+	"github.com/virtnet/virtnet/internal/names"
 	"github.com/virtnet/virtnet/netdriver"
 )
 
@@ -51,19 +52,22 @@ func discover(d netdriver.Driver, l *netdriver.Link) (*cache.Link, error) {
 	if l.Type == netdriver.TypeDummy || l.Type == netdriver.TypeBridge || l.Type == netdriver.TypeTuntap {
 		return nil, &binding.PodLinkError{Name: name, Reason: fmt.Sprintf("is a %s, not a pod link as the CNI leaves it (was phase1 run before, and its cache removed?)", l.Type), Err: binding.ErrPrepared}
 	}
-	out := &cache.Link{Name: l.Name, Type: l.Type, MAC: l.MAC.String(), MTU: l.MTU}
+	// A link-layer address that is not a 48-bit MAC (IPoIB) is recorded
+	// as none: phase1 neither uses nor restores it.
+	mac, _ := cache.MACFrom(l.MAC)
+	out := &cache.Link{Name: l.Name, Type: l.Type, MAC: mac, MTU: l.MTU}
 	for _, fam := range []netdriver.Family{netdriver.IPv4, netdriver.IPv6} {
 		addrs, err := d.AddrListFlags(name, fam)
 		if err != nil {
 			return nil, &binding.PodLinkError{Name: name, Reason: "list addresses", Err: err}
 		}
 		for _, a := range addrs {
-			out.Addresses = append(out.Addresses, a.Prefix.String())
+			out.Addresses = append(out.Addresses, a.Prefix)
 			if f := a.Flags & netdriver.SettableAddrFlags; f != 0 {
 				if out.AddressFlags == nil {
-					out.AddressFlags = map[string]uint32{}
+					out.AddressFlags = map[netip.Prefix]uint32{}
 				}
-				out.AddressFlags[a.Prefix.String()] = f
+				out.AddressFlags[a.Prefix] = f
 			}
 		}
 		routes, err := d.RouteList(name, fam)
@@ -79,50 +83,24 @@ func discover(d netdriver.Driver, l *netdriver.Link) (*cache.Link, error) {
 
 // CacheRoute converts a kernel route to its cache form.
 func CacheRoute(r netdriver.Route) cache.Route {
-	c := cache.Route{Dst: r.Dst.String(), Metric: r.Priority, Kernel: r.Kernel}
-	if r.Gateway.IsValid() {
-		c.Gateway = r.Gateway.String()
-	}
-	if r.Src.IsValid() {
-		c.Src = r.Src.String()
-	}
-	return c
+	return cache.Route{Dst: r.Dst, Gateway: r.Gateway, Src: r.Src, Metric: r.Priority, Kernel: r.Kernel}
 }
 
 // KernelRoute converts a cached route back, for link.
-func KernelRoute(c cache.Route, link string) (netdriver.Route, error) {
-	dst, err := netip.ParsePrefix(c.Dst)
-	if err != nil {
-		return netdriver.Route{}, fmt.Errorf("cached route %q: %w", c.Dst, err)
-	}
-	r := netdriver.Route{Dst: dst, Link: link, Priority: c.Metric, Kernel: c.Kernel}
-	if c.Gateway != "" {
-		if r.Gateway, err = netip.ParseAddr(c.Gateway); err != nil {
-			return r, fmt.Errorf("cached route gateway %q: %w", c.Gateway, err)
-		}
-	}
-	if c.Src != "" {
-		if r.Src, err = netip.ParseAddr(c.Src); err != nil {
-			return r, fmt.Errorf("cached route source %q: %w", c.Src, err)
-		}
-	}
-	return r, nil
+func KernelRoute(c cache.Route, link string) netdriver.Route {
+	return netdriver.Route{Dst: c.Dst, Gateway: c.Gateway, Src: c.Src, Link: link, Priority: c.Metric, Kernel: c.Kernel}
 }
 
 // Addresses splits a link's cached addresses by family.
-func Addresses(l *cache.Link) (v4, v6 []netip.Prefix, err error) {
-	for _, s := range l.Addresses {
-		p, err := netip.ParsePrefix(s)
-		if err != nil {
-			return nil, nil, fmt.Errorf("cached address %q: %w", s, err)
-		}
+func Addresses(l *cache.Link) (v4, v6 []netip.Prefix) {
+	for _, p := range l.Addresses {
 		if p.Addr().Is4() {
 			v4 = append(v4, p)
 		} else {
 			v6 = append(v6, p)
 		}
 	}
-	return v4, v6, nil
+	return v4, v6
 }
 
 // Lookup returns a link, or nil when it does not exist.
@@ -253,8 +231,8 @@ func RestoreLink(ctx context.Context, d netdriver.Driver, link *cache.Link) erro
 			return err
 		}
 	}
-	if mac, err := net.ParseMAC(link.MAC); err == nil && l.MAC.String() != mac.String() {
-		if err := d.SetMAC(link.Name, mac); err != nil {
+	if link.MAC.IsValid() && l.MAC.String() != link.MAC.String() {
+		if err := d.SetMAC(link.Name, link.MAC.HardwareAddr()); err != nil {
 			return err
 		}
 	}
@@ -263,12 +241,9 @@ func RestoreLink(ctx context.Context, d netdriver.Driver, link *cache.Link) erro
 			return err
 		}
 	}
-	v4, v6, err := Addresses(link)
-	if err != nil {
-		return err
-	}
+	v4, v6 := Addresses(link)
 	for _, a := range append(v4, v6...) {
-		if err := d.AddrReplaceFlags(link.Name, netdriver.FlaggedAddr{Prefix: a, Flags: link.AddressFlags[a.String()]}); err != nil {
+		if err := d.AddrReplaceFlags(link.Name, netdriver.FlaggedAddr{Prefix: a, Flags: link.AddressFlags[a]}); err != nil {
 			return err
 		}
 	}
@@ -286,14 +261,10 @@ func RestoreLink(ctx context.Context, d netdriver.Driver, link *cache.Link) erro
 	// Routes without gateway first: a gateway must be reachable.
 	for _, pass := range []bool{false, true} {
 		for _, c := range link.Routes {
-			if c.Kernel || (c.Gateway != "") != pass {
+			if c.Kernel || c.Gateway.IsValid() != pass {
 				continue
 			}
-			r, err := KernelRoute(c, link.Name)
-			if err != nil {
-				return err
-			}
-			if err := d.RouteReplace(r); err != nil {
+			if err := d.RouteReplace(KernelRoute(c, link.Name)); err != nil {
 				return err
 			}
 		}
@@ -603,7 +574,7 @@ func checkNotPrepared(d netdriver.Driver, in binding.Input, l *netdriver.Link, o
 		return fail("carries phase1's mark (altnames %q)", l.AltNames)
 	}
 	if l.Master != "" {
-		if strings.HasPrefix(l.Master, "k6t-") {
+		if strings.HasPrefix(l.Master, names.BridgePrefix) {
 			return fail("is a port of bridge %s", l.Master)
 		}
 		m, err := Lookup(d, l.Master)

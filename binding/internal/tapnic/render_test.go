@@ -31,7 +31,7 @@ var bindings = []struct {
 func renderRecord(method string) *cache.Interface {
 	rec := &cache.Interface{
 		Version: cache.Version, Interface: "default", PodInterface: "eth0", Binding: method,
-		Bridge: "k6t-eth0", Tap: "tap0", MAC: "8e:61:55:c2:4a:bd", MTU: 1440,
+		Bridge: "k6t-eth0", Tap: "tap0", MAC: cache.MustParseMAC("8e:61:55:c2:4a:bd"), MTU: 1440,
 	}
 	if method == api.BindingBridge {
 		rec.NIC = "eth0-nic"
@@ -92,7 +92,7 @@ var renderCases = []struct {
 	{
 		name:  "boot order, PCI address, e1000e, upper-case MAC",
 		iface: api.Interface{Model: "e1000e", BootOrder: renderUint(1), PciAddress: "0000:81:00.0"},
-		rec:   func(r *cache.Interface) { r.MAC = "8E:61:55:C2:4A:BD"; r.MTU = 0 },
+		rec:   func(r *cache.Interface) { r.MAC = cache.MustParseMAC("8E:61:55:C2:4A:BD"); r.MTU = 0 },
 		want: `<interface type="bridge"><mac address="8e:61:55:c2:4a:bd"></mac><source bridge="k6t-eth0"></source><boot order="1"></boot>` +
 			`<model type="e1000e"></model><alias name="ua-default"></alias>` +
 			`<address type="pci" domain="0x0000" bus="0x81" slot="0x00" function="0x0"></address></interface>`,
@@ -143,7 +143,7 @@ func TestRenderErrors(t *testing.T) {
 		want string
 	}{
 		{name: "no record", rec: func(*cache.Interface) *cache.Interface { return nil }, want: "no record"},
-		{name: "no MAC", rec: func(r *cache.Interface) *cache.Interface { r.MAC = ""; return r }, want: "mac"},
+		{name: "no MAC", rec: func(r *cache.Interface) *cache.Interface { r.MAC = cache.MAC{}; return r }, want: "mac"},
 		{name: "no bridge", rec: func(r *cache.Interface) *cache.Interface { r.Bridge = ""; return r }, want: "bridge"},
 		{name: "no tap for ethernet", typ: binding.InterfaceEthernet, rec: func(r *cache.Interface) *cache.Interface { r.Tap = ""; return r }, want: "tap"},
 		{name: "unknown interface type", typ: "direct", want: `"direct"`},

@@ -56,7 +56,7 @@ func Interface(vmi *api.VMI, p api.Pair, rec *cache.Interface, ifaceType binding
 	if rec == nil {
 		return nil, &RecordError{Interface: name, Field: "*", Reason: "no record"}
 	}
-	if rec.MAC == "" {
+	if !rec.MAC.IsValid() {
 		return nil, &RecordError{Interface: name, Field: "mac", Reason: "empty"}
 	}
 	addr, err := nicxml.GuestAddress(iface)
@@ -65,7 +65,7 @@ func Interface(vmi *api.VMI, p api.Pair, rec *cache.Interface, ifaceType binding
 	}
 	boot, rom := nicxml.BootOrROM(iface)
 	di := &libvirtxml.DomainInterface{
-		MAC:     nicxml.MAC(rec.MAC),
+		MAC:     nicxml.MAC(rec.MAC.String()),
 		Model:   &libvirtxml.DomainInterfaceModel{Type: nicxml.Model(vmi, iface)},
 		Driver:  nicxml.Driver(vmi, iface),
 		Boot:    boot,
