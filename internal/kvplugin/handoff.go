@@ -50,6 +50,8 @@ func (h HandOff) record(vmi *api.VMI, pair api.Pair) (*cache.Interface, error) {
 	}
 	rec := src.Record
 	rec.Interface = pair.Interface.Name
+	// Both MACs below are 6 bytes by construction (VMMAC builds one,
+	// StatusMAC refuses any other length), so MACFrom cannot refuse them.
 	switch m {
 	case api.BindingMasquerade:
 		rec.MAC, _ = cache.MACFrom(names.VMMAC(vmi.Metadata.UID, pair.Interface.Name))
