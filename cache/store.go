@@ -119,16 +119,6 @@ func (s *Store) InterfacePath(uid, iface string) (string, error) {
 	return s.path(uid, iface, "interface")
 }
 
-// WriteProgress atomically writes rec (its Version is set).
-func (s *Store) WriteProgress(uid string, rec *Progress) error {
-	p, err := s.ProgressPath(uid, rec.Interface)
-	if err != nil {
-		return err
-	}
-	rec.Version = Version
-	return s.write(p, rec)
-}
-
 // ReadProgress reads the progress record of an interface. A
 // record never written is an error matching [ErrNotExist].
 func (s *Store) ReadProgress(uid, iface string) (*Progress, error) {
@@ -141,16 +131,6 @@ func (s *Store) ReadProgress(uid, iface string) (*Progress, error) {
 		return nil, err
 	}
 	return rec, nil
-}
-
-// WriteInterface atomically writes rec (its Version is set).
-func (s *Store) WriteInterface(uid string, rec *Interface) error {
-	p, err := s.InterfacePath(uid, rec.Interface)
-	if err != nil {
-		return err
-	}
-	rec.Version = Version
-	return s.write(p, rec)
 }
 
 // ReadInterface reads the interface record of an interface. A record never
@@ -218,14 +198,6 @@ func checkExistingDirs(dirs ...string) error {
 		}
 	}
 	return nil
-}
-
-func (s *Store) write(path string, rec any) error {
-	wrote, err := s.writeFile(path, rec)
-	if err != nil || !wrote {
-		return err
-	}
-	return syncDir(filepath.Dir(path))
 }
 
 // writeFile writes one record atomically (temporary file, fsync, rename)

@@ -205,7 +205,7 @@ spec:
 	require.NoError(t, h.LinkSetName(br, old))
 	require.NoError(t, h.LinkSetUp(br))
 	rec.Bridge = old
-	require.NoError(t, s.WriteInterface(uid, rec))
+	testutil.WriteRecord(t, s, uid, rec)
 	require.NoError(t, phase1.Run(context.Background(), vmi, pod.Pod.Path, s, phase1.Options{}))
 	_, err = h.LinkByName("k6t-16477688c0e")
 	require.Error(t, err, "no bridge under the new name")

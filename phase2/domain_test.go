@@ -30,8 +30,8 @@ func writeRecords(t testing.TB, uid string, recs ...cache.Interface) *cache.Stor
 	store, err := cache.New(t.TempDir())
 	require.NoError(t, err)
 	for i := range recs {
-		require.NoError(t, store.WriteInterface(uid, &recs[i]))
-		require.NoError(t, store.WriteProgress(uid, finished(recs[i])))
+		testutil.WriteRecord(t, store, uid, &recs[i])
+		testutil.WriteRecord(t, store, uid, finished(recs[i]))
 	}
 	return store
 }

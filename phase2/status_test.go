@@ -12,6 +12,7 @@ import (
 
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/cache"
+	"github.com/virtnet/virtnet/internal/testutil"
 	"github.com/virtnet/virtnet/phase2"
 )
 
@@ -98,7 +99,7 @@ func TestStatusPodIPs(t *testing.T) {
 		{Version: 1, Interface: "blue", Network: "blue", PodInterface: "pod16477688c0e", Binding: api.BindingBridge, State: cache.Finished,
 			PodIPs: []string{"192.168.1.5", "fd00:b::5"}},
 	} {
-		require.NoError(t, store.WriteProgress(uid, p))
+		testutil.WriteRecord(t, store, uid, p)
 	}
 	got, err := phase2.StatusPodIPs(context.Background(), vmi, store)
 	require.NoError(t, err)

@@ -132,8 +132,8 @@ func TestSync(t *testing.T) {
 	require.True(t, errors.As(err, &nr) || errors.As(err, &mc), "%v", err)
 	require.Empty(t, dhcp.log)
 
-	require.NoError(t, store.WriteInterface(syncUID, &blueRecord))
-	require.NoError(t, store.WriteProgress(syncUID, finished(blueRecord)))
+	testutil.WriteRecord(t, store, syncUID, &blueRecord)
+	testutil.WriteRecord(t, store, syncUID, finished(blueRecord))
 	for _, step := range []struct {
 		name, blue string
 		op         phase2.Op

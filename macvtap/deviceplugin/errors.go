@@ -59,8 +59,6 @@ func (e *ConfigError) Unwrap() error { return e.Err }
 var (
 	// ErrUnknownResource: no resource has that name.
 	ErrUnknownResource = errors.New("unknown resource")
-	// ErrExhausted: every slot of the resource is in use.
-	ErrExhausted = errors.New("no free device slot")
 	// ErrUnknownDevice: the device ID is not one of the resource's slots.
 	ErrUnknownDevice = errors.New("unknown device ID")
 	// ErrInUse: Claim of a slot that is already handed out.

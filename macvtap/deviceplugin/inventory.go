@@ -1,7 +1,6 @@
 package deviceplugin
 
 import (
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -61,15 +60,6 @@ func NewInventory(resources []Resource) (*Inventory, error) {
 	return inv, nil
 }
 
-// Resources returns the inventory's resources, sorted by name.
-func (inv *Inventory) Resources() []Resource {
-	out := make([]Resource, 0, len(inv.names))
-	for _, n := range inv.names {
-		out = append(out, inv.pools[n].res) // res is never written after NewInventory
-	}
-	return out
-}
-
 // DeviceIDs returns the IDs of every slot of resource, in slot order: what a
 // device plugin advertises in ListAndWatch.
 func (inv *Inventory) DeviceIDs(resource string) ([]string, error) {
@@ -82,24 +72,6 @@ func (inv *Inventory) DeviceIDs(resource string) ([]string, error) {
 		out[i] = macvtap.DeviceID(resource, i)
 	}
 	return out, nil
-}
-
-// Acquire hands out the lowest free slot of resource, or fails with
-// [ErrExhausted] when all of them are in use.
-func (inv *Inventory) Acquire(resource string) (Slot, error) {
-	inv.mu.Lock()
-	defer inv.mu.Unlock()
-	p, ok := inv.pools[resource]
-	if !ok {
-		return Slot{}, &InventoryError{Resource: resource, Err: ErrUnknownResource}
-	}
-	if p.free == 0 {
-		return Slot{}, &InventoryError{Resource: resource, Err: fmt.Errorf("%w: all %d in use", ErrExhausted, p.res.Capacity)}
-	}
-	i := slices.Index(p.used, false)
-	p.used[i] = true
-	p.free--
-	return p.slot(i), nil
 }
 
 // Claim marks the slot with deviceID as in use: the kubelet picks device IDs

@@ -94,7 +94,7 @@ func TestRouterAdvertisementsAfterCarrier(t *testing.T) {
 	cfg, err := NewConfig(testVMI(), nil, rec, []byte(podResolvConf))
 	require.NoError(t, err)
 	logs := &lockedBuffer{}
-	s, err := NewServer(cfg, newTestLogger(t, logs), WithNetNS(l.pod.Path), WithRAInterval(time.Second))
+	s, err := NewServer(cfg, newTestLogger(t, logs), WithNetNS(l.pod.Path), withRAInterval(time.Second))
 	require.NoError(t, err)
 	serve(t, s) // ready although no link-local address exists
 	require.Empty(t, linkLocals(t, l.pod, l.bridge))
