@@ -7,7 +7,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/virtnet/virtnet/internal/names"
-	"github.com/virtnet/virtnet/internal/nsexec"
+	"github.com/virtnet/virtnet/internal/nlhandle"
 )
 
 // ErrNoLink is returned when the link that should hold a record is not in
@@ -15,7 +15,7 @@ import (
 var ErrNoLink = errors.New("link not found")
 
 func handleAt(nsPath string) (*netlink.Handle, func(), error) {
-	h, err := nsexec.NetlinkHandle(nsPath)
+	h, err := nlhandle.Open(nsPath)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -7,7 +7,7 @@ import (
 	"github.com/containernetworking/plugins/pkg/netlinksafe"
 	"github.com/vishvananda/netlink"
 
-	"github.com/virtnet/virtnet/internal/nsexec"
+	"github.com/virtnet/virtnet/internal/nlhandle"
 )
 
 // NetlinkLister lists links over rtnetlink in one network namespace. It
@@ -21,7 +21,7 @@ type NetlinkLister struct {
 // privileged pod), or in the caller's namespace when nsPath is "". Close it
 // when done.
 func NewNetlinkLister(nsPath string) (*NetlinkLister, error) {
-	h, err := nsexec.NetlinkHandle(nsPath)
+	h, err := nlhandle.Open(nsPath)
 	if err != nil {
 		return nil, fmt.Errorf("macvtap discovery: open netns %q: %w", nsPath, err)
 	}

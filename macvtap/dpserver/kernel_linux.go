@@ -9,7 +9,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
-	"github.com/virtnet/virtnet/internal/nsexec"
+	"github.com/virtnet/virtnet/internal/nlhandle"
 	"github.com/virtnet/virtnet/macvtap"
 	"github.com/virtnet/virtnet/macvtap/deviceplugin"
 )
@@ -31,7 +31,7 @@ type NetlinkKernel struct {
 // NewNetlinkKernel opens a netlink handle in the namespace at nsPath ("" is
 // the caller's own, as in a hostNetwork pod). Close it when done.
 func NewNetlinkKernel(nsPath string) (*NetlinkKernel, error) {
-	h, err := nsexec.NetlinkHandle(nsPath)
+	h, err := nlhandle.Open(nsPath)
 	if err != nil {
 		return nil, fmt.Errorf("macvtap device plugin: netlink in netns %q: %w", nsPath, err)
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/containernetworking/plugins/pkg/ns"
 	"github.com/vishvananda/netlink"
 
-	"github.com/virtnet/virtnet/internal/nsexec"
+	"github.com/virtnet/virtnet/internal/nlhandle"
 	"github.com/virtnet/virtnet/macvtap"
 	"github.com/virtnet/virtnet/macvtap/cniconfig"
 )
@@ -37,7 +37,7 @@ func isNotFound(err error) bool {
 
 // hostHandle opens a netlink handle in the host namespace.
 func (p *Plugin) hostHandle() (*netlink.Handle, error) {
-	return nsexec.NetlinkHandle(p.HostNetNS)
+	return nlhandle.Open(p.HostNetNS)
 }
 
 // containerHandle opens args.Netns and a netlink handle in it.
@@ -54,7 +54,7 @@ func containerHandle(path string) (ns.NetNS, *netlink.Handle, error) {
 		}
 		return nil, nil, err
 	}
-	h, err := nsexec.NetlinkHandle(target.Path())
+	h, err := nlhandle.Open(target.Path())
 	if err != nil {
 		_ = target.Close()
 		return nil, nil, err

@@ -17,7 +17,10 @@ import (
 
 // The server reads the kernel's state (addresses, neighbours) over
 // rtnetlink with jsimonetti/rtnetlink, read-only, and not with
-// vishvananda/netlink, the module's client elsewhere: the server waits on
+// vishvananda/netlink, the module's client elsewhere. Two reasons: phase2
+// and the launcher link none of the kernel-changing code
+// (phase2.TestNoKernelCodeLinked fails on vishvananda/netlink), and the
+// server waits on
 // an address subscription, and vishvananda/netlink v1.3.1's
 // AddrSubscribeWithOptions ends the subscription at the first receive
 // error (ENOBUFS when a burst of updates overflows the socket, which the
