@@ -80,7 +80,7 @@ func TestGuestMemory(t *testing.T) {
 			}
 			got, err := guestMemory(vmi)
 			if tc.wantErrOnPath != "" {
-				var fe *FieldError
+				var fe *api.FieldError
 				require.ErrorAs(t, err, &fe)
 				require.Equal(t, tc.wantErrOnPath, fe.Path)
 				return

@@ -45,7 +45,7 @@ func (Binding) Plan(in binding.Input, link *cache.Link) (*cache.Interface, error
 	if m := in.Pair.Interface.MacAddress; m != "" {
 		hw, err := net.ParseMAC(m)
 		if err != nil {
-			return nil, &MACError{Interface: in.Pair.Interface.Name, Value: m, Err: err}
+			return nil, fmt.Errorf("%w %q: %w", ErrMAC, m, err)
 		}
 		mac = hw.String()
 	}
@@ -65,7 +65,7 @@ func (Binding) Plan(in binding.Input, link *cache.Link) (*cache.Interface, error
 // (`ip link set net1 address MAC`); see the package doc for why.
 func (Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input, link *cache.Link, rec *cache.Interface) error {
 	if rec == nil || rec.Target == "" {
-		return &MissingRecordError{Interface: in.Pair.Interface.Name}
+		return errNoRecord
 	}
 	return setMAC(ctx, d, in, rec.Target, rec.MAC)
 }
@@ -89,7 +89,7 @@ func setMAC(ctx context.Context, d netdriver.Driver, in binding.Input, name, mac
 	}
 	want, err := net.ParseMAC(mac)
 	if err != nil {
-		return &MACError{Interface: in.Pair.Interface.Name, Value: mac, Err: err}
+		return fmt.Errorf("%w %q: %w", ErrMAC, mac, err)
 	}
 	l, err := d.LinkByName(name)
 	if err != nil {

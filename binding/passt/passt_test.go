@@ -106,7 +106,7 @@ func TestPortForwards(t *testing.T) {
 	_, p := vmi(t, nil)
 	p.Interface.Ports = []api.Port{{Port: 9, Protocol: "SCTP"}}
 	_, err := PortForwards(p.Interface)
-	var pe *PortError
+	var pe *binding.PortError
 	require.ErrorAs(t, err, &pe)
 }
 

@@ -76,15 +76,14 @@ func TestArgsErrors(t *testing.T) {
 	_, p := vmi(t, nil)
 	p.Interface.Ports = []api.Port{{Port: 80, Protocol: "SCTP"}}
 	_, err := Args(p, nil)
-	var pe *PortError
+	var pe *binding.PortError
 	require.ErrorAs(t, err, &pe)
-	require.Equal(t, PortError{Interface: "default", Protocol: "SCTP", Port: 80}, *pe)
+	require.Equal(t, binding.PortError{Interface: "default", Protocol: "SCTP", Port: 80}, *pe)
 
 	_, p = vmi(t, nil)
 	p.Network.Pod.VMNetworkCIDR = "fd10::/64"
 	_, err = Args(p, nil)
-	var ce *CIDRError
-	require.ErrorAs(t, err, &ce)
+	require.ErrorIs(t, err, ErrCIDR)
 	require.ErrorContains(t, err, `"fd10::/64"`)
 }
 

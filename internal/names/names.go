@@ -3,6 +3,7 @@ package names
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -22,15 +23,9 @@ const (
 	nicPrefix    = "nic-"
 )
 
-// LinkNameError is a name that cannot be a Linux link name.
-type LinkNameError struct {
-	Name   string
-	Reason string
-}
-
-func (e *LinkNameError) Error() string {
-	return fmt.Sprintf("invalid link name %q: %s", e.Name, e.Reason)
-}
+// ErrLinkName is matched by the error of a name that cannot be a Linux
+// link name.
+var ErrLinkName = errors.New("invalid link name")
 
 // CheckLinkName reports whether name is a valid Linux link name: 1 to 15
 // bytes, not "." or "..", without '/', ':', NUL or white space (the
@@ -38,13 +33,13 @@ func (e *LinkNameError) Error() string {
 func CheckLinkName(name string) error {
 	switch {
 	case name == "":
-		return &LinkNameError{name, "empty"}
+		return fmt.Errorf("%w %q: %s", ErrLinkName, name, "empty")
 	case len(name) > MaxLinkName:
-		return &LinkNameError{name, fmt.Sprintf("longer than %d bytes", MaxLinkName)}
+		return fmt.Errorf("%w %q: %s", ErrLinkName, name, fmt.Sprintf("longer than %d bytes", MaxLinkName))
 	case name == "." || name == "..":
-		return &LinkNameError{name, "'.' and '..' are not link names"}
+		return fmt.Errorf("%w %q: %s", ErrLinkName, name, "'.' and '..' are not link names")
 	case strings.ContainsAny(name, "/:\x00 \t\n\r\v\f"):
-		return &LinkNameError{name, "contains '/', ':', NUL or white space"}
+		return fmt.Errorf("%w %q: %s", ErrLinkName, name, "contains '/', ':', NUL or white space")
 	}
 	return nil
 }

@@ -28,10 +28,10 @@ func (inv *Inventory) Acquire(resource string) (Slot, error) {
 	defer inv.mu.Unlock()
 	p, ok := inv.pools[resource]
 	if !ok {
-		return Slot{}, &InventoryError{Resource: resource, Err: ErrUnknownResource}
+		return Slot{}, inventoryError(resource, "", ErrUnknownResource)
 	}
 	if p.free == 0 {
-		return Slot{}, &InventoryError{Resource: resource, Err: fmt.Errorf("%w: all %d in use", ErrExhausted, p.res.Capacity)}
+		return Slot{}, inventoryError(resource, "", fmt.Errorf("%w: all %d in use", ErrExhausted, p.res.Capacity))
 	}
 	i := slices.Index(p.used, false)
 	p.used[i] = true

@@ -65,7 +65,7 @@ func NewInventory(resources []Resource) (*Inventory, error) {
 func (inv *Inventory) DeviceIDs(resource string) ([]string, error) {
 	p, ok := inv.pools[resource]
 	if !ok {
-		return nil, &InventoryError{Resource: resource, Err: ErrUnknownResource}
+		return nil, inventoryError(resource, "", ErrUnknownResource)
 	}
 	out := make([]string, p.res.Capacity)
 	for i := range out {
@@ -84,7 +84,7 @@ func (inv *Inventory) Claim(resource, deviceID string) (Slot, error) {
 		return Slot{}, err
 	}
 	if p.used[i] {
-		return Slot{}, &InventoryError{Resource: resource, DeviceID: deviceID, Err: ErrInUse}
+		return Slot{}, inventoryError(resource, deviceID, ErrInUse)
 	}
 	p.used[i] = true
 	p.free--
@@ -111,7 +111,7 @@ func (inv *Inventory) Release(resource, deviceID string) error {
 		return err
 	}
 	if !p.used[i] {
-		return &InventoryError{Resource: resource, DeviceID: deviceID, Err: ErrNotInUse}
+		return inventoryError(resource, deviceID, ErrNotInUse)
 	}
 	p.used[i] = false
 	p.free++
@@ -124,7 +124,7 @@ func (inv *Inventory) Free(resource string) (int, error) {
 	defer inv.mu.Unlock()
 	p, ok := inv.pools[resource]
 	if !ok {
-		return 0, &InventoryError{Resource: resource, Err: ErrUnknownResource}
+		return 0, inventoryError(resource, "", ErrUnknownResource)
 	}
 	return p.free, nil
 }
@@ -133,12 +133,12 @@ func (inv *Inventory) Free(resource string) (int, error) {
 func (inv *Inventory) lookup(resource, deviceID string) (*pool, int, error) {
 	p, ok := inv.pools[resource]
 	if !ok {
-		return nil, 0, &InventoryError{Resource: resource, DeviceID: deviceID, Err: ErrUnknownResource}
+		return nil, 0, inventoryError(resource, deviceID, ErrUnknownResource)
 	}
 	digits, ok := strings.CutPrefix(deviceID, resource+"Mvp")
 	i, err := strconv.Atoi(digits)
 	if !ok || err != nil || i < 0 || i >= p.res.Capacity || macvtap.DeviceID(resource, i) != deviceID {
-		return nil, 0, &InventoryError{Resource: resource, DeviceID: deviceID, Err: ErrUnknownDevice}
+		return nil, 0, inventoryError(resource, deviceID, ErrUnknownDevice)
 	}
 	return p, i, nil
 }
