@@ -8,8 +8,6 @@ import (
 	"net"
 	"net/netip"
 	"strings"
-
-	"github.com/virtnet/virtnet/api"
 )
 
 // MaxLinkName is the longest link name the kernel accepts (IFNAMSIZ-1).
@@ -53,7 +51,7 @@ func shortForm(kind, prefix, pod, want string) string {
 }
 
 // HashedPrefix starts KubeVirt 1.x's pod interface names of Multus
-// networks ("pod" + 11 hex digits, see [api.HashedPodInterface]); the
+// networks ("pod" + 11 hex digits, see api.HashedPodInterface); the
 // derived names leave it out.
 const HashedPrefix = "pod"
 
@@ -124,13 +122,18 @@ func BridgeLinkLocal(i int) netip.Prefix {
 	return netip.PrefixFrom(a, 32)
 }
 
+// MasqueradeBridgeMAC is the MAC of the masquerade bridge
+// (api.MasqueradeBridgeMAC names it for users): a derived VM MAC never is
+// it.
+const MasqueradeBridgeMAC = "02:00:00:00:00:00"
+
 // VMMAC derives a stable MAC for a VM interface from the VMI UID and the
 // interface name: SHA-256 of "<uid>/<iface>", first six bytes, with the
 // locally-administered bit set and the multicast bit cleared. The first
 // octet is never 0xfe (libvirt gives the host side of a tap the VM's MAC
 // with its first octet replaced by 0xfe, and KubeVirt avoids it for VMs):
 // a digest starting with 0xfe or 0xff becomes 0xfa. It is never
-// api.MasqueradeBridgeMAC.
+// [MasqueradeBridgeMAC].
 func VMMAC(uid, iface string) net.HardwareAddr {
 	sum := sha256.Sum256([]byte(uid + "/" + iface))
 	mac := append(net.HardwareAddr(nil), sum[:6]...)
@@ -138,7 +141,7 @@ func VMMAC(uid, iface string) net.HardwareAddr {
 	if mac[0] == 0xfe {
 		mac[0] = 0xfa
 	}
-	if mac.String() == api.MasqueradeBridgeMAC {
+	if mac.String() == MasqueradeBridgeMAC {
 		mac[5] = 1
 	}
 	return mac

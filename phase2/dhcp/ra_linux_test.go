@@ -18,7 +18,7 @@ import (
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
-	"github.com/virtnet/virtnet/internal/testutil"
+	"github.com/virtnet/virtnet/internal/testing/testutil"
 )
 
 // noCarrierLab is a dual-stack masquerade bridge whose one port (tap0)

@@ -19,7 +19,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
-	"github.com/virtnet/virtnet/internal/testutil"
+	"github.com/virtnet/virtnet/internal/testing/testutil"
 )
 
 // linkLocal waits until the link has a link-local IPv6 address that
