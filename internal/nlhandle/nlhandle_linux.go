@@ -1,6 +1,3 @@
-// Package nlhandle opens vishvananda/netlink handles bound to a network
-// namespace. It is apart from nsexec so that phase2 and the launcher,
-// which use nsexec, link no netlink library (phase2.TestNoKernelCodeLinked).
 package nlhandle
 
 import (
