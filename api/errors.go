@@ -10,21 +10,31 @@ import (
 // ErrInvalid is matched (with [errors.Is]) by every validation error.
 var ErrInvalid = errclass.Permanent("invalid VMI")
 
-// FieldError is one validation problem: the field path in KubeVirt's JSON
+// FieldError is a VMI field refused: the field path in KubeVirt's JSON
 // spelling (e.g. "spec.domain.devices.interfaces[1].macAddress"), the bad
-// value and why it is refused.
+// value and why, as a Reason (validation) or as an error Err (a value
+// Validate lets through that domxml cannot render, wrapped as "domxml: …").
+// It is the module's one type for a bad VMI field.
 type FieldError struct {
 	Path   string
 	Value  any
 	Reason string
+	Err    error
 }
 
 func (e *FieldError) Error() string {
-	if e.Value == nil {
-		return fmt.Sprintf("%s: %s", e.Path, e.Reason)
+	why := e.Reason
+	if why == "" && e.Err != nil {
+		why = e.Err.Error()
 	}
-	return fmt.Sprintf("%s: %s (value %q)", e.Path, e.Reason, fmt.Sprint(e.Value))
+	if e.Value == nil {
+		return fmt.Sprintf("%s: %s", e.Path, why)
+	}
+	return fmt.Sprintf("%s: %s (value %q)", e.Path, why, fmt.Sprint(e.Value))
 }
+
+// Unwrap returns Err.
+func (e *FieldError) Unwrap() error { return e.Err }
 
 // Is makes every FieldError match [ErrInvalid].
 func (e *FieldError) Is(target error) bool { return target == ErrInvalid }

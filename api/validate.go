@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+
+	"github.com/virtnet/virtnet/internal/names"
 )
 
 // The patterns are compiled on first use, not at start-up: each CNI
@@ -414,7 +416,7 @@ func (v *validator) plugin(p, name string) {
 
 // MasqueradeBridgeMAC is the MAC of the masquerade bridge; a VM may not
 // use it.
-const MasqueradeBridgeMAC = "02:00:00:00:00:00"
+const MasqueradeBridgeMAC = names.MasqueradeBridgeMAC
 
 func (v *validator) mac(path, s string, bindings []string) {
 	hw, err := net.ParseMAC(s)

@@ -20,7 +20,7 @@
 // binding: {name: …} (api.Interface.Plugin); phase1.Options.Registry,
 // phase2.Options.Registry and prestart.Hook.Registry take the registry.
 // examples/custom-binding is one, with its tests: its convergence under a
-// failure at every kernel call (internal/testutil/phase1test), its domain
+// failure at every kernel call (internal/testing/testutil/phase1test), its domain
 // against libvirt's schema, and a run on a pod the CNI plugins made. The
 // kernel steps virtnet's own bindings share (ownership marks, pod link
 // discovery and restore) are internal (binding/internal/kernelops): they
@@ -41,7 +41,7 @@
 // diff would have to be taught binding by binding. And the property that
 // matters, convergence after a failure at any call, is tested directly:
 // every binding's package fails each kernel call of a clean run in turn
-// and re-runs (internal/testutil/phase1test), and the reliability suite
+// and re-runs (internal/testing/testutil/phase1test), and the reliability suite
 // does it with SIGKILL on the real kernel.
 //
 // A binding's errors name what the binding owns: the link, the field, the

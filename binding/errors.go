@@ -62,6 +62,14 @@ func (e *AddressInUseError) Permanent() bool { return true }
 // It is permanent (phase1.IsPermanent).
 var ErrNoAddress = errclass.Permanent("pod link has no global address")
 
+// ErrIncompleteRecord is matched by the error of a Render given no phase1
+// record for the interface, or one without a field the binding needs.
+var ErrIncompleteRecord = errors.New("cache record")
+
+// ErrInterfaceType is matched by the error of a Render asked for an
+// [InterfaceType] the binding does not render.
+var ErrInterfaceType = errors.New("interface type")
+
 // AddressInUseError is an address phase1 must give a link that another
 // link already holds.
 type AddressInUseError struct {
@@ -118,4 +126,17 @@ var ErrPrepared = errors.New("already prepared by phase1 (its cache is gone: run
 // Mark is the mark of the input's link of type typ.
 func (in Input) Mark(typ string) string {
 	return Mark(typ, in.VMI.Metadata.UID, in.Pair.Interface.Name)
+}
+
+// PortError is a port the VMI declares that a binding cannot forward (a
+// protocol the user-space network does not carry); a caller reads the
+// port and protocol off it.
+type PortError struct {
+	Interface string
+	Protocol  string
+	Port      int32
+}
+
+func (e *PortError) Error() string {
+	return fmt.Sprintf("cannot forward %s port %d", e.Protocol, e.Port)
 }

@@ -19,9 +19,9 @@ import (
 //     reports as done is on disk; a crash before that also takes the
 //     network namespace the records describe.
 
-// PutProgress is [Store.WriteProgress] without the directory
-// fsync (see [Store.SyncVMI]); wrote is false when the file already held
-// these bytes.
+// PutProgress atomically writes rec (its Version is set) without the
+// directory fsync (see [Store.SyncVMI]); wrote is false when the file
+// already held these bytes.
 func (s *Store) PutProgress(uid string, rec *Progress) (wrote bool, err error) {
 	p, err := s.ProgressPath(uid, rec.Interface)
 	if err != nil {
@@ -31,8 +31,9 @@ func (s *Store) PutProgress(uid string, rec *Progress) (wrote bool, err error) {
 	return s.writeFile(p, rec)
 }
 
-// PutInterface is [Store.WriteInterface] without the directory fsync (see
-// [Store.SyncVMI]); wrote is false when the file already held these bytes.
+// PutInterface atomically writes rec (its Version is set) without the
+// directory fsync (see [Store.SyncVMI]); wrote is false when the file
+// already held these bytes.
 func (s *Store) PutInterface(uid string, rec *Interface) (wrote bool, err error) {
 	p, err := s.InterfacePath(uid, rec.Interface)
 	if err != nil {

@@ -26,10 +26,10 @@
 // directory, written and fsynced, then renamed over the record (KubeVirt
 // v0.53 writes in place). So a reader sees each record absent, old or new,
 // never torn: after a SIGKILL at any point of a write, and after a machine
-// crash. [Store.WriteProgress] and [Store.WriteInterface] also fsync the
-// directory, so the record is durable when they return. [Store.PutProgress]
-// and [Store.PutInterface] leave that to one [Store.SyncVMI] for many records
-// (phase1 calls it once per run, before it returns): until then a machine
+// crash. [Store.PutProgress] and [Store.PutInterface] leave the fsync of
+// the directory to one [Store.SyncVMI] for many records (phase1 calls it
+// once per run, before it returns), so a record is durable once SyncVMI
+// has returned: until then a machine
 // crash may bring back the previous version of a record, or none, but never
 // a torn one. A process killed inside a write may leave its temporary file
 // behind; [Store.RemoveTemps] removes them (phase1 does at the start of each

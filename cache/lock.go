@@ -12,7 +12,7 @@ import (
 )
 
 // ErrLocked is matched by the error of a lock that another run held for
-// as long as the caller's context allowed (a *flock.LockedError naming the
+// as long as the caller's context allowed (an error naming the
 // lock and wrapping the context's error).
 var ErrLocked = flock.ErrLocked
 

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+
+	"github.com/virtnet/virtnet/internal/safefile"
 )
 
 // DefaultRoot is KubeVirt's private directory, where virt-handler and
@@ -120,16 +122,6 @@ func (s *Store) InterfacePath(uid, iface string) (string, error) {
 	return s.path(uid, iface, "interface")
 }
 
-// WriteProgress atomically writes rec (its Version is set).
-func (s *Store) WriteProgress(uid string, rec *Progress) error {
-	p, err := s.ProgressPath(uid, rec.Interface)
-	if err != nil {
-		return err
-	}
-	rec.Version = Version
-	return s.write(p, rec)
-}
-
 // ReadProgress reads the progress record of an interface. A
 // record never written is an error matching [ErrNotExist].
 func (s *Store) ReadProgress(uid, iface string) (*Progress, error) {
@@ -142,16 +134,6 @@ func (s *Store) ReadProgress(uid, iface string) (*Progress, error) {
 		return nil, err
 	}
 	return rec, nil
-}
-
-// WriteInterface atomically writes rec (its Version is set).
-func (s *Store) WriteInterface(uid string, rec *Interface) error {
-	p, err := s.InterfacePath(uid, rec.Interface)
-	if err != nil {
-		return err
-	}
-	rec.Version = Version
-	return s.write(p, rec)
 }
 
 // ReadInterface reads the interface record of an interface. A record never
@@ -221,14 +203,6 @@ func checkExistingDirs(dirs ...string) error {
 	return nil
 }
 
-func (s *Store) write(path string, rec any) error {
-	wrote, err := s.writeFile(path, rec)
-	if err != nil || !wrote {
-		return err
-	}
-	return syncDir(filepath.Dir(path))
-}
-
 // writeFile writes one record atomically (temporary file, fsync, rename)
 // without syncing the directory; wrote is false when the file already
 // held the record's bytes.
@@ -257,44 +231,34 @@ func (s *Store) writeFile(path string, rec any) (wrote bool, err error) {
 		return false, fmt.Errorf("cache: write %s: %w", path, err)
 	}
 	tmpName := tmp.Name()
-	ok := false
-	defer func() {
-		if !ok {
-			tmp.Close()
-			os.Remove(tmpName)
+	// The step hooks' errors come back as they are (they name the step);
+	// the writer's own are wrapped here.
+	var hookErr error
+	renamed := false
+	steps := [...]WriteStep{safefile.Created: WriteTempCreated, safefile.Written: WriteTempWritten,
+		safefile.Synced: WriteTempSynced, safefile.Renamed: WriteRenamed}
+	err = safefile.Replace(tmp, path, func(f *os.File) error {
+		if _, err := f.Write(data); err != nil {
+			return err
 		}
-	}()
-	if err := s.step(WriteTempCreated, tmpName, path); err != nil {
-		return false, err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		return false, fmt.Errorf("cache: write %s: %w", path, err)
-	}
-	if err := tmp.Chmod(FileMode); err != nil {
-		return false, fmt.Errorf("cache: write %s: %w", path, err)
-	}
-	if err := s.step(WriteTempWritten, tmpName, path); err != nil {
-		return false, err
-	}
-	if err := tmp.Sync(); err != nil {
-		return false, fmt.Errorf("cache: write %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return false, fmt.Errorf("cache: write %s: %w", path, err)
-	}
-	if err := s.step(WriteTempSynced, tmpName, path); err != nil {
-		return false, err
-	}
-	if s.beforeRename != nil {
-		if err := s.beforeRename(tmpName); err != nil {
-			return false, fmt.Errorf("cache: write %s: %w", path, err)
+		return f.Chmod(FileMode)
+	}, func(st safefile.Stage) error {
+		renamed = st == safefile.Renamed
+		if hookErr = s.step(steps[st], tmpName, path); hookErr != nil {
+			return hookErr
 		}
+		if st == safefile.Synced && s.beforeRename != nil {
+			if err := s.beforeRename(tmpName); err != nil {
+				hookErr = fmt.Errorf("cache: write %s: %w", path, err)
+				return hookErr
+			}
+		}
+		return nil
+	})
+	if err != nil && hookErr == nil {
+		err = fmt.Errorf("cache: write %s: %w", path, err)
 	}
-	if err := os.Rename(tmpName, path); err != nil {
-		return false, fmt.Errorf("cache: write %s: %w", path, err)
-	}
-	ok = true
-	return true, s.step(WriteRenamed, tmpName, path)
+	return err == nil || renamed, err
 }
 
 // sameContent reports whether the regular file at path holds exactly data

@@ -18,11 +18,11 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/virtnet/virtnet/api"
-	"github.com/virtnet/virtnet/internal/kernelvm"
 	"github.com/virtnet/virtnet/internal/kvplugin"
 	"github.com/virtnet/virtnet/internal/kvplugin/cniplugin"
 	"github.com/virtnet/virtnet/internal/kvplugin/sidecar"
-	"github.com/virtnet/virtnet/internal/testutil"
+	"github.com/virtnet/virtnet/internal/testing/kernelvm"
+	"github.com/virtnet/virtnet/internal/testing/testutil"
 )
 
 // The manifests, embedded so that the tests delegated to the kernel VM

@@ -105,10 +105,10 @@ func guestMemory(vmi *api.VMI) (uint64, error) {
 		}
 		b, err := api.ParseQuantity(c.q)
 		if err != nil {
-			return 0, &FieldError{Path: c.path, Value: c.q, Err: err}
+			return 0, fieldError(c.path, c.q, err)
 		}
 		if b == 0 {
-			return 0, &FieldError{Path: c.path, Value: c.q, Err: errors.New("zero memory")}
+			return 0, fieldError(c.path, c.q, errors.New("zero memory"))
 		}
 		return b, nil
 	}
@@ -481,7 +481,7 @@ func isQ35(m string) bool {
 	return m == "q35" || (len(m) > 7 && m[:7] == "pc-q35-")
 }
 
-// errorf builds a FieldError.
+// errorf builds an [*api.FieldError] (see fieldError).
 func errorf(path string, value any, format string, args ...any) error {
-	return &FieldError{Path: path, Value: value, Err: fmt.Errorf(format, args...)}
+	return fieldError(path, value, fmt.Errorf(format, args...))
 }

@@ -11,7 +11,7 @@ import (
 	"libvirt.org/go/libvirtxml"
 
 	"github.com/virtnet/virtnet/api"
-	"github.com/virtnet/virtnet/internal/testutil"
+	"github.com/virtnet/virtnet/internal/testing/testutil"
 )
 
 func load(t testing.TB, manifest string) *api.VMI {
@@ -80,7 +80,7 @@ func TestGuestMemory(t *testing.T) {
 			}
 			got, err := guestMemory(vmi)
 			if tc.wantErrOnPath != "" {
-				var fe *FieldError
+				var fe *api.FieldError
 				require.ErrorAs(t, err, &fe)
 				require.Equal(t, tc.wantErrOnPath, fe.Path)
 				return

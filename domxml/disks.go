@@ -166,7 +166,7 @@ func diskDevice(vmi *api.VMI, spec *api.Disk, path string, src DiskSource, count
 		}
 		addr, err := pciAddress(pci)
 		if err != nil {
-			return libvirtxml.DomainDisk{}, &FieldError{Path: path + ".disk.pciAddress", Value: pci, Err: err}
+			return libvirtxml.DomainDisk{}, fieldError(path+".disk.pciAddress", pci, err)
 		}
 		disk.Address = addr
 	}

@@ -3,6 +3,8 @@ package domxml
 import (
 	"errors"
 	"fmt"
+
+	"github.com/virtnet/virtnet/api"
 )
 
 // VolumeError is a disk whose volume cannot be rendered.
@@ -17,27 +19,15 @@ func (e *VolumeError) Error() string {
 	return fmt.Sprintf("domxml: %s: volume %q: %s", e.Disk, e.Volume, e.Reason)
 }
 
-// PCIAddressError is a PCI address that is not dddd:bb:ss.f.
-type PCIAddressError struct {
-	Address string
-}
+// ErrPCIAddress is matched by the error of a string that is not a PCI
+// address dddd:bb:ss.f, here and in the bindings (one sentinel for the
+// concept; no caller needs more than the message's value).
+var ErrPCIAddress = errors.New("invalid PCI address")
 
-func (e *PCIAddressError) Error() string {
-	return fmt.Sprintf("domxml: PCI address %q is not dddd:bb:ss.f", e.Address)
+// fieldError is a VMI field whose value domxml cannot render (Validate
+// lets it through, or the VMI was not validated): an [*api.FieldError].
+func fieldError(path string, value any, err error) error {
+	return fmt.Errorf("domxml: %w", &api.FieldError{Path: path, Value: value, Err: err})
 }
-
-// FieldError is a VMI field whose value domxml cannot render (Validate
-// lets it through, or the VMI was not validated).
-type FieldError struct {
-	Path  string
-	Value any
-	Err   error
-}
-
-func (e *FieldError) Error() string {
-	return fmt.Sprintf("domxml: %s (value %q): %v", e.Path, fmt.Sprint(e.Value), e.Err)
-}
-
-func (e *FieldError) Unwrap() error { return e.Err }
 
 var errTooManyPCI = errors.New("more PCI devices than root ports libvirt can index (255)")

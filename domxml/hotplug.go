@@ -65,7 +65,7 @@ func KubeVirtHotplugPorts(vmi *api.VMI, dom *libvirtxml.Domain) (int, error) {
 	if s, ok := vmi.Metadata.Annotations[PCIInterfaceSlotCountAnnotation]; ok {
 		n, err := strconv.Atoi(s)
 		if err != nil {
-			return 0, &FieldError{Path: "metadata.annotations[" + PCIInterfaceSlotCountAnnotation + "]", Value: s, Err: err}
+			return 0, fieldError("metadata.annotations["+PCIInterfaceSlotCountAnnotation+"]", s, err)
 		}
 		placeholders = max(0, n-ifaces)
 	} else if ifaces > 0 {
@@ -203,7 +203,7 @@ func SpareRootPorts(dom *libvirtxml.Domain) int {
 // step) calls it again to top the spares up.
 func ReserveHotplugPorts(vmi *api.VMI, dom *libvirtxml.Domain, n int) error {
 	if n < HotplugPortsKubeVirt {
-		return &FieldError{Path: "Options.HotplugPorts", Value: n, Err: errNegativePorts}
+		return fieldError("Options.HotplugPorts", n, errNegativePorts)
 	}
 	if n == HotplugPortsKubeVirt {
 		var err error

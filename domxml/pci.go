@@ -1,6 +1,7 @@
 package domxml
 
 import (
+	"fmt"
 	"regexp"
 	"slices"
 	"strconv"
@@ -18,17 +19,17 @@ var pciRE = sync.OnceValue(func() *regexp.Regexp {
 
 // pciAddress parses a guest PCI address "dddd:bb:ss.f" (the form of
 // pciAddress in a VMI) into a libvirt <address type='pci'>, or returns a
-// *PCIAddressError.
+// error matching [ErrPCIAddress].
 func pciAddress(s string) (*libvirtxml.DomainAddress, error) {
 	m := pciRE().FindStringSubmatch(s)
 	if m == nil {
-		return nil, &PCIAddressError{Address: s}
+		return nil, fmt.Errorf("domxml: %w %q: not dddd:bb:ss.f", ErrPCIAddress, s)
 	}
 	var v [4]uint
 	for i := range v {
 		n, err := strconv.ParseUint(m[i+1], 16, 16)
 		if err != nil {
-			return nil, &PCIAddressError{Address: s}
+			return nil, fmt.Errorf("domxml: %w %q: not dddd:bb:ss.f", ErrPCIAddress, s)
 		}
 		v[i] = uint(n)
 	}
@@ -73,7 +74,7 @@ func EnsureRootPorts(dom *libvirtxml.Domain) error {
 	}
 	add := func(i uint) error {
 		if i > MaxPCIControllerIndex {
-			return &FieldError{Path: "devices", Value: i, Err: errTooManyPCI}
+			return fieldError("devices", i, errTooManyPCI)
 		}
 		used[i] = true
 		ports = append(ports, libvirtxml.DomainController{Type: "pci", Index: uintp(i), Model: "pcie-root-port"})

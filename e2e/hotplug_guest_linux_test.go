@@ -23,10 +23,10 @@ import (
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/cache"
 	"github.com/virtnet/virtnet/domxml"
-	"github.com/virtnet/virtnet/internal/faultinject"
-	"github.com/virtnet/virtnet/internal/kernelvm"
-	"github.com/virtnet/virtnet/internal/testutil"
-	"github.com/virtnet/virtnet/internal/testutil/libvirtd"
+	"github.com/virtnet/virtnet/internal/testing/kernelvm"
+	"github.com/virtnet/virtnet/internal/testing/testutil"
+	"github.com/virtnet/virtnet/internal/testing/testutil/libvirtd"
+	"github.com/virtnet/virtnet/netdriver/intercept"
 	"github.com/virtnet/virtnet/netdriver/kernel"
 	"github.com/virtnet/virtnet/phase1"
 	"github.com/virtnet/virtnet/phase2"
@@ -175,7 +175,7 @@ func pingFrom(t *testing.T, ns *testutil.NS, ip string) bool {
 
 // TestHotplugGuest is a running guest's network changed live, through
 // libvirt (Debian's libvirtd, private, in the pod's namespace: the
-// lead's internal/testutil/libvirtd) and KubeVirt 1.x's order: the guest
+// lead's internal/testing/testutil/libvirtd) and KubeVirt 1.x's order: the guest
 // boots with eth0 (masquerade) and pings through it every 0.2 s for the
 // whole test. A CNI plugin adds a secondary network's link to the running
 // pod; a plug of it failing half-way (the kernel call 3 of phase1) is
@@ -291,12 +291,12 @@ func TestHotplugGuest(t *testing.T) {
 	// eth0's re-check): rolled back, the guest unaffected.
 	nl, err := kernel.Open(pod.Pod.Path)
 	require.NoError(t, err)
-	count := &faultinject.Driver{Inner: nl}
+	count := &intercept.Driver{Inner: nl}
 	recheck := p1
 	recheck.Driver = count
 	require.NoError(t, phase1.Run(ctx, vmi(""), pod.Pod.Path, store, recheck))
 	_, eth0Calls := count.Counts()
-	fd := &faultinject.Driver{Inner: nl, Before: func(c faultinject.Call) error {
+	fd := &intercept.Driver{Inner: nl, Before: func(c intercept.Call) error {
 		if c.Mutating && c.Seq == eth0Calls+3 {
 			return syscall.ENOBUFS
 		}

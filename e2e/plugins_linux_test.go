@@ -21,7 +21,7 @@ import (
 	"github.com/virtnet/virtnet/internal/hookapi/v1alpha3"
 	"github.com/virtnet/virtnet/internal/kvplugin/cniplugin"
 	"github.com/virtnet/virtnet/internal/kvplugin/sidecar"
-	"github.com/virtnet/virtnet/internal/testutil"
+	"github.com/virtnet/virtnet/internal/testing/testutil"
 )
 
 // kubevirtTestdata holds what KubeVirt v1.9.0's own code rendered for a VMI

@@ -232,7 +232,7 @@ var ErrLinkNotFound = errors.New("link not found")
 
 // ErrNotSupported is returned by the real driver on systems other than
 // Linux.
-var ErrNotSupported = errclass.Permanent("netdriver: not supported on this OS")
+var ErrNotSupported = errclass.ErrNotSupported
 
 // IsLinkNotFound reports whether err says a link does not exist.
 func IsLinkNotFound(err error) bool { return errors.Is(err, ErrLinkNotFound) }

@@ -15,8 +15,8 @@ import (
 
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/cache"
-	"github.com/virtnet/virtnet/internal/faultinject"
-	"github.com/virtnet/virtnet/internal/testutil"
+	"github.com/virtnet/virtnet/internal/testing/testutil"
+	"github.com/virtnet/virtnet/netdriver/intercept"
 	"github.com/virtnet/virtnet/netdriver/netdrivertest"
 	"github.com/virtnet/virtnet/phase1"
 )
@@ -100,7 +100,7 @@ func TestUnplugFaultTouchesOnlyIt(t *testing.T) {
 	want := netdrivertest.SimulatedPod(threeLinks()...)
 	ws := testutil.NewStore(t)
 	require.NoError(t, run(t, testutil.LoadVMI(t, threeVMI), want, ws, phase1.Options{}))
-	count := &faultinject.Driver{Inner: want}
+	count := &intercept.Driver{Inner: want}
 	require.NoError(t, phase1.Run(context.Background(), testutil.LoadVMI(t, redAbsentVMI), "", ws, phase1.Options{Driver: count}))
 	r, m := count.Counts()
 	calls := r + m
@@ -116,7 +116,7 @@ func TestUnplugFaultTouchesOnlyIt(t *testing.T) {
 				require.NoError(t, run(t, testutil.LoadVMI(t, threeVMI), f, s, phase1.Options{}))
 				others, otherFiles := othersOf(f.Snapshot(), redLinks...), othersRecords(testutil.CacheFiles(t, s), "red")
 
-				fd := &faultinject.Driver{Inner: f}
+				fd := &intercept.Driver{Inner: f}
 				ctx, cancel := context.WithCancel(context.Background())
 				c := cancel
 				if how != "cancel" {
@@ -153,7 +153,7 @@ func TestPlugFaultTouchesOnlyIt(t *testing.T) {
 	ref := netdrivertest.SimulatedPod(threeLinks()...)
 	rs := testutil.NewStore(t)
 	require.NoError(t, run(t, testutil.LoadVMI(t, twoOfThreeVMI), ref, rs, phase1.Options{}))
-	count := &faultinject.Driver{Inner: ref}
+	count := &intercept.Driver{Inner: ref}
 	require.NoError(t, phase1.Run(context.Background(), testutil.LoadVMI(t, threeVMI), "", rs, phase1.Options{Driver: count}))
 	r, m := count.Counts()
 	calls := r + m
@@ -164,7 +164,7 @@ func TestPlugFaultTouchesOnlyIt(t *testing.T) {
 		s := testutil.NewStore(t)
 		require.NoError(t, run(t, testutil.LoadVMI(t, twoOfThreeVMI), f, s, phase1.Options{}))
 		others, otherFiles := othersOf(f.Snapshot(), redLinks...), othersRecords(testutil.CacheFiles(t, s), "red")
-		fd := &faultinject.Driver{Inner: f}
+		fd := &intercept.Driver{Inner: f}
 		hit := faultAt(fd, n, nil)
 		err := phase1.Run(context.Background(), testutil.LoadVMI(t, threeVMI), "", s, phase1.Options{Driver: fd})
 		require.True(t, *hit, "call %d", n)

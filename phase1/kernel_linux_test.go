@@ -12,8 +12,8 @@ import (
 
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/cache"
-	"github.com/virtnet/virtnet/internal/kernelvm"
-	"github.com/virtnet/virtnet/internal/testutil"
+	"github.com/virtnet/virtnet/internal/testing/kernelvm"
+	"github.com/virtnet/virtnet/internal/testing/testutil"
 	"github.com/virtnet/virtnet/phase1"
 )
 
@@ -204,7 +204,7 @@ spec:
 	require.NoError(t, h.LinkSetName(br, old))
 	require.NoError(t, h.LinkSetUp(br))
 	rec.Bridge = old
-	require.NoError(t, s.WriteInterface(uid, rec))
+	testutil.WriteRecord(t, s, uid, rec)
 	require.NoError(t, phase1.Run(context.Background(), vmi, pod.Pod.Path, s, phase1.Options{}))
 	_, err = h.LinkByName("k6t-16477688c0e")
 	require.Error(t, err, "no bridge under the new name")

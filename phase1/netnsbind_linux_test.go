@@ -14,9 +14,9 @@ import (
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/binding"
 	"github.com/virtnet/virtnet/cache"
-	"github.com/virtnet/virtnet/internal/faultinject"
-	"github.com/virtnet/virtnet/internal/testutil"
+	"github.com/virtnet/virtnet/internal/testing/testutil"
 	"github.com/virtnet/virtnet/netdriver"
+	"github.com/virtnet/virtnet/netdriver/intercept"
 	"github.com/virtnet/virtnet/netdriver/kernel"
 	"github.com/virtnet/virtnet/netdriver/netdrivertest"
 	"github.com/virtnet/virtnet/phase1"
@@ -84,7 +84,7 @@ func TestFailedFirstRunLeavesNoDirectory(t *testing.T) {
 	for n := 1; n <= 3; n++ {
 		s := testutil.NewStore(t)
 		seen := 0
-		d := &faultinject.Driver{Inner: kernelDriver(t, pod.Pod.Path), Before: func(c faultinject.Call) error {
+		d := &intercept.Driver{Inner: kernelDriver(t, pod.Pod.Path), Before: func(c intercept.Call) error {
 			if c.Mutating {
 				if seen++; seen == n {
 					return syscall.ENOBUFS

@@ -16,9 +16,9 @@ import (
 
 	"github.com/virtnet/virtnet/binding"
 	"github.com/virtnet/virtnet/binding/masquerade"
-	"github.com/virtnet/virtnet/internal/faultinject"
-	"github.com/virtnet/virtnet/internal/testutil"
+	"github.com/virtnet/virtnet/internal/testing/testutil"
 	"github.com/virtnet/virtnet/netdriver"
+	"github.com/virtnet/virtnet/netdriver/intercept"
 	"github.com/virtnet/virtnet/netdriver/kernel"
 	"github.com/virtnet/virtnet/phase1"
 )
@@ -238,7 +238,7 @@ func TestNamespaceLockAcrossPaths(t *testing.T) {
 	defer nl.Close()
 	inside, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	holder := &faultinject.Driver{Inner: nl, Before: func(faultinject.Call) error {
+	holder := &intercept.Driver{Inner: nl, Before: func(intercept.Call) error {
 		once.Do(func() { close(inside); <-release })
 		return nil
 	}}

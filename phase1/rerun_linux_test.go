@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/virtnet/virtnet/cache"
-	"github.com/virtnet/virtnet/internal/faultinject"
-	"github.com/virtnet/virtnet/internal/testutil"
+	"github.com/virtnet/virtnet/internal/testing/testutil"
+	"github.com/virtnet/virtnet/netdriver/intercept"
 	"github.com/virtnet/virtnet/netdriver/netdrivertest"
 	"github.com/virtnet/virtnet/phase1"
 )
@@ -27,10 +27,10 @@ var twoOfThreeVMI = strings.Replace(strings.Replace(threeVMI,
 // together, as netlink sends are) of a run through d: with ENOBUFS, or by
 // cancelling the run's context (cancel) and failing the call with
 // context.Canceled.
-func faultAt(d *faultinject.Driver, n int, cancel context.CancelFunc) (hit *bool) {
+func faultAt(d *intercept.Driver, n int, cancel context.CancelFunc) (hit *bool) {
 	seen := 0
 	hit = new(bool)
-	d.Before = func(faultinject.Call) error {
+	d.Before = func(intercept.Call) error {
 		seen++
 		if seen != n {
 			return nil
@@ -68,7 +68,7 @@ func TestRerunFailureKeepsFinished(t *testing.T) {
 				wantKernel, wantFiles := f.Snapshot(), recordsOnly(testutil.CacheFiles(t, s))
 
 				// A clean second run, to count its calls.
-				d := &faultinject.Driver{Inner: netdrivertest.SimulatedPod(threeLinks()...)}
+				d := &intercept.Driver{Inner: netdrivertest.SimulatedPod(threeLinks()...)}
 				ref := testutil.NewStore(t)
 				require.NoError(t, phase1.Run(context.Background(), testutil.LoadVMI(t, tc.before), "", ref, phase1.Options{Driver: d}))
 				r0, m0 := d.Counts()
@@ -79,7 +79,7 @@ func TestRerunFailureKeepsFinished(t *testing.T) {
 				t.Logf("the second run makes %d calls, each failed in turn", calls)
 
 				for n := 1; n <= calls; n++ {
-					fd := &faultinject.Driver{Inner: f}
+					fd := &intercept.Driver{Inner: f}
 					ctx, cancel := context.WithCancel(context.Background())
 					var hit *bool
 					if how == "cancel" {

@@ -14,8 +14,8 @@ import (
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/binding"
 	"github.com/virtnet/virtnet/cache"
-	"github.com/virtnet/virtnet/internal/testutil"
-	"github.com/virtnet/virtnet/internal/testutil/phase1test"
+	"github.com/virtnet/virtnet/internal/testing/testutil"
+	"github.com/virtnet/virtnet/internal/testing/testutil/phase1test"
 	"github.com/virtnet/virtnet/netdriver"
 	"github.com/virtnet/virtnet/phase1"
 )

@@ -15,7 +15,7 @@ import (
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/binding"
 	"github.com/virtnet/virtnet/cache"
-	"github.com/virtnet/virtnet/internal/testutil"
+	"github.com/virtnet/virtnet/internal/testing/testutil"
 	"github.com/virtnet/virtnet/phase2"
 )
 
@@ -31,8 +31,8 @@ func writeRecords(t testing.TB, uid string, recs ...cache.Interface) *cache.Stor
 	store, err := cache.New(t.TempDir())
 	require.NoError(t, err)
 	for i := range recs {
-		require.NoError(t, store.WriteInterface(uid, &recs[i]))
-		require.NoError(t, store.WriteProgress(uid, finished(recs[i])))
+		testutil.WriteRecord(t, store, uid, &recs[i])
+		testutil.WriteRecord(t, store, uid, finished(recs[i]))
 	}
 	return store
 }

@@ -41,17 +41,20 @@ spec:
 	}
 	// What phase1 records for the bridge binding on eth0, and that it
 	// finished preparing it.
-	err = store.WriteInterface(vmi.Metadata.UID, &cache.Interface{
+	_, err = store.PutInterface(vmi.Metadata.UID, &cache.Interface{
 		Interface: "default", PodInterface: "eth0", Binding: "bridge",
 		Bridge: "k6t-eth0", Tap: "tap0", NIC: "eth0-nic", MAC: cache.MustParseMAC("8e:61:55:c2:4a:bd"), MTU: 1440,
 	})
 	if err != nil {
 		panic(err)
 	}
-	err = store.WriteProgress(vmi.Metadata.UID, &cache.Progress{
+	_, err = store.PutProgress(vmi.Metadata.UID, &cache.Progress{
 		Interface: "default", PodInterface: "eth0", Binding: "bridge", State: cache.Finished,
 	})
 	if err != nil {
+		panic(err)
+	}
+	if err := store.SyncVMI(vmi.Metadata.UID); err != nil {
 		panic(err)
 	}
 

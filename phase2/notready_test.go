@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/virtnet/virtnet/cache"
+	"github.com/virtnet/virtnet/internal/testing/testutil"
 	"github.com/virtnet/virtnet/phase2"
 )
 
@@ -29,11 +30,11 @@ func TestNotReady(t *testing.T) {
 			store, err := cache.New(t.TempDir())
 			require.NoError(t, err)
 			rec := sourceDocRecord
-			require.NoError(t, store.WriteInterface(uid, &rec))
+			testutil.WriteRecord(t, store, uid, &rec)
 			if tc.state != nil {
 				pod := finished(rec)
 				pod.State = *tc.state
-				require.NoError(t, store.WriteProgress(uid, pod))
+				testutil.WriteRecord(t, store, uid, pod)
 			}
 			_, err = phase2.Domain(context.Background(), vmi, store, phase2.Options{})
 			var nr *phase2.NotReadyError

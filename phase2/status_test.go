@@ -13,6 +13,7 @@ import (
 
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/cache"
+	"github.com/virtnet/virtnet/internal/testing/testutil"
 	"github.com/virtnet/virtnet/phase2"
 )
 
@@ -99,7 +100,7 @@ func TestStatusPodIPs(t *testing.T) {
 		{Version: 1, Interface: "blue", Network: "blue", PodInterface: "pod16477688c0e", Binding: api.BindingBridge, State: cache.Finished,
 			PodIPs: []netip.Addr{netip.MustParseAddr("192.168.1.5"), netip.MustParseAddr("fd00:b::5")}},
 	} {
-		require.NoError(t, store.WriteProgress(uid, p))
+		testutil.WriteRecord(t, store, uid, p)
 	}
 	got, err := phase2.StatusPodIPs(context.Background(), vmi, store)
 	require.NoError(t, err)

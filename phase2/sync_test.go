@@ -13,7 +13,7 @@ import (
 
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/cache"
-	"github.com/virtnet/virtnet/internal/testutil"
+	"github.com/virtnet/virtnet/internal/testing/testutil"
 	"github.com/virtnet/virtnet/phase2"
 )
 
@@ -133,8 +133,8 @@ func TestSync(t *testing.T) {
 	require.True(t, errors.As(err, &nr) || errors.As(err, &mc), "%v", err)
 	require.Empty(t, dhcp.log)
 
-	require.NoError(t, store.WriteInterface(syncUID, &blueRecord))
-	require.NoError(t, store.WriteProgress(syncUID, finished(blueRecord)))
+	testutil.WriteRecord(t, store, syncUID, &blueRecord)
+	testutil.WriteRecord(t, store, syncUID, finished(blueRecord))
 	for _, step := range []struct {
 		name, blue string
 		op         phase2.Op

@@ -6,5 +6,5 @@
 // and names). It has no code of its own but this comment: the tests cross
 // every package (phase1, cache, the bindings, the kernel driver), so they
 // live apart from each of them, and the fault-injecting wrapper of the
-// kernel seam they use is internal/faultinject.
+// kernel seam they use is netdriver/intercept.
 package reliability

@@ -15,15 +15,15 @@ import (
 
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/cache"
-	"github.com/virtnet/virtnet/internal/faultinject"
-	"github.com/virtnet/virtnet/internal/testutil"
+	"github.com/virtnet/virtnet/internal/testing/testutil"
+	"github.com/virtnet/virtnet/netdriver/intercept"
 	"github.com/virtnet/virtnet/phase1"
 )
 
 // fakePod is a simulated pod behind a counting wrapper.
-func fakePod() (*netdrivertest.Fake, *faultinject.Driver) {
+func fakePod() (*netdrivertest.Fake, *intercept.Driver) {
 	f := netdrivertest.SimulatedPod(netdrivertest.SimLink{Name: "eth0"})
-	return f, &faultinject.Driver{Inner: f}
+	return f, &intercept.Driver{Inner: f}
 }
 
 // TestHostileNamesNoKernelCall: interface and network names that could

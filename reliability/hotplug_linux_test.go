@@ -16,9 +16,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/virtnet/virtnet/api"
-	"github.com/virtnet/virtnet/internal/faultinject"
 	"github.com/virtnet/virtnet/internal/names"
-	"github.com/virtnet/virtnet/internal/testutil"
+	"github.com/virtnet/virtnet/internal/testing/testutil"
+	"github.com/virtnet/virtnet/netdriver/intercept"
 	"github.com/virtnet/virtnet/netdriver/kernel"
 	"github.com/virtnet/virtnet/phase1"
 )
@@ -99,7 +99,7 @@ func TestSIGKILLDuringPlug(t *testing.T) {
 	bluePristine, _ := blueLines(kernelState(t, rpod.Pod.Path), blue)
 	nl, err := kernel.Open(rpod.Pod.Path)
 	require.NoError(t, err)
-	count := &faultinject.Driver{Inner: nl}
+	count := &intercept.Driver{Inner: nl}
 	require.NoError(t, phase1.Run(context.Background(), testutil.LoadVMI(t, plugVMI), rpod.Pod.Path, ref, phase1.Options{Driver: count}))
 	nl.Close()
 	_, n := count.Counts()

@@ -17,9 +17,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/vishvananda/netns"
 
-	"github.com/virtnet/virtnet/internal/faultinject"
-	"github.com/virtnet/virtnet/internal/kernelvm"
-	"github.com/virtnet/virtnet/internal/testutil"
+	"github.com/virtnet/virtnet/internal/testing/kernelvm"
+	"github.com/virtnet/virtnet/internal/testing/testutil"
+	"github.com/virtnet/virtnet/netdriver/intercept"
 	"github.com/virtnet/virtnet/phase1"
 )
 
@@ -32,7 +32,7 @@ func cleanRun(t *testing.T, sc scenario) (state []string, files map[string]strin
 	nl, err := kernel.Open(pod.Pod.Path)
 	require.NoError(t, err)
 	defer nl.Close()
-	d := &faultinject.Driver{Inner: nl}
+	d := &intercept.Driver{Inner: nl}
 	require.NoError(t, phase1.Run(context.Background(), testutil.LoadVMI(t, sc.yaml), pod.Pod.Path, s, phase1.Options{Driver: d}))
 	_, mutating = d.Counts()
 	return kernelState(t, pod.Pod.Path), cacheFiles(t, s), mutating
@@ -131,7 +131,7 @@ func TestNamespaceVanishes(t *testing.T) {
 				require.NoError(t, err)
 				nl, err := kernel.Open(pod.Pod.Path)
 				require.NoError(t, err)
-				d := &faultinject.Driver{Inner: nl, Before: func(c faultinject.Call) error {
+				d := &intercept.Driver{Inner: nl, Before: func(c intercept.Call) error {
 					if c.Mutating && c.Seq == at {
 						return netns.DeleteNamed(pod.Pod.Name)
 					}

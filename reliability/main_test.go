@@ -15,7 +15,7 @@ import (
 
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/cache"
-	"github.com/virtnet/virtnet/internal/faultinject"
+	"github.com/virtnet/virtnet/netdriver/intercept"
 	"github.com/virtnet/virtnet/phase1"
 )
 
@@ -67,13 +67,13 @@ func killHelper() int {
 		fmt.Fprintln(os.Stderr, "helper:", err)
 		return 2
 	}
-	kill := func(c faultinject.Call) {
+	kill := func(c intercept.Call) {
 		if c.Mutating && c.Seq == at {
 			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 			select {} // the signal is on its way
 		}
 	}
-	d := &faultinject.Driver{Inner: nl}
+	d := &intercept.Driver{Inner: nl}
 	if os.Getenv(envKillWhy) == "write" {
 		steps := 0
 		store = store.WithHook(func(cache.WriteStep, string, string) error {
@@ -84,9 +84,9 @@ func killHelper() int {
 			return nil
 		})
 	} else if after {
-		d.After = func(c faultinject.Call, _ time.Duration, _ error) { kill(c) }
+		d.After = func(c intercept.Call, _ time.Duration, _ error) { kill(c) }
 	} else {
-		d.Before = func(c faultinject.Call) error { kill(c); return nil }
+		d.Before = func(c intercept.Call) error { kill(c); return nil }
 	}
 	if err := phase1.Run(context.Background(), vmi, path, store, phase1.Options{Driver: d}); err != nil {
 		fmt.Fprintln(os.Stderr, "helper: phase1:", err)

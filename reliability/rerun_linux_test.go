@@ -11,9 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
-	"github.com/virtnet/virtnet/internal/faultinject"
 	"github.com/virtnet/virtnet/internal/names"
-	"github.com/virtnet/virtnet/internal/testutil"
+	"github.com/virtnet/virtnet/internal/testing/testutil"
+	"github.com/virtnet/virtnet/netdriver/intercept"
 	"github.com/virtnet/virtnet/netdriver/kernel"
 	"github.com/virtnet/virtnet/phase1"
 )
@@ -85,7 +85,7 @@ func TestRerunFaultKeepsRunningVM(t *testing.T) {
 			nl, err := kernel.Open(pod.Pod.Path)
 			require.NoError(t, err)
 			t.Cleanup(func() { nl.Close() })
-			count := &faultinject.Driver{Inner: nl}
+			count := &intercept.Driver{Inner: nl}
 			require.NoError(t, phase1.Run(context.Background(), vmi, pod.Pod.Path, s, phase1.Options{Driver: count}))
 			r, m := count.Counts()
 			calls := r + m
@@ -96,7 +96,7 @@ func TestRerunFaultKeepsRunningVM(t *testing.T) {
 				for n := 1; n <= calls; n++ {
 					ctx, cancel := context.WithCancel(context.Background())
 					seen, hit := 0, false
-					d := &faultinject.Driver{Inner: nl, Before: func(faultinject.Call) error {
+					d := &intercept.Driver{Inner: nl, Before: func(intercept.Call) error {
 						if seen++; seen != n {
 							return nil
 						}

@@ -13,7 +13,7 @@ import (
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/binding"
 	"github.com/virtnet/virtnet/cache"
-	"github.com/virtnet/virtnet/internal/testutil"
+	"github.com/virtnet/virtnet/internal/testing/testutil"
 	"github.com/virtnet/virtnet/netdriver"
 )
 
@@ -216,8 +216,7 @@ func TestCleanupWithoutSetup(t *testing.T) {
 
 func TestPrepareWithoutRecord(t *testing.T) {
 	v, p := vmi(t, nil)
-	var mr *MissingRecordError
-	require.ErrorAs(t, Binding{}.Prepare(context.Background(), newFake(), input(v, p), nil, nil), &mr)
+	require.ErrorIs(t, Binding{}.Prepare(context.Background(), newFake(), input(v, p), nil, nil), binding.ErrIncompleteRecord)
 }
 
 func TestRender(t *testing.T) {
@@ -256,6 +255,5 @@ func TestRender(t *testing.T) {
 
 func TestRenderErrors(t *testing.T) {
 	v, p := vmi(t, nil)
-	var mr *MissingRecordError
-	require.ErrorAs(t, Binding{}.Render(binding.RenderInput{VMI: v, Pair: p}, testutil.GoldenDomain()), &mr)
+	require.ErrorIs(t, Binding{}.Render(binding.RenderInput{VMI: v, Pair: p}, testutil.GoldenDomain()), binding.ErrIncompleteRecord)
 }

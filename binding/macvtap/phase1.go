@@ -45,7 +45,7 @@ func (Binding) Plan(in binding.Input, link *cache.Link) (*cache.Interface, error
 	if m := in.Pair.Interface.MacAddress; m != "" {
 		var err error
 		if mac, err = cache.ParseMAC(m); err != nil {
-			return nil, &MACError{Interface: in.Pair.Interface.Name, Value: m, Err: err}
+			return nil, fmt.Errorf("%w %q: %w", ErrMAC, m, err)
 		}
 	}
 	return &cache.Interface{
@@ -64,7 +64,7 @@ func (Binding) Plan(in binding.Input, link *cache.Link) (*cache.Interface, error
 // (`ip link set net1 address MAC`); see the package doc for why.
 func (Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input, link *cache.Link, rec *cache.Interface) error {
 	if rec == nil || rec.Target == "" {
-		return &MissingRecordError{Interface: in.Pair.Interface.Name}
+		return errNoRecord
 	}
 	return setMAC(ctx, d, in, rec.Target, rec.MAC)
 }
@@ -87,7 +87,7 @@ func setMAC(ctx context.Context, d netdriver.Driver, in binding.Input, name stri
 		return err
 	}
 	if !mac.IsValid() {
-		return &MACError{Interface: in.Pair.Interface.Name, Value: "", Err: errors.New("no MAC address")}
+		return fmt.Errorf("%w \"\": no MAC address", ErrMAC)
 	}
 	want := mac.HardwareAddr()
 	l, err := d.LinkByName(name)

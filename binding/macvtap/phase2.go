@@ -16,7 +16,7 @@ func (Binding) Render(in binding.RenderInput, dom *libvirtxml.Domain) error {
 	iface := in.Pair.Interface
 	rec := in.Record
 	if rec == nil || rec.Target == "" {
-		return &MissingRecordError{Interface: iface.Name}
+		return errNoRecord
 	}
 	addr, err := nicxml.GuestAddress(iface)
 	if err != nil {

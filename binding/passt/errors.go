@@ -16,14 +16,3 @@ func (e *SysctlError) Error() string {
 }
 
 func (e *SysctlError) Unwrap() error { return e.Err }
-
-// PortError is a declared port Render cannot forward.
-type PortError struct {
-	Interface string
-	Protocol  string
-	Port      int32
-}
-
-func (e *PortError) Error() string {
-	return fmt.Sprintf("cannot forward %s port %d", e.Protocol, e.Port)
-}

@@ -16,7 +16,7 @@ import (
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/binding"
 	"github.com/virtnet/virtnet/cache"
-	"github.com/virtnet/virtnet/internal/testutil"
+	"github.com/virtnet/virtnet/internal/testing/testutil"
 	"github.com/virtnet/virtnet/netdriver"
 )
 
@@ -106,7 +106,7 @@ func TestPortForwards(t *testing.T) {
 	_, p := vmi(t, nil)
 	p.Interface.Ports = []api.Port{{Port: 9, Protocol: "SCTP"}}
 	_, err := PortForwards(p.Interface)
-	var pe *PortError
+	var pe *binding.PortError
 	require.ErrorAs(t, err, &pe)
 }
 

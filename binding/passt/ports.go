@@ -7,6 +7,7 @@ import (
 	"libvirt.org/go/libvirtxml"
 
 	"github.com/virtnet/virtnet/api"
+	"github.com/virtnet/virtnet/binding"
 )
 
 // PortForwards are the <portForward> elements of an interface: one per
@@ -24,7 +25,7 @@ func PortForwards(iface *api.Interface) ([]libvirtxml.DomainInterfaceSourcePortF
 			proto = "tcp"
 		}
 		if (proto != "tcp" && proto != "udp") || p.Port < 1 || p.Port > 65535 {
-			return nil, &PortError{Interface: iface.Name, Protocol: p.Protocol, Port: p.Port}
+			return nil, &binding.PortError{Interface: iface.Name, Protocol: p.Protocol, Port: p.Port}
 		}
 		byProto[proto] = append(byProto[proto], uint(p.Port))
 	}

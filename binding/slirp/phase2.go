@@ -60,7 +60,7 @@ func Args(pair api.Pair, search []string) ([]string, error) {
 	}
 	vmNet, err := netip.ParsePrefix(cidr)
 	if err != nil || !vmNet.Addr().Is4() {
-		return nil, &CIDRError{Interface: iface.Name, Value: cidr}
+		return nil, fmt.Errorf("%w %q is not an IPv4 CIDR", ErrCIDR, cidr)
 	}
 	netdevID := "host" + domxml.UserAliasPrefix + iface.Name
 	// The network, without host bits (KubeVirt accepts "10.0.2.1/24" as
@@ -78,7 +78,7 @@ func Args(pair api.Pair, search []string) ([]string, error) {
 			proto = "tcp"
 		}
 		if (proto != "tcp" && proto != "udp") || p.Port < 1 || p.Port > 65535 {
-			return nil, &PortError{Interface: iface.Name, Protocol: p.Protocol, Port: p.Port}
+			return nil, &binding.PortError{Interface: iface.Name, Protocol: p.Protocol, Port: p.Port}
 		}
 		port := strconv.Itoa(int(p.Port))
 		netdev = append(netdev, "hostfwd="+proto+"::"+port+"-:"+port)

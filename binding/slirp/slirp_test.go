@@ -11,7 +11,7 @@ import (
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/binding"
 	"github.com/virtnet/virtnet/cache"
-	"github.com/virtnet/virtnet/internal/testutil"
+	"github.com/virtnet/virtnet/internal/testing/testutil"
 )
 
 func vmi(t *testing.T, mutate func(*api.VMI)) (*api.VMI, api.Pair) {
@@ -76,15 +76,14 @@ func TestArgsErrors(t *testing.T) {
 	_, p := vmi(t, nil)
 	p.Interface.Ports = []api.Port{{Port: 80, Protocol: "SCTP"}}
 	_, err := Args(p, nil)
-	var pe *PortError
+	var pe *binding.PortError
 	require.ErrorAs(t, err, &pe)
-	require.Equal(t, PortError{Interface: "default", Protocol: "SCTP", Port: 80}, *pe)
+	require.Equal(t, binding.PortError{Interface: "default", Protocol: "SCTP", Port: 80}, *pe)
 
 	_, p = vmi(t, nil)
 	p.Network.Pod.VMNetworkCIDR = "fd10::/64"
 	_, err = Args(p, nil)
-	var ce *CIDRError
-	require.ErrorAs(t, err, &ce)
+	require.ErrorIs(t, err, ErrCIDR)
 	require.ErrorContains(t, err, `"fd10::/64"`)
 }
 

@@ -16,10 +16,10 @@ import (
 
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/internal/hookapi/v1alpha3"
-	"github.com/virtnet/virtnet/internal/kernelvm"
 	"github.com/virtnet/virtnet/internal/kvplugin"
 	"github.com/virtnet/virtnet/internal/names"
-	"github.com/virtnet/virtnet/internal/testutil"
+	"github.com/virtnet/virtnet/internal/testing/kernelvm"
+	"github.com/virtnet/virtnet/internal/testing/testutil"
 )
 
 // KubeVirt v1.9.0's domain and VMI for a virtnet-bridge interface on the

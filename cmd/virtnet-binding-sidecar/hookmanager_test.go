@@ -25,7 +25,7 @@ import (
 	"github.com/virtnet/virtnet/internal/hookapi/info"
 	"github.com/virtnet/virtnet/internal/hookapi/v1alpha3"
 	"github.com/virtnet/virtnet/internal/kvplugin"
-	"github.com/virtnet/virtnet/internal/testutil"
+	"github.com/virtnet/virtnet/internal/testing/testutil"
 )
 
 var kubevirtProbe = flag.String("kubevirt-probe", "",

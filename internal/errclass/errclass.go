@@ -17,3 +17,8 @@ func (*permanent) Permanent() bool { return true }
 // Permanent returns a new sentinel error whose condition a re-run cannot
 // change.
 func Permanent(msg string) error { return &permanent{msg: msg} }
+
+// ErrNotSupported is the module's one "not on this OS" sentinel: the
+// packages that name it (netdriver, phase1, nsexec, the macvtap programs)
+// all hold this value, so that one errors.Is works everywhere.
+var ErrNotSupported = Permanent("not supported on this OS (network namespaces and netlink need Linux)")

@@ -11,27 +11,16 @@ import (
 	"time"
 )
 
-// ErrLocked is matched by every [*LockedError].
+// ErrLocked is matched by the error of a lock that another process (or
+// another open file of this one) held for as long as the caller was
+// willing to wait; the error names the lock and wraps the context's error
+// too.
 var ErrLocked = errors.New("held by another run")
 
-// LockedError is a lock that another process (or another open file of
-// this one) held for as long as the caller was willing to wait.
-type LockedError struct {
-	// What names the lock ("VMI cache directory /var/run/…").
-	What string
-	// Err is why the wait ended: the context's error.
-	Err error
+// lockedError is ErrLocked for the lock what, after ctx ended the wait.
+func lockedError(ctx context.Context, what string) error {
+	return fmt.Errorf("%s is locked: another phase1 run (Run or Cleanup of the same VMI or namespace) holds it (%w); gave up waiting: %w", what, ErrLocked, ctx.Err())
 }
-
-func (e *LockedError) Error() string {
-	return fmt.Sprintf("%s is locked: another phase1 run (Run or Cleanup of the same VMI or namespace) holds it; gave up waiting: %v", e.What, e.Err)
-}
-
-// Unwrap returns the reason the wait ended.
-func (e *LockedError) Unwrap() error { return e.Err }
-
-// Is makes a LockedError match [ErrLocked].
-func (e *LockedError) Is(target error) bool { return target == ErrLocked }
 
 // Polling bounds: the first retry comes after minPoll, then the interval
 // doubles up to maxPoll.
@@ -60,7 +49,7 @@ func Lock(ctx context.Context, f *os.File, what string) error {
 			return nil
 		}
 		if ctx.Err() != nil {
-			return &LockedError{What: what, Err: ctx.Err()}
+			return lockedError(ctx, what)
 		}
 		if timer == nil {
 			timer = time.NewTimer(poll)
@@ -70,7 +59,7 @@ func Lock(ctx context.Context, f *os.File, what string) error {
 		}
 		select {
 		case <-ctx.Done():
-			return &LockedError{What: what, Err: ctx.Err()}
+			return lockedError(ctx, what)
 		case <-timer.C:
 		}
 		poll = min(2*poll, maxPoll)

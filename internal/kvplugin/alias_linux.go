@@ -5,10 +5,9 @@ import (
 	"fmt"
 
 	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
-	"golang.org/x/sys/unix"
 
 	"github.com/virtnet/virtnet/internal/names"
+	"github.com/virtnet/virtnet/internal/nlhandle"
 )
 
 // ErrNoLink is returned when the link that should hold a record is not in
@@ -16,23 +15,11 @@ import (
 var ErrNoLink = errors.New("link not found")
 
 func handleAt(nsPath string) (*netlink.Handle, func(), error) {
-	if nsPath == "" {
-		h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
-		if err != nil {
-			return nil, nil, err
-		}
-		return h, h.Close, nil
-	}
-	ns, err := netns.GetFromPath(nsPath)
+	h, err := nlhandle.Open(nsPath)
 	if err != nil {
-		return nil, nil, fmt.Errorf("open network namespace %s: %w", nsPath, err)
-	}
-	h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
-	if err != nil {
-		ns.Close()
 		return nil, nil, err
 	}
-	return h, func() { h.Close(); ns.Close() }, nil
+	return h, h.Close, nil
 }
 
 // WriteAlias sets the alias of a link in the network namespace at nsPath

@@ -3,12 +3,11 @@ package names
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"strings"
-
-	"github.com/virtnet/virtnet/api"
 )
 
 // MaxLinkName is the longest link name the kernel accepts (IFNAMSIZ-1).
@@ -22,15 +21,9 @@ const (
 	nicPrefix    = "nic-"
 )
 
-// LinkNameError is a name that cannot be a Linux link name.
-type LinkNameError struct {
-	Name   string
-	Reason string
-}
-
-func (e *LinkNameError) Error() string {
-	return fmt.Sprintf("invalid link name %q: %s", e.Name, e.Reason)
-}
+// ErrLinkName is matched by the error of a name that cannot be a Linux
+// link name.
+var ErrLinkName = errors.New("invalid link name")
 
 // CheckLinkName reports whether name is a valid Linux link name: 1 to 15
 // bytes, not "." or "..", without '/', ':', NUL or white space (the
@@ -38,13 +31,13 @@ func (e *LinkNameError) Error() string {
 func CheckLinkName(name string) error {
 	switch {
 	case name == "":
-		return &LinkNameError{name, "empty"}
+		return fmt.Errorf("%w %q: %s", ErrLinkName, name, "empty")
 	case len(name) > MaxLinkName:
-		return &LinkNameError{name, fmt.Sprintf("longer than %d bytes", MaxLinkName)}
+		return fmt.Errorf("%w %q: %s", ErrLinkName, name, fmt.Sprintf("longer than %d bytes", MaxLinkName))
 	case name == "." || name == "..":
-		return &LinkNameError{name, "'.' and '..' are not link names"}
+		return fmt.Errorf("%w %q: %s", ErrLinkName, name, "'.' and '..' are not link names")
 	case strings.ContainsAny(name, "/:\x00 \t\n\r\v\f"):
-		return &LinkNameError{name, "contains '/', ':', NUL or white space"}
+		return fmt.Errorf("%w %q: %s", ErrLinkName, name, "contains '/', ':', NUL or white space")
 	}
 	return nil
 }
@@ -58,7 +51,7 @@ func shortForm(kind, prefix, pod, want string) string {
 }
 
 // HashedPrefix starts KubeVirt 1.x's pod interface names of Multus
-// networks ("pod" + 11 hex digits, see [api.HashedPodInterface]); the
+// networks ("pod" + 11 hex digits, see api.HashedPodInterface); the
 // derived names leave it out.
 const HashedPrefix = "pod"
 
@@ -144,13 +137,18 @@ func BridgeLinkLocal(i int) netip.Prefix {
 	return netip.PrefixFrom(a, 32)
 }
 
+// MasqueradeBridgeMAC is the MAC of the masquerade bridge
+// (api.MasqueradeBridgeMAC names it for users): a derived VM MAC never is
+// it.
+const MasqueradeBridgeMAC = "02:00:00:00:00:00"
+
 // VMMAC derives a stable MAC for a VM interface from the VMI UID and the
 // interface name: SHA-256 of "<uid>/<iface>", first six bytes, with the
 // locally-administered bit set and the multicast bit cleared. The first
 // octet is never 0xfe (libvirt gives the host side of a tap the VM's MAC
 // with its first octet replaced by 0xfe, and KubeVirt avoids it for VMs):
 // a digest starting with 0xfe or 0xff becomes 0xfa. It is never
-// api.MasqueradeBridgeMAC.
+// [MasqueradeBridgeMAC].
 func VMMAC(uid, iface string) net.HardwareAddr {
 	sum := sha256.Sum256([]byte(uid + "/" + iface))
 	mac := append(net.HardwareAddr(nil), sum[:6]...)
@@ -158,7 +156,7 @@ func VMMAC(uid, iface string) net.HardwareAddr {
 	if mac[0] == 0xfe {
 		mac[0] = 0xfa
 	}
-	if mac.String() == api.MasqueradeBridgeMAC {
+	if mac.String() == MasqueradeBridgeMAC {
 		mac[5] = 1
 	}
 	return mac

@@ -1,4 +1,4 @@
-package names
+package names_test
 
 import (
 	"encoding/json"
@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/virtnet/virtnet/api"
+	"github.com/virtnet/virtnet/internal/names"
 )
 
 func TestLinkNames(t *testing.T) {
@@ -30,24 +31,24 @@ func TestLinkNames(t *testing.T) {
 		{"eth0123456789ab", true, "k6t-" + hash("bridge", "eth0123456789ab")[:11], "tap0", "nic-" + hash("nic", "eth0123456789ab")[:11]},
 	} {
 		t.Run(tc.pod, func(t *testing.T) {
-			require.Equal(t, tc.bridge, Bridge(tc.pod))
-			require.Equal(t, tc.tap, Tap(tc.pod, tc.primary))
-			require.Equal(t, tc.nic, NIC(tc.pod))
-			require.Equal(t, Links{Bridge: tc.bridge, Tap: tc.tap, NIC: tc.nic}, For(tc.pod, tc.primary))
-			for _, n := range []string{Bridge(tc.pod), Tap(tc.pod, tc.primary), NIC(tc.pod)} {
-				require.NoError(t, CheckLinkName(n))
+			require.Equal(t, tc.bridge, names.Bridge(tc.pod))
+			require.Equal(t, tc.tap, names.Tap(tc.pod, tc.primary))
+			require.Equal(t, tc.nic, names.NIC(tc.pod))
+			require.Equal(t, names.Links{Bridge: tc.bridge, Tap: tc.tap, NIC: tc.nic}, names.For(tc.pod, tc.primary))
+			for _, n := range []string{names.Bridge(tc.pod), names.Tap(tc.pod, tc.primary), names.NIC(tc.pod)} {
+				require.NoError(t, names.CheckLinkName(n))
 			}
 		})
 	}
-	require.NotEqual(t, Bridge("eth0123456789ab"), Bridge("eth0123456789ac"), "short forms differ")
+	require.NotEqual(t, names.Bridge("eth0123456789ab"), names.Bridge("eth0123456789ac"), "short forms differ")
 	// virtnet's (before v0.1.0) names, which readers of its records look for.
-	require.Equal(t, "k6t-58d19be530f", LegacyBridge(blue))
-	require.Equal(t, "nic-11633301eec", LegacyNIC(blue))
-	require.Equal(t, "k6t-eth0", LegacyBridge("eth0"))
-	require.Equal(t, "net1-nic", LegacyNIC("net1"))
+	require.Equal(t, "k6t-58d19be530f", names.LegacyBridge(blue))
+	require.Equal(t, "nic-11633301eec", names.LegacyNIC(blue))
+	require.Equal(t, "k6t-eth0", names.LegacyBridge("eth0"))
+	require.Equal(t, "net1-nic", names.LegacyNIC("net1"))
 }
 
-// kubevirtNames is one network of testdata/kubevirt-v1.9.0-names.json:
+// kubevirtNames is one network of testdata/kubevirt-v1.9.0-json:
 // what KubeVirt v1.9.0's own functions derive for it (see
 // scripts/kvprobe1x.sh).
 type kubevirtNames struct {
@@ -128,9 +129,9 @@ func TestKubeVirtNames(t *testing.T) {
 				{pod, c.Bridge, c.NIC, c.Tap},
 				{ordinal.PodInterface, c.BridgeOrdinal, c.NICOrdinal, c.TapOrdinal},
 			} {
-				require.Equal(t, n.bridge, Bridge(n.pod), "bridge of %s", n.pod)
-				require.Equal(t, n.nic, NIC(n.pod), "nic of %s", n.pod)
-				require.Equal(t, n.tap, Tap(n.pod, hashed.Primary()), "tap of %s", n.pod)
+				require.Equal(t, n.bridge, names.Bridge(n.pod), "bridge of %s", n.pod)
+				require.Equal(t, n.nic, names.NIC(n.pod), "nic of %s", n.pod)
+				require.Equal(t, n.tap, names.Tap(n.pod, hashed.Primary()), "tap of %s", n.pod)
 			}
 		})
 	}
@@ -138,10 +139,10 @@ func TestKubeVirtNames(t *testing.T) {
 
 func TestCheckLinkName(t *testing.T) {
 	for _, bad := range []string{"", ".", "..", "a/b", "a b", "a:b", "a\x00b", "a\tb", strings.Repeat("x", 16)} {
-		require.Error(t, CheckLinkName(bad), "%q", bad)
+		require.Error(t, names.CheckLinkName(bad), "%q", bad)
 	}
 	for _, good := range []string{"eth0", "k6t-eth0", strings.Repeat("x", 15), "a.b", "..."} {
-		require.NoError(t, CheckLinkName(good), "%q", good)
+		require.NoError(t, names.CheckLinkName(good), "%q", good)
 	}
 }
 
@@ -154,11 +155,11 @@ func TestBridgeLinkLocal(t *testing.T) {
 		{63, "169.254.75.163/32"}, {99, "169.254.75.199/32"}, {100, "169.254.76.0/32"},
 		{355, "169.254.76.255/32"}, {356, "169.254.77.0/32"},
 	} {
-		require.Equal(t, tc.want, BridgeLinkLocal(tc.i).String(), "index %d", tc.i)
+		require.Equal(t, tc.want, names.BridgeLinkLocal(tc.i).String(), "index %d", tc.i)
 	}
 	seen := map[string]int{}
 	for i := range 1000 {
-		a := BridgeLinkLocal(i).String()
+		a := names.BridgeLinkLocal(i).String()
 		j, dup := seen[a]
 		require.False(t, dup, "index %d and %d share %s", i, j, a)
 		seen[a] = i
@@ -166,13 +167,13 @@ func TestBridgeLinkLocal(t *testing.T) {
 }
 
 func TestVMMAC(t *testing.T) {
-	a := VMMAC("uid-1", "default")
-	require.Equal(t, a, VMMAC("uid-1", "default"), "stable")
-	require.NotEqual(t, a, VMMAC("uid-2", "default"))
-	require.NotEqual(t, a, VMMAC("uid-1", "other"))
-	require.NotEqual(t, a, BridgeMAC("uid-1", "default"))
+	a := names.VMMAC("uid-1", "default")
+	require.Equal(t, a, names.VMMAC("uid-1", "default"), "stable")
+	require.NotEqual(t, a, names.VMMAC("uid-2", "default"))
+	require.NotEqual(t, a, names.VMMAC("uid-1", "other"))
+	require.NotEqual(t, a, names.BridgeMAC("uid-1", "default"))
 	for i := range 2000 {
-		m := VMMAC("uid", strings.Repeat("i", i%40)+string(rune('a'+i%26)))
+		m := names.VMMAC("uid", strings.Repeat("i", i%40)+string(rune('a'+i%26)))
 		require.Equal(t, byte(2), m[0]&3, "locally administered unicast: %s", m)
 		require.NotEqual(t, api.MasqueradeBridgeMAC, m.String())
 	}
@@ -200,7 +201,7 @@ func TestVMMACNeverReserved(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			fe := 0
 			for _, uid := range tc.uids {
-				for _, m := range []net.HardwareAddr{VMMAC(uid, "default"), VMMAC(uid, "net1"), BridgeMAC(uid, "default")} {
+				for _, m := range []net.HardwareAddr{names.VMMAC(uid, "default"), names.VMMAC(uid, "net1"), names.BridgeMAC(uid, "default")} {
 					require.Len(t, m, 6)
 					require.Equal(t, byte(0x02), m[0]&0x03, "%s: locally administered unicast: %s", uid, m)
 					require.NotEqual(t, byte(0xfe), m[0], "%s: %s starts with fe:", uid, m)
@@ -213,8 +214,8 @@ func TestVMMACNeverReserved(t *testing.T) {
 			require.NotZero(t, fe, "no UID of the set hit the fe: case")
 		})
 	}
-	require.Equal(t, "fa", VMMAC("5d2b8f3c-7a1e-4c9b-9f00-000000000003", "default").String()[:2])
+	require.Equal(t, "fa", names.VMMAC("5d2b8f3c-7a1e-4c9b-9f00-000000000003", "default").String()[:2])
 }
 
 // hash is the hex digest behind a short form.
-func hash(kind, pod string) string { return shortForm(kind, "", pod, strings.Repeat("x", 99)) }
+func hash(kind, pod string) string { return names.ShortForm(kind, "", pod, strings.Repeat("x", 99)) }

@@ -2,10 +2,14 @@
 
 package nsexec
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/virtnet/virtnet/internal/errclass"
+)
 
 // ErrNotSupported is returned for a namespace path off Linux.
-var ErrNotSupported = errors.New("nsexec: network namespaces need Linux")
+var ErrNotSupported = errclass.ErrNotSupported
 
 // Do runs fn where the caller is when nsPath is "", and fails otherwise:
 // network namespaces exist only on Linux.

@@ -1,6 +1,8 @@
 // Package safefile reads files that another party controls (mounted
 // secrets and config maps, disk images) without blocking on them and
-// without following links out of place.
+// without following links out of place, and holds the module's one
+// atomic file writer ([Replace]: the cache's records, the hook's files,
+// the cloud-init image).
 //
 // A FIFO, a socket or a device where a regular file is expected would
 // block an ordinary open or read forever (a FIFO without writer) or read

@@ -1,4 +1,4 @@
-package safefile
+package safefile_test
 
 import (
 	"context"
@@ -11,7 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
-	"github.com/virtnet/virtnet/internal/testutil"
+	"github.com/virtnet/virtnet/internal/safefile"
+	"github.com/virtnet/virtnet/internal/testing/testutil"
 )
 
 func TestCheckReadable(t *testing.T) {
@@ -33,14 +34,14 @@ func TestCheckReadable(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			err := CheckReadable(tc.path, tc.blockOK)
+			err := safefile.CheckReadable(tc.path, tc.blockOK)
 			if tc.mode == "" {
 				require.NoError(t, err)
 				return
 			}
-			var nr *NotRegularError
+			var nr *safefile.NotRegularError
 			require.ErrorAs(t, err, &nr)
-			require.ErrorIs(t, err, ErrNotRegular)
+			require.ErrorIs(t, err, safefile.ErrNotRegular)
 			require.Equal(t, tc.path, nr.Path)
 			require.EqualError(t, err, tc.path+": not a regular file ("+tc.mode+")")
 		})
@@ -51,20 +52,20 @@ func TestCheckReadable(t *testing.T) {
 		}
 		blk := filepath.Join(dir, "blk")
 		require.NoError(t, unix.Mknod(blk, unix.S_IFBLK|0o600, int(unix.Mkdev(7, 200))))
-		err := CheckReadable(blk, false)
-		require.ErrorIs(t, err, ErrNotRegular)
+		err := safefile.CheckReadable(blk, false)
+		require.ErrorIs(t, err, safefile.ErrNotRegular)
 		require.ErrorContains(t, err, "(block device)")
 		// Opening a block device node with no driver behind it fails with
 		// ENXIO; that it got past the type check is what matters.
-		err = CheckReadable(blk, true)
-		require.NotErrorIs(t, err, ErrNotRegular)
+		err = safefile.CheckReadable(blk, true)
+		require.NotErrorIs(t, err, safefile.ErrNotRegular)
 	})
 }
 
 func TestReadIn(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "small"), []byte("hello"), 0o644))
-	big := strings.Repeat("b", 3*chunk+7)
+	big := strings.Repeat("b", 3*safefile.Chunk+7)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "big"), []byte(big), 0o644))
 	require.NoError(t, os.Symlink("small", filepath.Join(dir, "link")))
 	require.NoError(t, os.Symlink("/etc/passwd", filepath.Join(dir, "out")))
@@ -79,13 +80,13 @@ func TestReadIn(t *testing.T) {
 		{"small", "small", 5, "hello", nil, ""},
 		{"several chunks", "big", int64(len(big)), big, nil, ""},
 		{"link inside", "link", 5, "hello", nil, ""},
-		{"one byte over", "small", 4, "", ErrTooLarge, "5 bytes, limit 4"},
+		{"one byte over", "small", 4, "", safefile.ErrTooLarge, "5 bytes, limit 4"},
 		{"link outside", "out", 1 << 20, "", nil, "escapes"},
 		{"missing", "nope", 1, "", fs.ErrNotExist, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			b, err := ReadIn(context.Background(), dir, tc.file, tc.limit)
+			b, err := safefile.ReadIn(context.Background(), dir, tc.file, tc.limit)
 			if tc.want != "" {
 				require.NoError(t, err)
 				require.Equal(t, tc.want, string(b))

@@ -59,8 +59,6 @@ func (e *ConfigError) Unwrap() error { return e.Err }
 var (
 	// ErrUnknownResource: no resource has that name.
 	ErrUnknownResource = errors.New("unknown resource")
-	// ErrExhausted: every slot of the resource is in use.
-	ErrExhausted = errors.New("no free device slot")
 	// ErrUnknownDevice: the device ID is not one of the resource's slots.
 	ErrUnknownDevice = errors.New("unknown device ID")
 	// ErrInUse: Claim of a slot that is already handed out.
@@ -69,22 +67,12 @@ var (
 	ErrNotInUse = errors.New("device slot not in use")
 )
 
-// InventoryError is an Inventory failure naming the resource and, where
-// there is one, the device ID.
-type InventoryError struct {
-	Resource string
-	DeviceID string
-	Err      error
-}
-
-// Error implements error.
-func (e *InventoryError) Error() string {
-	s := fmt.Sprintf("macvtap resource %q", e.Resource)
-	if e.DeviceID != "" {
-		s += fmt.Sprintf(" device %q", e.DeviceID)
+// inventoryError is an Inventory failure naming the resource and, where
+// there is one, the device ID, wrapping err (one of the sentinels above).
+func inventoryError(resource, deviceID string, err error) error {
+	s := fmt.Sprintf("macvtap resource %q", resource)
+	if deviceID != "" {
+		s += fmt.Sprintf(" device %q", deviceID)
 	}
-	return s + ": " + e.Err.Error()
+	return fmt.Errorf("%s: %w", s, err)
 }
-
-// Unwrap returns the underlying sentinel.
-func (e *InventoryError) Unwrap() error { return e.Err }

@@ -1,7 +1,6 @@
 package deviceplugin
 
 import (
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -61,45 +60,18 @@ func NewInventory(resources []Resource) (*Inventory, error) {
 	return inv, nil
 }
 
-// Resources returns the inventory's resources, sorted by name.
-func (inv *Inventory) Resources() []Resource {
-	out := make([]Resource, 0, len(inv.names))
-	for _, n := range inv.names {
-		out = append(out, inv.pools[n].res) // res is never written after NewInventory
-	}
-	return out
-}
-
 // DeviceIDs returns the IDs of every slot of resource, in slot order: what a
 // device plugin advertises in ListAndWatch.
 func (inv *Inventory) DeviceIDs(resource string) ([]string, error) {
 	p, ok := inv.pools[resource]
 	if !ok {
-		return nil, &InventoryError{Resource: resource, Err: ErrUnknownResource}
+		return nil, inventoryError(resource, "", ErrUnknownResource)
 	}
 	out := make([]string, p.res.Capacity)
 	for i := range out {
 		out[i] = macvtap.DeviceID(resource, i)
 	}
 	return out, nil
-}
-
-// Acquire hands out the lowest free slot of resource, or fails with
-// [ErrExhausted] when all of them are in use.
-func (inv *Inventory) Acquire(resource string) (Slot, error) {
-	inv.mu.Lock()
-	defer inv.mu.Unlock()
-	p, ok := inv.pools[resource]
-	if !ok {
-		return Slot{}, &InventoryError{Resource: resource, Err: ErrUnknownResource}
-	}
-	if p.free == 0 {
-		return Slot{}, &InventoryError{Resource: resource, Err: fmt.Errorf("%w: all %d in use", ErrExhausted, p.res.Capacity)}
-	}
-	i := slices.Index(p.used, false)
-	p.used[i] = true
-	p.free--
-	return p.slot(i), nil
 }
 
 // Claim marks the slot with deviceID as in use: the kubelet picks device IDs
@@ -112,7 +84,7 @@ func (inv *Inventory) Claim(resource, deviceID string) (Slot, error) {
 		return Slot{}, err
 	}
 	if p.used[i] {
-		return Slot{}, &InventoryError{Resource: resource, DeviceID: deviceID, Err: ErrInUse}
+		return Slot{}, inventoryError(resource, deviceID, ErrInUse)
 	}
 	p.used[i] = true
 	p.free--
@@ -139,7 +111,7 @@ func (inv *Inventory) Release(resource, deviceID string) error {
 		return err
 	}
 	if !p.used[i] {
-		return &InventoryError{Resource: resource, DeviceID: deviceID, Err: ErrNotInUse}
+		return inventoryError(resource, deviceID, ErrNotInUse)
 	}
 	p.used[i] = false
 	p.free++
@@ -152,7 +124,7 @@ func (inv *Inventory) Free(resource string) (int, error) {
 	defer inv.mu.Unlock()
 	p, ok := inv.pools[resource]
 	if !ok {
-		return 0, &InventoryError{Resource: resource, Err: ErrUnknownResource}
+		return 0, inventoryError(resource, "", ErrUnknownResource)
 	}
 	return p.free, nil
 }
@@ -161,12 +133,12 @@ func (inv *Inventory) Free(resource string) (int, error) {
 func (inv *Inventory) lookup(resource, deviceID string) (*pool, int, error) {
 	p, ok := inv.pools[resource]
 	if !ok {
-		return nil, 0, &InventoryError{Resource: resource, DeviceID: deviceID, Err: ErrUnknownResource}
+		return nil, 0, inventoryError(resource, deviceID, ErrUnknownResource)
 	}
 	digits, ok := strings.CutPrefix(deviceID, resource+"Mvp")
 	i, err := strconv.Atoi(digits)
 	if !ok || err != nil || i < 0 || i >= p.res.Capacity || macvtap.DeviceID(resource, i) != deviceID {
-		return nil, 0, &InventoryError{Resource: resource, DeviceID: deviceID, Err: ErrUnknownDevice}
+		return nil, 0, inventoryError(resource, deviceID, ErrUnknownDevice)
 	}
 	return p, i, nil
 }

@@ -6,7 +6,8 @@ import (
 
 	"github.com/containernetworking/plugins/pkg/netlinksafe"
 	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
+
+	"github.com/virtnet/virtnet/internal/nlhandle"
 )
 
 // NetlinkLister lists links over rtnetlink in one network namespace. It
@@ -20,25 +21,11 @@ type NetlinkLister struct {
 // privileged pod), or in the caller's namespace when nsPath is "". Close it
 // when done.
 func NewNetlinkLister(nsPath string) (*NetlinkLister, error) {
-	var (
-		h   netlinksafe.Handle
-		err error
-	)
-	if nsPath == "" {
-		h, err = netlinksafe.NewHandle()
-	} else {
-		var nsh netns.NsHandle
-		nsh, err = netns.GetFromPath(nsPath)
-		if err != nil {
-			return nil, fmt.Errorf("macvtap discovery: open netns %q: %w", nsPath, err)
-		}
-		defer func() { _ = nsh.Close() }()
-		h, err = netlinksafe.NewHandleAt(nsh)
-	}
+	h, err := nlhandle.Open(nsPath)
 	if err != nil {
-		return nil, fmt.Errorf("macvtap discovery: netlink handle in netns %q: %w", nsPath, err)
+		return nil, fmt.Errorf("macvtap discovery: open netns %q: %w", nsPath, err)
 	}
-	return &NetlinkLister{h: h}, nil
+	return &NetlinkLister{h: netlinksafe.Handle{Handle: h}}, nil
 }
 
 // Close releases the netlink socket.

@@ -4,12 +4,13 @@ package deviceplugin
 
 import (
 	"context"
-	"errors"
+
+	"github.com/virtnet/virtnet/internal/errclass"
 )
 
 // ErrNotSupported is returned by [NewNetlinkLister] on systems without
 // rtnetlink.
-var ErrNotSupported = errors.New("macvtap discovery: netlink is only supported on Linux")
+var ErrNotSupported = errclass.ErrNotSupported
 
 // NetlinkLister is unavailable outside Linux.
 type NetlinkLister struct{}

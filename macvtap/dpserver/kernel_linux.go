@@ -7,9 +7,9 @@ import (
 	"net"
 
 	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
+	"github.com/virtnet/virtnet/internal/nlhandle"
 	"github.com/virtnet/virtnet/macvtap"
 	"github.com/virtnet/virtnet/macvtap/deviceplugin"
 )
@@ -31,19 +31,7 @@ type NetlinkKernel struct {
 // NewNetlinkKernel opens a netlink handle in the namespace at nsPath ("" is
 // the caller's own, as in a hostNetwork pod). Close it when done.
 func NewNetlinkKernel(nsPath string) (*NetlinkKernel, error) {
-	if nsPath == "" {
-		h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
-		if err != nil {
-			return nil, fmt.Errorf("macvtap device plugin: netlink: %w", err)
-		}
-		return &NetlinkKernel{h: h}, nil
-	}
-	ns, err := netns.GetFromPath(nsPath)
-	if err != nil {
-		return nil, fmt.Errorf("macvtap device plugin: open netns %q: %w", nsPath, err)
-	}
-	defer func() { _ = ns.Close() }()
-	h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
+	h, err := nlhandle.Open(nsPath)
 	if err != nil {
 		return nil, fmt.Errorf("macvtap device plugin: netlink in netns %q: %w", nsPath, err)
 	}

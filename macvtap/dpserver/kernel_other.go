@@ -4,13 +4,13 @@ package dpserver
 
 import (
 	"context"
-	"errors"
 
+	"github.com/virtnet/virtnet/internal/errclass"
 	"github.com/virtnet/virtnet/macvtap/deviceplugin"
 )
 
 // ErrNotSupported is returned by [NewNetlinkKernel] outside Linux.
-var ErrNotSupported = errors.New("macvtap device plugin: only supported on Linux")
+var ErrNotSupported = errclass.ErrNotSupported
 
 // NetlinkKernel is unavailable outside Linux.
 type NetlinkKernel struct{}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/containernetworking/cni/pkg/types"
 
+	"github.com/virtnet/virtnet/internal/errclass"
 	"github.com/virtnet/virtnet/macvtap/cniconfig"
 )
 
@@ -34,7 +35,7 @@ var (
 	// ErrNotNetNS: CNI_NETNS exists but is not a network namespace.
 	ErrNotNetNS = errors.New("CNI_NETNS is not a network namespace")
 	// ErrNotSupported: the plugin only works on Linux.
-	ErrNotSupported = errors.New("macvtap CNI plugin: only supported on Linux")
+	ErrNotSupported = errclass.ErrNotSupported
 )
 
 // Error is a failure of one step of a CNI verb, naming the link (and the

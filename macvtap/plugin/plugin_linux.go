@@ -16,9 +16,8 @@ import (
 	cniversion "github.com/containernetworking/cni/pkg/version"
 	"github.com/containernetworking/plugins/pkg/ns"
 	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
-	"golang.org/x/sys/unix"
 
+	"github.com/virtnet/virtnet/internal/nlhandle"
 	"github.com/virtnet/virtnet/macvtap"
 	"github.com/virtnet/virtnet/macvtap/cniconfig"
 )
@@ -38,15 +37,7 @@ func isNotFound(err error) bool {
 
 // hostHandle opens a netlink handle in the host namespace.
 func (p *Plugin) hostHandle() (*netlink.Handle, error) {
-	if p.HostNetNS == "" {
-		return netlink.NewHandle(unix.NETLINK_ROUTE)
-	}
-	h, err := netns.GetFromPath(p.HostNetNS)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = h.Close() }()
-	return netlink.NewHandleAt(h, unix.NETLINK_ROUTE)
+	return nlhandle.Open(p.HostNetNS)
 }
 
 // containerHandle opens args.Netns and a netlink handle in it.
@@ -63,7 +54,7 @@ func containerHandle(path string) (ns.NetNS, *netlink.Handle, error) {
 		}
 		return nil, nil, err
 	}
-	h, err := netlink.NewHandleAt(netns.NsHandle(target.Fd()), unix.NETLINK_ROUTE)
+	h, err := nlhandle.Open(target.Path())
 	if err != nil {
 		_ = target.Close()
 		return nil, nil, err

@@ -122,6 +122,12 @@ func (n *Netlink) Close() error {
 }
 
 // Requests is the number of kernel round trips made so far.
+//
+// Requests and [Netlink.NATKernelTime] are measurements, kept exported for
+// bench/cmd/phase1bench: the benchmark a user runs (./bench.sh,
+// docs/benchmarks.md) to reproduce the published figures counts round
+// trips and the kernel's share of ApplyNAT with them, and neither can be
+// measured from outside the driver.
 func (n *Netlink) Requests() int64 { return n.requests.Load() }
 
 func (n *Netlink) count(k int64) { n.requests.Add(k) }

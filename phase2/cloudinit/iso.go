@@ -11,6 +11,7 @@ import (
 
 	"github.com/diskfs/go-diskfs/backend"
 	"github.com/diskfs/go-diskfs/filesystem/iso9660"
+	"github.com/virtnet/virtnet/internal/safefile"
 )
 
 // Volume labels (ISO 9660 volume identifiers) the guest looks for.
@@ -64,52 +65,28 @@ func writeISO(ctx context.Context, isoPath, label string, files []isoFile) (err 
 		}
 	}
 
-	staging := isoPath + stagingSuffix
-	out, err := os.OpenFile(staging, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	out, err := os.OpenFile(isoPath+stagingSuffix, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return fmt.Errorf("cloudinit: image %s: %w", isoPath, err)
 	}
-	defer func() {
-		if err != nil {
-			_ = out.Close() // already failing (a second Close is harmless)
-			_ = os.Remove(staging)
+	// write's and ctx's errors come back as they are; Replace's own
+	// (sync, close, rename) are wrapped here.
+	var passed error
+	err = safefile.Replace(out, isoPath, func(out *os.File) error {
+		passed = fillISO(out, isoPath, root, label)
+		return passed
+	}, func(st safefile.Stage) error {
+		if st != safefile.Synced {
+			return nil
 		}
-	}()
-	img := &imageFile{File: out}
-	fsys, err := iso9660.Create(img, 0, 0, sectorSize, root)
+		passed = ctx.Err()
+		return passed
+	})
+	if err != nil && err != passed {
+		err = fmt.Errorf("cloudinit: image %s: %w", isoPath, err)
+	}
 	if err != nil {
-		return fmt.Errorf("cloudinit: image %s: %w", isoPath, err)
-	}
-	if err := fsys.Finalize(iso9660.FinalizeOptions{RockRidge: true, Joliet: true, VolumeIdentifier: label}); err != nil {
-		return fmt.Errorf("cloudinit: image %s: write ISO 9660: %w", isoPath, err)
-	}
-	if err := img.finish(); err != nil {
-		return fmt.Errorf("cloudinit: image %s: write ISO 9660: %w", isoPath, err)
-	}
-	if err := fixJolietSubdirs(out); err != nil {
-		return fmt.Errorf("cloudinit: image %s: %w", isoPath, err)
-	}
-	if err := fixDescriptors(out); err != nil {
-		return fmt.Errorf("cloudinit: image %s: %w", isoPath, err)
-	}
-	if err := padTo(out, ISOAlignment); err != nil {
-		return fmt.Errorf("cloudinit: image %s: pad: %w", isoPath, err)
-	}
-	// Chmod beats the umask: the image must be readable by QEMU's user.
-	if err := out.Chmod(0o644); err != nil {
-		return fmt.Errorf("cloudinit: image %s: %w", isoPath, err)
-	}
-	if err := out.Sync(); err != nil {
-		return fmt.Errorf("cloudinit: image %s: sync: %w", isoPath, err)
-	}
-	if err := out.Close(); err != nil {
-		return fmt.Errorf("cloudinit: image %s: close: %w", isoPath, err)
-	}
-	if err := ctx.Err(); err != nil {
 		return err
-	}
-	if err := os.Rename(staging, isoPath); err != nil {
-		return fmt.Errorf("cloudinit: image %s: %w", isoPath, err)
 	}
 	return syncDir(dir)
 }
@@ -279,6 +256,35 @@ func padTo(f *os.File, align int64) error {
 	}
 	if r := st.Size() % align; r != 0 {
 		return f.Truncate(st.Size() + align - r)
+	}
+	return nil
+}
+
+// fillISO fills out with the ISO 9660 image of the files under root.
+func fillISO(out *os.File, isoPath, root, label string) error {
+	img := &imageFile{File: out}
+	fsys, err := iso9660.Create(img, 0, 0, sectorSize, root)
+	if err != nil {
+		return fmt.Errorf("cloudinit: image %s: %w", isoPath, err)
+	}
+	if err := fsys.Finalize(iso9660.FinalizeOptions{RockRidge: true, Joliet: true, VolumeIdentifier: label}); err != nil {
+		return fmt.Errorf("cloudinit: image %s: write ISO 9660: %w", isoPath, err)
+	}
+	if err := img.finish(); err != nil {
+		return fmt.Errorf("cloudinit: image %s: write ISO 9660: %w", isoPath, err)
+	}
+	if err := fixJolietSubdirs(out); err != nil {
+		return fmt.Errorf("cloudinit: image %s: %w", isoPath, err)
+	}
+	if err := fixDescriptors(out); err != nil {
+		return fmt.Errorf("cloudinit: image %s: %w", isoPath, err)
+	}
+	if err := padTo(out, ISOAlignment); err != nil {
+		return fmt.Errorf("cloudinit: image %s: pad: %w", isoPath, err)
+	}
+	// Chmod beats the umask: the image must be readable by QEMU's user.
+	if err := out.Chmod(0o644); err != nil {
+		return fmt.Errorf("cloudinit: image %s: %w", isoPath, err)
 	}
 	return nil
 }

@@ -30,8 +30,9 @@
 //     by default): optional options are left out by priority and logged.
 //   - The pod's IPv6 nameservers and the search list go to DHCPv6
 //     (options 23, 24) and router advertisements (RDNSS, DNSSL).
-//   - Every log line a packet can cause is rate-limited per message
-//     ([WithLogLimit]).
+//   - Every log line a packet can cause is rate-limited per message: 10
+//     lines at once, then one per 10s, with the number left out reported
+//     on the next line and when Serve ends.
 //   - DHCPv4 replies are always broadcast on the bridge: the VM's address is
 //     often also local to the pod namespace (bridge binding), so a unicast
 //     reply would never leave it.

@@ -46,7 +46,7 @@ func TestLogFlood(t *testing.T) {
 	const burst = 5
 	logs := &lockedBuffer{}
 	s, err := NewServer(cfg, slog.New(slog.NewTextHandler(logs, nil)), WithNetNS(l.pod.Path),
-		WithLogLimit(burst, time.Hour))
+		withLogLimit(burst, time.Hour))
 	require.NoError(t, err)
 	stop := serveStoppable(t, s)
 

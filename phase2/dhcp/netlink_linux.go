@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
 	"time"
 
 	"github.com/jsimonetti/rtnetlink/v2"
@@ -17,26 +16,32 @@ import (
 )
 
 // The server reads the kernel's state (addresses, neighbours) over
-// rtnetlink with jsimonetti/rtnetlink, read-only: phase2 links none of
-// phase1's kernel-changing code.
+// rtnetlink with jsimonetti/rtnetlink, read-only, and not with
+// vishvananda/netlink, the module's client elsewhere. Two reasons: phase2
+// and the launcher link none of the kernel-changing code
+// (phase2.TestNoKernelCodeLinked fails on vishvananda/netlink), and the
+// server waits on
+// an address subscription, and vishvananda/netlink v1.3.1's
+// AddrSubscribeWithOptions ends the subscription at the first receive
+// error (ENOBUFS when a burst of updates overflows the socket, which the
+// server must survive: see waitLinkLocal) and reports the error as text,
+// so that ENOBUFS cannot even be told apart; it also stops only when a
+// message or a timeout comes, not when ctx ends.
 
 // dial opens an rtnetlink socket in the server's namespace ("" is the
 // current one), joined to the multicast groups.
+// The socket is made inside the namespace ([nsexec.Do], the module's one
+// way in) and stays bound to it.
 func (s *Server) dial(groups uint32) (*rtnetlink.Conn, error) {
-	cfg := &netlink.Config{Groups: groups}
-	if s.netns != "" {
-		f, err := os.Open(s.netns)
+	var c *rtnetlink.Conn
+	err := nsexec.Do(s.netns, func() (err error) {
+		c, err = rtnetlink.Dial(&netlink.Config{Groups: groups})
 		if err != nil {
-			return nil, fmt.Errorf("open network namespace %s: %w", s.netns, err)
+			return fmt.Errorf("rtnetlink: %w", err)
 		}
-		defer f.Close()
-		cfg.NetNS = int(f.Fd())
-	}
-	c, err := rtnetlink.Dial(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("rtnetlink: %w", err)
-	}
-	return c, nil
+		return nil
+	})
+	return c, err
 }
 
 // usableLinkLocal returns the address of m when it is a link-local IPv6

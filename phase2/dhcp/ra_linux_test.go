@@ -19,7 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/virtnet/virtnet/cache"
-	"github.com/virtnet/virtnet/internal/testutil"
+	"github.com/virtnet/virtnet/internal/testing/testutil"
 )
 
 // noCarrierLab is a dual-stack masquerade bridge whose one port (tap0)
@@ -95,7 +95,7 @@ func TestRouterAdvertisementsAfterCarrier(t *testing.T) {
 	cfg, err := NewConfig(testVMI(), nil, rec, []byte(podResolvConf))
 	require.NoError(t, err)
 	logs := &lockedBuffer{}
-	s, err := NewServer(cfg, newTestLogger(t, logs), WithNetNS(l.pod.Path), WithRAInterval(time.Second))
+	s, err := NewServer(cfg, newTestLogger(t, logs), WithNetNS(l.pod.Path), withRAInterval(time.Second))
 	require.NoError(t, err)
 	serve(t, s) // ready although no link-local address exists
 	require.Empty(t, linkLocals(t, l.pod, l.bridge))

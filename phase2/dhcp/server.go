@@ -31,19 +31,6 @@ type Option func(*Server)
 // already runs in the pod's namespace and needs no option; tests use it.
 func WithNetNS(path string) Option { return func(s *Server) { s.netns = path } }
 
-// WithRAInterval sets the period of unsolicited router advertisements
-// (default 60s; RA runs only when the configuration has IPv6).
-func WithRAInterval(d time.Duration) Option { return func(s *Server) { s.raInterval = d } }
-
-// WithLogLimit sets how many lines of one log message the server writes
-// at once (burst) and how often one more is allowed after that (every):
-// every line a packet can cause is limited so, with the number of lines
-// left out reported on the next one and when Serve ends. The default is 10
-// at once and one per 10s.
-func WithLogLimit(burst int, every time.Duration) Option {
-	return func(s *Server) { s.lim = newLimiter(burst, every) }
-}
-
 // Server is the single-client DHCP server of one bridge: DHCPv4 always,
 // DHCPv6 and router advertisements when the configuration has IPv6.
 type Server struct {

@@ -20,7 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/virtnet/virtnet/cache"
-	"github.com/virtnet/virtnet/internal/testutil"
+	"github.com/virtnet/virtnet/internal/testing/testutil"
 )
 
 // linkLocal waits until the link has a link-local IPv6 address that
@@ -76,7 +76,7 @@ func TestDHCPv6(t *testing.T) {
 	resolv := "search default.svc.cluster.local svc.cluster.local cluster.local\nnameserver fd00:10:96::a\nnameserver 10.96.0.10\nnameserver fd00:10:96::b\n"
 	cfg, err := NewConfig(testVMI(), nil, rec, []byte(resolv))
 	require.NoError(t, err)
-	s, err := NewServer(cfg, testLogger(t), WithNetNS(l.pod.Path), WithRAInterval(time.Second))
+	s, err := NewServer(cfg, testLogger(t), WithNetNS(l.pod.Path), withRAInterval(time.Second))
 	require.NoError(t, err)
 	serve(t, s)
 

@@ -10,7 +10,7 @@ import (
 
 	"github.com/virtnet/virtnet/binding"
 	"github.com/virtnet/virtnet/cache"
-	"github.com/virtnet/virtnet/internal/testutil"
+	"github.com/virtnet/virtnet/internal/testing/testutil"
 	"github.com/virtnet/virtnet/phase2/prestart"
 )
 
@@ -54,13 +54,13 @@ func withoutNetAdmin(t *testing.T, fn func()) {
 func TestInterfaceTypeFollowsCapabilities(t *testing.T) {
 	hook := func(t *testing.T, it binding.InterfaceType) *prestart.Hook {
 		h := networkHook(t, bridgeYAML, "")
-		require.NoError(t, h.Store.WriteInterface(uid, &cache.Interface{
+		testutil.WriteRecord(t, h.Store, uid, &cache.Interface{
 			Interface: "default", PodInterface: "eth0", Binding: "bridge",
 			Bridge: "k6t-eth0", Tap: "tap0", NIC: "eth0-nic", MAC: cache.MustParseMAC("02:00:00:00:00:01"), MTU: 1440, IPAMDisabled: true,
-		}))
-		require.NoError(t, h.Store.WriteProgress(uid, &cache.Progress{
+		})
+		testutil.WriteRecord(t, h.Store, uid, &cache.Progress{
 			Interface: "default", PodInterface: "eth0", Binding: "bridge", State: cache.Finished,
-		}))
+		})
 		h.InterfaceType = it
 		return h
 	}

@@ -17,20 +17,17 @@ func (e *StepError) Error() string { return fmt.Sprintf("prestart: step %s: %v",
 // Unwrap returns the step's error.
 func (e *StepError) Unwrap() error { return e.Err }
 
-// ErrInvalidHook is matched by a [*HookError].
+// ErrInvalidHook is matched by the error of a [Hook] field that is missing
+// or wrong (Run checks them before any step); the error names the field.
 var ErrInvalidHook = errors.New("prestart: invalid hook")
 
-// HookError is a [Hook] field that is missing or wrong; Run checks them
-// before any step.
-type HookError struct {
-	Field  string
-	Reason string
+// errRequired is why a required Hook field is refused.
+var errRequired = errors.New("required")
+
+// hookError is [ErrInvalidHook] for the Hook field field, because of why.
+func hookError(field string, why error) error {
+	return fmt.Errorf("%w: Hook.%s: %w", ErrInvalidHook, field, why)
 }
-
-func (e *HookError) Error() string { return fmt.Sprintf("prestart: Hook.%s: %s", e.Field, e.Reason) }
-
-// Is makes a HookError match [ErrInvalidHook].
-func (e *HookError) Is(target error) bool { return target == ErrInvalidHook }
 
 // DiskError is a disk source the storage step cannot provide: the volume,
 // the path and why.

@@ -2,7 +2,6 @@ package prestart
 
 import (
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -60,33 +59,14 @@ func checkReadable(path string) error {
 	return safefile.CheckReadable(path, true)
 }
 
-// createFile makes path through "<path>.staging": write fills the staging
-// file, which is synced and renamed into place. On any error the staging
-// file is removed and path is not created. The directory must exist.
-func createFile(path string, mode os.FileMode, write func(f *os.File) error) (err error) {
-	tmp := path + stagingSuffix
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
+// createFile makes path through "<path>.staging" ([safefile.Replace]):
+// write fills the staging file, which is synced and renamed into place. On
+// any error the staging file is removed and path is not created. The
+// directory must exist.
+func createFile(path string, mode os.FileMode, write func(f *os.File) error) error {
+	f, err := os.OpenFile(path+stagingSuffix, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if err != nil {
-			_ = f.Close()
-			_ = os.Remove(tmp)
-		}
-	}()
-	if err = write(f); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return fmt.Errorf("sync: %w", err)
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	if err = os.Rename(tmp, path); err != nil {
-		_ = os.Remove(tmp)
-		return err
-	}
-	return nil
+	return safefile.Replace(f, path, write, nil)
 }

@@ -187,9 +187,9 @@ func (r *Running) Stop() error {
 func (h *Hook) check() error {
 	switch {
 	case h.VMI == nil:
-		return &HookError{Field: "VMI", Reason: "required"}
+		return hookError("VMI", errRequired)
 	case h.Store == nil && h.Records == nil:
-		return &HookError{Field: "Store", Reason: "required (or Records)"}
+		return hookError("Store", fmt.Errorf("%w (or Records)", errRequired))
 	}
 	return nil
 }
@@ -199,7 +199,7 @@ func (h *Hook) check() error {
 // [*Running] holds the domain to define and the DHCP servers, which serve
 // until ctx ends or Running.Stop: ctx must live as long as the VM (the
 // guest loses its leases' renewals when it is canceled). On failure it
-// returns a [*StepError] (or, before any step, a [*HookError], a
+// returns a [*StepError] (or, before any step, an error matching [ErrInvalidHook], a
 // domxml error for a domain it cannot build, or an [*InterfaceTypeError]
 // when InterfaceType is bridge and this process lacks CAP_NET_ADMIN) after
 // undoing the run: created files removed, servers stopped, a given domain
@@ -217,7 +217,7 @@ func (h *Hook) Run(ctx context.Context) (*Running, error) {
 	}
 	netAdmin, err := HasNetAdmin()
 	if err != nil {
-		return nil, &HookError{Field: "InterfaceType", Reason: "cannot read this process's capabilities: " + err.Error()}
+		return nil, hookError("InterfaceType", fmt.Errorf("cannot read this process's capabilities: %w", err))
 	}
 	render := binding.RenderOptions{Env: hk.Env}
 	if render.InterfaceType, err = ChooseInterfaceType(hk.VMI, "InterfaceType", hk.InterfaceType, netAdmin); err != nil {
@@ -229,7 +229,7 @@ func (h *Hook) Run(ctx context.Context) (*Running, error) {
 		}
 		b, err := os.ReadFile(hk.NetworkInfo)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return nil, &HookError{Field: "NetworkInfo", Reason: err.Error()}
+			return nil, hookError("NetworkInfo", err)
 		}
 		render.NetworkInfo = b
 	}
@@ -237,7 +237,7 @@ func (h *Hook) Run(ctx context.Context) (*Running, error) {
 		// slirp offers the pod's search domains (dnssearch=).
 		b, err := os.ReadFile(hk.ResolvConf)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return nil, &HookError{Field: "ResolvConf", Reason: err.Error()}
+			return nil, hookError("ResolvConf", err)
 		}
 		render.ResolvConf = b
 	}
@@ -255,7 +255,7 @@ func (h *Hook) Run(ctx context.Context) (*Running, error) {
 	}
 	saved, err := copyDomain(hk.Domain)
 	if err != nil {
-		return nil, &HookError{Field: "Domain", Reason: err.Error()}
+		return nil, hookError("Domain", err)
 	}
 	sctx, cancel := context.WithCancel(ctx)
 	servers, err := phase2.NewDHCPServers(sctx, phase2.DHCPOptions{NetNS: hk.NetNS, ResolvConf: hk.ResolvConf,

@@ -19,6 +19,7 @@ import (
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/cache"
 	"github.com/virtnet/virtnet/domxml"
+	"github.com/virtnet/virtnet/internal/testing/testutil"
 	"github.com/virtnet/virtnet/phase2"
 	"github.com/virtnet/virtnet/phase2/cloudinit"
 	"github.com/virtnet/virtnet/phase2/prestart"
@@ -72,14 +73,14 @@ func newEnv(t *testing.T, yaml string) *env {
 	}
 	store, err := cache.New(filepath.Join(root, "cache"))
 	require.NoError(t, err)
-	require.NoError(t, store.WriteInterface(uid, &cache.Interface{
+	testutil.WriteRecord(t, store, uid, &cache.Interface{
 		Interface: "default", PodInterface: "eth0", Binding: "bridge",
 		Bridge: "k6t-eth0", Tap: "tap0", NIC: "eth0-nic", MAC: cache.MustParseMAC("02:00:00:00:00:01"), MTU: 1440,
 		IPAMDisabled: true,
-	}))
-	require.NoError(t, store.WriteProgress(uid, &cache.Progress{
+	})
+	testutil.WriteRecord(t, store, uid, &cache.Progress{
 		Interface: "default", PodInterface: "eth0", Binding: "bridge", State: cache.Finished,
-	}))
+	})
 	pvc := filepath.Join(dirs.PrivateDir, "vmi-disks", "data", "disk.img")
 	require.NoError(t, os.MkdirAll(filepath.Dir(pvc), 0o755))
 	require.NoError(t, os.WriteFile(pvc, []byte("pvc"), 0o644))
@@ -257,11 +258,11 @@ func TestStepFailure(t *testing.T) {
 			require.ErrorAs(t, err, &me)
 		}},
 		{"dhcp server cannot bind", "network", func(t *testing.T, e *env) {
-			require.NoError(t, e.hook.Store.WriteInterface(uid, &cache.Interface{
+			testutil.WriteRecord(t, e.hook.Store, uid, &cache.Interface{
 				Interface: "default", PodInterface: "eth0", Binding: "bridge",
 				Bridge: "k6t-nosuchbr", Tap: "tap0", MAC: cache.MustParseMAC("02:00:00:00:00:01"), MTU: 1440,
 				IPv4: netip.MustParsePrefix("10.244.1.7/24"), Gateway: netip.MustParseAddr("10.244.1.1"), ServerIPv4: netip.MustParseAddr("169.254.75.10"),
-			}))
+			})
 		}, func(t *testing.T, err error) {
 			require.ErrorContains(t, err, "k6t-nosuchbr")
 		}},

@@ -11,6 +11,7 @@ import (
 	"github.com/virtnet/virtnet/binding"
 	"github.com/virtnet/virtnet/binding/bridge"
 	"github.com/virtnet/virtnet/cache"
+	"github.com/virtnet/virtnet/internal/testing/testutil"
 )
 
 // noDHCP is the bridge binding without its DHCPServer method: only the
@@ -42,11 +43,11 @@ func TestBindingAsksForDHCP(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t, vmiYAML)
-			require.NoError(t, e.hook.Store.WriteInterface(uid, &cache.Interface{
+			testutil.WriteRecord(t, e.hook.Store, uid, &cache.Interface{
 				Interface: "default", PodInterface: "eth0", Binding: "bridge",
 				Bridge: "k6t-nosuchbr", Tap: "tap0", MAC: cache.MustParseMAC("02:00:00:00:00:01"), MTU: 1440,
 				IPv4: netip.MustParsePrefix("10.244.1.7/24"), Gateway: netip.MustParseAddr("10.244.1.1"), ServerIPv4: netip.MustParseAddr("169.254.75.10"),
-			}))
+			})
 			e.hook.Registry = binding.Registry{api.BindingBridge: tt.binding}
 			r, err := e.hook.Run(context.Background())
 			if tt.wantErr != "" {

@@ -22,8 +22,8 @@ import (
 
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/cache"
-	"github.com/virtnet/virtnet/internal/faultinject"
 	"github.com/virtnet/virtnet/netdriver"
+	"github.com/virtnet/virtnet/netdriver/intercept"
 	"github.com/virtnet/virtnet/phase1"
 )
 
@@ -217,7 +217,7 @@ func runPhase1(vmi *api.VMI, pod string) (time.Duration, int64, error) {
 	}
 	stats := map[string]*stat{}
 	if profile {
-		drv = &faultinject.Driver{Inner: d, After: func(c faultinject.Call, took time.Duration, _ error) {
+		drv = &intercept.Driver{Inner: d, After: func(c intercept.Call, took time.Duration, _ error) {
 			s := stats[c.Method]
 			if s == nil {
 				s = &stat{}

@@ -21,7 +21,7 @@ import (
 
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/cache"
-	"github.com/virtnet/virtnet/internal/faultinject"
+	"github.com/virtnet/virtnet/netdriver/intercept"
 	"github.com/virtnet/virtnet/phase1"
 )
 
@@ -244,7 +244,7 @@ func runOurs(vmi *api.VMI, pod string) (peerSample, error) {
 	if err != nil {
 		return s, err
 	}
-	drv := &faultinject.Driver{Inner: d, After: func(c faultinject.Call, t time.Duration, _ error) {
+	drv := &intercept.Driver{Inner: d, After: func(c intercept.Call, t time.Duration, _ error) {
 		took[c.Method] += t
 		calls[c.Method]++
 	}}

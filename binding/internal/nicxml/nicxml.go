@@ -1,6 +1,7 @@
 package nicxml
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -78,7 +79,7 @@ func GuestAddress(iface *api.Interface) (*libvirtxml.DomainAddress, error) {
 // sysfs, of the SR-IOV device plugin and of a VMI's pciAddress. A slot
 // above 0x1f is refused as PCI has 32 slots.
 func ParsePCIAddress(s string) (*libvirtxml.DomainAddressPCI, error) {
-	bad := func(reason string) error { return &PCIAddressError{Value: s, Reason: reason} }
+	bad := func(reason string) error { return fmt.Errorf("%w %q: %s", domxml.ErrPCIAddress, s, reason) }
 	dbs, fn, ok := strings.Cut(s, ".")
 	if !ok {
 		return nil, bad("no '.' before the function")

@@ -12,18 +12,6 @@ import (
 	"github.com/virtnet/virtnet/domxml"
 )
 
-// RecordError is an interface record that lacks what a binding needs to
-// render the interface.
-type RecordError struct {
-	Interface string
-	Field     string
-	Reason    string
-}
-
-func (e *RecordError) Error() string {
-	return fmt.Sprintf("cache record field %s: %s", e.Field, e.Reason)
-}
-
 // Interface renders a VM NIC on the in-pod bridge and tap phase1 made
 // (bridge and masquerade bindings): <mac address=rec.MAC>, <mtu
 // size=rec.MTU> (omitted when 0), the model (virtio becomes
@@ -51,13 +39,13 @@ func Interface(vmi *api.VMI, p api.Pair, rec *cache.Interface, ifaceType binding
 	case binding.InterfaceEthernet:
 		ethernet = true
 	default:
-		return nil, &InterfaceTypeError{Interface: name, Type: string(ifaceType)}
+		return nil, fmt.Errorf("%w %q is neither bridge nor ethernet", binding.ErrInterfaceType, ifaceType)
 	}
 	if rec == nil {
-		return nil, &RecordError{Interface: name, Field: "*", Reason: "no record"}
+		return nil, fmt.Errorf("%w field *: no record", binding.ErrIncompleteRecord)
 	}
 	if !rec.MAC.IsValid() {
-		return nil, &RecordError{Interface: name, Field: "mac", Reason: "empty"}
+		return nil, fmt.Errorf("%w field mac: empty", binding.ErrIncompleteRecord)
 	}
 	addr, err := nicxml.GuestAddress(iface)
 	if err != nil {
@@ -80,14 +68,14 @@ func Interface(vmi *api.VMI, p api.Pair, rec *cache.Interface, ifaceType binding
 	}
 	if ethernet {
 		if rec.Tap == "" {
-			return nil, &RecordError{Interface: name, Field: "tap", Reason: "empty"}
+			return nil, fmt.Errorf("%w field tap: empty", binding.ErrIncompleteRecord)
 		}
 		di.Source = &libvirtxml.DomainInterfaceSource{Ethernet: &libvirtxml.DomainInterfaceSourceEthernet{}}
 		di.Target = &libvirtxml.DomainInterfaceTarget{Dev: rec.Tap, Managed: "no"}
 		return di, nil
 	}
 	if rec.Bridge == "" {
-		return nil, &RecordError{Interface: name, Field: "bridge", Reason: "empty"}
+		return nil, fmt.Errorf("%w field bridge: empty", binding.ErrIncompleteRecord)
 	}
 	di.Source = &libvirtxml.DomainInterfaceSource{Bridge: &libvirtxml.DomainInterfaceSourceBridge{Bridge: rec.Bridge}}
 	return di, nil
@@ -102,15 +90,4 @@ func Render(in binding.RenderInput, dom *libvirtxml.Domain) error {
 	devs := nicxml.Devices(dom)
 	devs.Interfaces = append(devs.Interfaces, *di)
 	return nil
-}
-
-// InterfaceTypeError is an interface type that is neither bridge nor
-// ethernet.
-type InterfaceTypeError struct {
-	Interface string
-	Type      string
-}
-
-func (e *InterfaceTypeError) Error() string {
-	return fmt.Sprintf("interface type %q is neither bridge nor ethernet", e.Type)
 }

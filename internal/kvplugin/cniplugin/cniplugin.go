@@ -35,9 +35,9 @@ import (
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/binding/masquerade"
 	"github.com/virtnet/virtnet/cache"
-	"github.com/virtnet/virtnet/internal/faultinject"
 	"github.com/virtnet/virtnet/internal/kvplugin"
 	"github.com/virtnet/virtnet/internal/names"
+	"github.com/virtnet/virtnet/netdriver/intercept"
 	"github.com/virtnet/virtnet/phase1"
 )
 
@@ -694,7 +694,7 @@ func (p Plugin) check(ctx context.Context, c *netConf, t *target, netns string, 
 	}
 	defer nl.Close()
 	var would []string
-	dry := &faultinject.Driver{Inner: nl, Before: func(call faultinject.Call) error {
+	dry := &intercept.Driver{Inner: nl, Before: func(call intercept.Call) error {
 		if call.Mutating {
 			would = append(would, call.Method)
 			return errWouldChange

@@ -87,3 +87,21 @@ func CacheFiles(tb testing.TB, s *cache.Store) map[string]string {
 	require.NoError(tb, err)
 	return out
 }
+
+// WriteRecord writes rec (a *cache.Interface or a *cache.Progress) for the
+// VMI uid the way phase1 does (Put, then SyncVMI), failing the test on
+// error.
+func WriteRecord(tb testing.TB, s *cache.Store, uid string, rec any) {
+	tb.Helper()
+	var err error
+	switch r := rec.(type) {
+	case *cache.Interface:
+		_, err = s.PutInterface(uid, r)
+	case *cache.Progress:
+		_, err = s.PutProgress(uid, r)
+	default:
+		tb.Fatalf("testutil.WriteRecord: %T is not a cache record", rec)
+	}
+	require.NoError(tb, err)
+	require.NoError(tb, s.SyncVMI(uid))
+}

@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/vishvananda/netlink"
 
-	"github.com/virtnet/virtnet/internal/testutil"
-	"github.com/virtnet/virtnet/internal/testutil/libvirtd"
+	"github.com/virtnet/virtnet/internal/testing/testutil"
+	"github.com/virtnet/virtnet/internal/testing/testutil/libvirtd"
 )
 
 // idleDomain is a q35 guest with nothing to boot (SeaBIOS finds no disk and

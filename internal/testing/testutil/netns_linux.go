@@ -17,6 +17,7 @@ import (
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
+	"github.com/virtnet/virtnet/internal/nlhandle"
 	"github.com/virtnet/virtnet/internal/nsexec"
 )
 
@@ -72,10 +73,7 @@ func NewNS(tb testing.TB, prefix string) *NS {
 	var st unix.Stat_t
 	require.NoError(tb, unix.Stat(ns.Path, &st))
 	ino = st.Ino
-	h, err := netns.GetFromName(name)
-	require.NoError(tb, err)
-	nh, err := netlink.NewHandleAt(h, unix.NETLINK_ROUTE)
-	h.Close()
+	nh, err := nlhandle.Open(ns.Path)
 	require.NoError(tb, err)
 	ns.Handle = nh
 	tb.Cleanup(nh.Close)

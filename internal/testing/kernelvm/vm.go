@@ -21,7 +21,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/virtnet/virtnet/internal/testutil"
+	"github.com/virtnet/virtnet/internal/testing/testutil"
 )
 
 // Defaults for [Options].

@@ -40,7 +40,7 @@ func TestNewNSLeavesNothing(t *testing.T) {
 	if _, err := exec.LookPath("sleep"); err != nil {
 		Skip(t, "no sleep program")
 	}
-	root, err := filepath.Abs("../..")
+	root, err := filepath.Abs("../../..")
 	require.NoError(t, err)
 	script := filepath.Join(root, "scripts", "leakcheck.sh")
 	before := filepath.Join(t.TempDir(), "before")

@@ -2,7 +2,7 @@
 
 // One method of Driver per netdriver.Driver method; keep them in step.
 
-package faultinject
+package intercept
 
 import (
 	"net"

@@ -1,6 +1,6 @@
 //go:build linux
 
-package faultinject
+package intercept
 
 import (
 	"sync"

@@ -39,7 +39,7 @@ import (
 	"libvirt.org/go/libvirtxml"
 
 	"github.com/virtnet/virtnet/internal/nsexec"
-	"github.com/virtnet/virtnet/internal/testutil"
+	"github.com/virtnet/virtnet/internal/testing/testutil"
 )
 
 // DefaultUser is the user the daemon and its QEMU run as unless

@@ -161,7 +161,9 @@ func probe(name string) error {
 			return
 		}
 		defer func() { _ = ns.Close() }()
-		h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
+		// This thread is in the new namespace: the handle's socket is
+		// made there.
+		h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
 		if err != nil {
 			errc <- fmt.Errorf("kernelvm: probing %s: netlink handle: %w", name, err)
 			return
