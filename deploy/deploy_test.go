@@ -18,9 +18,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/virtnet/virtnet/api"
-	"github.com/virtnet/virtnet/internal/kvplugin"
-	"github.com/virtnet/virtnet/internal/kvplugin/cniplugin"
-	"github.com/virtnet/virtnet/internal/kvplugin/sidecar"
+	"github.com/virtnet/virtnet/internal/kubevirt/kvplugin"
+	"github.com/virtnet/virtnet/internal/kubevirt/kvplugin/cniplugin"
+	"github.com/virtnet/virtnet/internal/kubevirt/kvplugin/sidecar"
 	"github.com/virtnet/virtnet/internal/testing/kernelvm"
 	"github.com/virtnet/virtnet/internal/testing/testutil"
 )

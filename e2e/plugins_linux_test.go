@@ -17,10 +17,10 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"libvirt.org/go/libvirtxml"
 
-	"github.com/virtnet/virtnet/internal/hookapi/info"
-	"github.com/virtnet/virtnet/internal/hookapi/v1alpha3"
-	"github.com/virtnet/virtnet/internal/kvplugin/cniplugin"
-	"github.com/virtnet/virtnet/internal/kvplugin/sidecar"
+	"github.com/virtnet/virtnet/internal/kubevirt/hookapi/info"
+	"github.com/virtnet/virtnet/internal/kubevirt/hookapi/v1alpha3"
+	"github.com/virtnet/virtnet/internal/kubevirt/kvplugin/cniplugin"
+	"github.com/virtnet/virtnet/internal/kubevirt/kvplugin/sidecar"
 	"github.com/virtnet/virtnet/internal/testing/testutil"
 )
 

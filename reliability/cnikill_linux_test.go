@@ -16,7 +16,7 @@ import (
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/stretchr/testify/require"
 
-	"github.com/virtnet/virtnet/internal/kvplugin/cniplugin"
+	"github.com/virtnet/virtnet/internal/kubevirt/kvplugin/cniplugin"
 	"github.com/virtnet/virtnet/internal/testing/testutil"
 )
 

@@ -49,7 +49,7 @@ import (
 	"github.com/containernetworking/cni/pkg/version"
 
 	"github.com/virtnet/virtnet/internal/buildinfo"
-	"github.com/virtnet/virtnet/internal/kvplugin/cniplugin"
+	"github.com/virtnet/virtnet/internal/kubevirt/kvplugin/cniplugin"
 )
 
 func init() {

@@ -22,7 +22,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/virtnet/virtnet/api"
-	"github.com/virtnet/virtnet/internal/kvplugin"
+	"github.com/virtnet/virtnet/internal/kubevirt/kvplugin"
 	"github.com/virtnet/virtnet/internal/names"
 	"github.com/virtnet/virtnet/internal/nsexec"
 	"github.com/virtnet/virtnet/internal/testing/kernelvm"

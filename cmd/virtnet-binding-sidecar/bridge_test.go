@@ -15,8 +15,8 @@ import (
 	"libvirt.org/go/libvirtxml"
 
 	"github.com/virtnet/virtnet/api"
-	"github.com/virtnet/virtnet/internal/hookapi/v1alpha3"
-	"github.com/virtnet/virtnet/internal/kvplugin"
+	"github.com/virtnet/virtnet/internal/kubevirt/hookapi/v1alpha3"
+	"github.com/virtnet/virtnet/internal/kubevirt/kvplugin"
 	"github.com/virtnet/virtnet/internal/names"
 	"github.com/virtnet/virtnet/internal/testing/kernelvm"
 	"github.com/virtnet/virtnet/internal/testing/testutil"

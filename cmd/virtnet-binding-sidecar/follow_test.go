@@ -16,8 +16,8 @@ import (
 	"libvirt.org/go/libvirtxml"
 
 	"github.com/virtnet/virtnet/api"
-	"github.com/virtnet/virtnet/internal/kvplugin"
-	"github.com/virtnet/virtnet/internal/kvplugin/sidecar"
+	"github.com/virtnet/virtnet/internal/kubevirt/kvplugin"
+	"github.com/virtnet/virtnet/internal/kubevirt/kvplugin/sidecar"
 	"github.com/virtnet/virtnet/internal/testing/kernelvm"
 	"github.com/virtnet/virtnet/internal/testing/testutil"
 	"github.com/virtnet/virtnet/phase1"

@@ -22,9 +22,9 @@ import (
 	"libvirt.org/go/libvirtxml"
 
 	"github.com/virtnet/virtnet/api"
-	"github.com/virtnet/virtnet/internal/hookapi/info"
-	"github.com/virtnet/virtnet/internal/hookapi/v1alpha3"
-	"github.com/virtnet/virtnet/internal/kvplugin"
+	"github.com/virtnet/virtnet/internal/kubevirt/hookapi/info"
+	"github.com/virtnet/virtnet/internal/kubevirt/hookapi/v1alpha3"
+	"github.com/virtnet/virtnet/internal/kubevirt/kvplugin"
 	"github.com/virtnet/virtnet/internal/testing/testutil"
 )
 

@@ -48,7 +48,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/virtnet/virtnet/internal/kvplugin/sidecar"
+	"github.com/virtnet/virtnet/internal/kubevirt/kvplugin/sidecar"
 )
 
 func main() {

@@ -18,9 +18,9 @@ import (
 	"libvirt.org/go/libvirtxml"
 
 	"github.com/virtnet/virtnet/api"
-	"github.com/virtnet/virtnet/internal/hookapi/v1alpha3"
-	"github.com/virtnet/virtnet/internal/kvplugin"
-	"github.com/virtnet/virtnet/internal/kvplugin/sidecar"
+	"github.com/virtnet/virtnet/internal/kubevirt/hookapi/v1alpha3"
+	"github.com/virtnet/virtnet/internal/kubevirt/kvplugin"
+	"github.com/virtnet/virtnet/internal/kubevirt/kvplugin/sidecar"
 	"github.com/virtnet/virtnet/internal/testing/testutil"
 	"github.com/virtnet/virtnet/phase1"
 )

@@ -24,9 +24,6 @@ type floor struct {
 	path  string
 	tree  bool
 	level int
-	// pending names the path a package moves to: the lead moves it
-	// after merging the helpers' branches (see pendingMoves).
-	pending string
 }
 
 // floors, lowest first (see the package doc).
@@ -54,10 +51,6 @@ var floors = []floor{
 	{path: "macvtap/plugin", tree: true, level: 4},
 
 	{path: "internal/kubevirt", tree: true, level: 5},
-	// PENDING: these two move to internal/kubevirt/ (kept here until
-	// the sidecar work on internal/kvplugin/sidecar is merged).
-	{path: "internal/kvplugin", tree: true, level: 5, pending: "internal/kubevirt/kvplugin"},
-	{path: "internal/hookapi", tree: true, level: 5, pending: "internal/kubevirt/hookapi"},
 
 	{path: "cmd", tree: true, level: 6},
 	{path: "examples", tree: true, level: 6},
@@ -160,17 +153,6 @@ func TestFloors(t *testing.T) {
 			up, unplaced := upward(imports)
 			require.Empty(t, unplaced, "packages no floor places: add them to floors")
 			require.Empty(t, up, "imports from a lower floor to a higher one")
-			for _, f := range floors {
-				if f.pending == "" {
-					continue
-				}
-				placed := false
-				for pkg := range imports {
-					placed = placed || pkg == f.path || strings.HasPrefix(pkg, f.path+"/")
-				}
-				require.True(t, placed, "%s has moved to %s: delete its pending entry", f.path, f.pending)
-				t.Logf("PENDING: %s is to move to %s", f.path, f.pending)
-			}
 		})
 	}
 }

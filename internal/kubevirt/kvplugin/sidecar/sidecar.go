@@ -26,9 +26,9 @@ import (
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/binding"
 	"github.com/virtnet/virtnet/binding/registry"
-	"github.com/virtnet/virtnet/internal/hookapi/info"
-	"github.com/virtnet/virtnet/internal/hookapi/v1alpha3"
-	"github.com/virtnet/virtnet/internal/kvplugin"
+	"github.com/virtnet/virtnet/internal/kubevirt/hookapi/info"
+	"github.com/virtnet/virtnet/internal/kubevirt/hookapi/v1alpha3"
+	"github.com/virtnet/virtnet/internal/kubevirt/kvplugin"
 	"github.com/virtnet/virtnet/phase2"
 )
 

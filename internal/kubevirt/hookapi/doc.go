@@ -33,7 +33,7 @@
 //
 // The generated Go code is committed; regenerate it with
 //
-//	go generate ./internal/hookapi
+//	go generate ./internal/kubevirt/hookapi
 //
 // which needs protoc (Debian package protobuf-compiler) and runs the
 // pinned protoc-gen-go and protoc-gen-go-grpc through go run.

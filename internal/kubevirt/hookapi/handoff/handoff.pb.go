@@ -3,7 +3,7 @@
 // network namespace but not the same file system). It travels as the alias
 // (IFLA_IFALIAS) of the tap phase1 made, which any process in the network
 // namespace can read over netlink without privileges; see package
-// github.com/virtnet/virtnet/internal/kvplugin for the framing. Fields are
+// github.com/virtnet/virtnet/internal/kubevirt/kvplugin for the framing. Fields are
 // only ever added, never renumbered; a change of meaning bumps the version
 // in the framing instead.
 
@@ -331,7 +331,7 @@ const file_handoff_handoff_proto_rawDesc = "" +
 	"\x05Route\x12,\n" +
 	"\x03dst\x18\x01 \x01(\v2\x1a.virtnet.handoff.v1.PrefixR\x03dst\x12\x18\n" +
 	"\agateway\x18\x02 \x01(\fR\agateway\x12\x16\n" +
-	"\x06metric\x18\x03 \x01(\rR\x06metricB5Z3github.com/virtnet/virtnet/internal/hookapi/handoffb\x06proto3"
+	"\x06metric\x18\x03 \x01(\rR\x06metricB>Z<github.com/virtnet/virtnet/internal/kubevirt/hookapi/handoffb\x06proto3"
 
 var (
 	file_handoff_handoff_proto_rawDescOnce sync.Once

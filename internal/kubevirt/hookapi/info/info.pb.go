@@ -196,7 +196,7 @@ const file_info_info_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\bpriority\x18\x02 \x01(\x05R\bpriority2P\n" +
 	"\x04Info\x12H\n" +
-	"\x04Info\x12\x1f.kubevirt.hooks.info.InfoParams\x1a\x1f.kubevirt.hooks.info.InfoResultB2Z0github.com/virtnet/virtnet/internal/hookapi/infob\x06proto3"
+	"\x04Info\x12\x1f.kubevirt.hooks.info.InfoParams\x1a\x1f.kubevirt.hooks.info.InfoResultB;Z9github.com/virtnet/virtnet/internal/kubevirt/hookapi/infob\x06proto3"
 
 var (
 	file_info_info_proto_rawDescOnce sync.Once

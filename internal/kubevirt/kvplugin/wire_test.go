@@ -6,7 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/virtnet/virtnet/internal/hookapi/handoff"
+	"github.com/virtnet/virtnet/internal/kubevirt/hookapi/handoff"
 )
 
 // TestWireMatchesProtobuf checks the written-out codec of the hand-off

@@ -7,7 +7,7 @@ import (
 )
 
 // The hand-off record's protobuf encoding, written out: the schema is
-// internal/hookapi/handoff/handoff.proto, and TestWireMatchesProtobuf
+// internal/kubevirt/hookapi/handoff/handoff.proto, and TestWireMatchesProtobuf
 // checks both directions against the generated code and the protobuf
 // library. The CNI plugin encodes a record at every ADD; the generated
 // code would make it import the protobuf runtime, whose package

@@ -336,7 +336,7 @@ const file_v1alpha3_v1alpha3_proto_rawDesc = "" +
 	"\tCallbacks\x12n\n" +
 	"\x0eOnDefineDomain\x12-.kubevirt.hooks.v1alpha3.OnDefineDomainParams\x1a-.kubevirt.hooks.v1alpha3.OnDefineDomainResult\x12q\n" +
 	"\x0fPreCloudInitIso\x12..kubevirt.hooks.v1alpha3.PreCloudInitIsoParams\x1a..kubevirt.hooks.v1alpha3.PreCloudInitIsoResult\x12\\\n" +
-	"\bShutdown\x12'.kubevirt.hooks.v1alpha3.ShutdownParams\x1a'.kubevirt.hooks.v1alpha3.ShutdownResultB6Z4github.com/virtnet/virtnet/internal/hookapi/v1alpha3b\x06proto3"
+	"\bShutdown\x12'.kubevirt.hooks.v1alpha3.ShutdownParams\x1a'.kubevirt.hooks.v1alpha3.ShutdownResultB?Z=github.com/virtnet/virtnet/internal/kubevirt/hookapi/v1alpha3b\x06proto3"
 
 var (
 	file_v1alpha3_v1alpha3_proto_rawDescOnce sync.Once

@@ -26,7 +26,7 @@
 //     old or the new record, never a torn one.
 //
 // An alias holds at most [MaxAlias] bytes. The record is a protocol
-// buffer (schema internal/hookapi/handoff/handoff.proto; encoded and
+// buffer (schema internal/kubevirt/hookapi/handoff/handoff.proto; encoded and
 // decoded by the written-out codec of wire.go, so that the CNI plugin does
 // not load the protobuf runtime) in base64 behind the prefix
 // "virtnet/v<version> "; link names are not stored but derived again from
