@@ -17,8 +17,7 @@ type Call struct {
 	Mutating bool
 	// Seq counts the calls of the same kind (mutating or not) through
 	// this Driver, from 1.
-	Seq   int
-	start time.Time
+	Seq int
 }
 
 // Driver wraps a [netdriver.Driver]: Before runs ahead of every call and
@@ -47,7 +46,9 @@ func (d *Driver) Counts() (reads, mutating int) {
 	return d.reads, d.mutates
 }
 
-func (d *Driver) before(method string, mutating bool) (Call, error) {
+// call runs f between the hooks: Before can fail it in f's place, After
+// sees its duration and error.
+func (d *Driver) call(method string, mutating bool, f func() error) error {
 	d.mu.Lock()
 	c := Call{Method: method, Mutating: mutating}
 	if mutating {
@@ -60,15 +61,26 @@ func (d *Driver) before(method string, mutating bool) (Call, error) {
 	d.mu.Unlock()
 	if d.Before != nil {
 		if err := d.Before(c); err != nil {
-			return c, err
+			return err
 		}
 	}
-	c.start = time.Now()
-	return c, nil
+	start := time.Now()
+	err := f()
+	if d.After != nil {
+		d.After(c, time.Since(start), err)
+	}
+	return err
 }
 
-func (d *Driver) after(c Call, err error) {
-	if d.After != nil {
-		d.After(c, time.Since(c.start), err)
-	}
+func (d *Driver) mutate(method string, f func() error) error { return d.call(method, true, f) }
+
+// read is call for a read-only method returning a value (the zero value
+// when Before fails the call).
+func read[T any](d *Driver, method string, f func() (T, error)) (T, error) {
+	var v T
+	err := d.call(method, false, func() (err error) {
+		v, err = f()
+		return err
+	})
+	return v, err
 }
