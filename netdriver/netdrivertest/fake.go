@@ -34,11 +34,12 @@ type Fake struct {
 	txcsum  map[int]bool
 	// learning holds the bridge-port learning flag of enslaved links.
 	learning map[int]bool
-	nat      map[netdriver.Family]netdriver.NAT
-	next     int
-	calls    []string
-	failAt   int
-	failErr  error
+	// nat holds each family's table as NATRules lists it.
+	nat     map[netdriver.Family][]string
+	next    int
+	calls   []string
+	failAt  int
+	failErr error
 }
 
 var _ netdriver.Driver = (*Fake)(nil)
@@ -61,7 +62,7 @@ func NewFake() *Fake {
 		},
 		txcsum:   map[int]bool{},
 		learning: map[int]bool{},
-		nat:      map[netdriver.Family]netdriver.NAT{},
+		nat:      map[netdriver.Family][]string{},
 		next:     1,
 	}
 	f.addLink(&netdriver.Link{Name: "lo", Type: netdriver.TypeDevice, MTU: 65536, Up: true})
@@ -158,8 +159,8 @@ func (f *Fake) Snapshot() Snapshot {
 	for k, v := range f.sysctls {
 		s.Sysctls[k] = v
 	}
-	for fam, nat := range f.nat {
-		s.NAT[fam], _ = netdriver.NATListing(nat)
+	for fam, lines := range f.nat {
+		s.NAT[fam] = slices.Clone(lines)
 	}
 	return s
 }
@@ -182,15 +183,16 @@ func (f *Fake) addLink(l *netdriver.Link) *netdriver.Link {
 	return l
 }
 
-// step records a mutating call and reports the injected failure, if this
-// is the call to fail.
-func (f *Fake) step(format string, args ...any) error {
-	call := fmt.Sprintf(format, args...)
+// change records a mutating call and, unless it is the call to fail,
+// runs fn, under the lock.
+func (f *Fake) change(call string, fn func() error) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.calls = append(f.calls, call)
 	if f.failAt > 0 && len(f.calls) == f.failAt {
 		return fmt.Errorf("fake: %s: %w", call, f.failErr)
 	}
-	return nil
+	return fn()
 }
 
 func (f *Fake) get(name string) (*netdriver.Link, error) {
@@ -208,15 +210,21 @@ func (f *Fake) copyLink(l *netdriver.Link) *netdriver.Link {
 	return &c
 }
 
-// LinkByName implements [netdriver.Driver].
-func (f *Fake) LinkByName(name string) (*netdriver.Link, error) {
+// view runs fn on the link named name under the lock.
+func view[T any](f *Fake, name string, fn func(*netdriver.Link) (T, error)) (T, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	l, err := f.get(name)
 	if err != nil {
-		return nil, err
+		var zero T
+		return zero, err
 	}
-	return f.copyLink(l), nil
+	return fn(l)
+}
+
+// LinkByName implements [netdriver.Driver].
+func (f *Fake) LinkByName(name string) (*netdriver.Link, error) {
+	return view(f, name, func(l *netdriver.Link) (*netdriver.Link, error) { return f.copyLink(l), nil })
 }
 
 // LinkList implements [netdriver.Driver].
@@ -232,82 +240,66 @@ func (f *Fake) LinkList() ([]*netdriver.Link, error) {
 }
 
 func (f *Fake) add(kind string, l *netdriver.Link) error {
-	if err := f.step("Add%s %s", kind, l.Name); err != nil {
-		return err
-	}
-	if _, ok := f.links[l.Name]; ok {
-		return fmt.Errorf("add %s %q: %w", kind, l.Name, unix.EEXIST)
-	}
-	if len(l.Name) > 15 {
-		return fmt.Errorf("add %s %q: %w", kind, l.Name, unix.EINVAL)
-	}
-	f.addLink(l)
-	return nil
+	return f.change("Add"+kind+" "+l.Name, func() error {
+		if _, ok := f.links[l.Name]; ok {
+			return fmt.Errorf("add %s %q: %w", kind, l.Name, unix.EEXIST)
+		}
+		if len(l.Name) > 15 {
+			return fmt.Errorf("add %s %q: %w", kind, l.Name, unix.EINVAL)
+		}
+		f.addLink(l)
+		return nil
+	})
 }
 
 // AddBridge implements [netdriver.Driver].
 func (f *Fake) AddBridge(name string, mtu int, mac net.HardwareAddr) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	err := f.add("Bridge", &netdriver.Link{Name: name, Type: netdriver.TypeBridge, MTU: mtu, MAC: slices.Clone(mac), TapOwner: -1, TapGroup: -1})
-	if err == nil {
-		f.txcsum[f.links[name].Index] = true
-	}
-	return err
+	return f.add("Bridge", &netdriver.Link{Name: name, Type: netdriver.TypeBridge, MTU: mtu, MAC: slices.Clone(mac), TapOwner: -1, TapGroup: -1})
 }
 
 // AddDummy implements [netdriver.Driver].
 func (f *Fake) AddDummy(name string) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
 	return f.add("Dummy", &netdriver.Link{Name: name, Type: netdriver.TypeDummy, NoARP: true, TapOwner: -1, TapGroup: -1})
 }
 
 // AddTap implements [netdriver.Driver].
 func (f *Fake) AddTap(tap netdriver.Tap) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
 	return f.add("Tap", &netdriver.Link{Name: tap.Name, Type: netdriver.TypeTuntap, MTU: tap.MTU, TapOwner: tap.Owner, TapGroup: tap.Group, TapMultiQueue: tap.MultiQueue})
 }
 
 // DeleteLink implements [netdriver.Driver].
 func (f *Fake) DeleteLink(name string) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err := f.step("DeleteLink %s", name); err != nil {
-		return err
-	}
-	l, ok := f.links[name]
-	if !ok {
-		return nil
-	}
-	delete(f.links, name)
-	delete(f.addrs, l.Index)
-	delete(f.aflags, l.Index)
-	delete(f.dropped, l.Index)
-	delete(f.txcsum, l.Index)
-	delete(f.learning, l.Index)
-	f.dropRoutes(l.Index, netip.Prefix{})
-	for _, other := range f.links {
-		if other.Master == name {
-			other.Master = ""
-			delete(f.learning, other.Index)
+	return f.change("DeleteLink "+name, func() error {
+		l, ok := f.links[name]
+		if !ok {
+			return nil
 		}
-	}
-	return nil
+		delete(f.links, name)
+		delete(f.addrs, l.Index)
+		delete(f.aflags, l.Index)
+		delete(f.dropped, l.Index)
+		delete(f.txcsum, l.Index)
+		delete(f.learning, l.Index)
+		f.dropRoutes(l.Index, netip.Prefix{})
+		for _, other := range f.links {
+			if other.Master == name {
+				other.Master = ""
+				delete(f.learning, other.Index)
+			}
+		}
+		return nil
+	})
 }
 
+// mutate is change for a call on the link named name.
 func (f *Fake) mutate(call, name string, fn func(*netdriver.Link) error) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err := f.step("%s %s", call, name); err != nil {
-		return err
-	}
-	l, err := f.get(name)
-	if err != nil {
-		return fmt.Errorf("%s: %w", call, err)
-	}
-	return fn(l)
+	return f.change(call+" "+name, func() error {
+		l, err := f.get(name)
+		if err != nil {
+			return fmt.Errorf("%s: %w", call, err)
+		}
+		return fn(l)
+	})
 }
 
 // SetName implements [netdriver.Driver].
@@ -381,16 +373,12 @@ func (f *Fake) SetMaster(name, bridge string) error {
 
 // Learning implements [netdriver.Driver].
 func (f *Fake) Learning(name string) (bool, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	l, err := f.get(name)
-	if err != nil {
-		return false, err
-	}
-	if l.Master == "" {
-		return false, fmt.Errorf("bridge port flags of %q: %w", name, unix.EOPNOTSUPP)
-	}
-	return f.learning[l.Index], nil
+	return view(f, name, func(l *netdriver.Link) (bool, error) {
+		if l.Master == "" {
+			return false, fmt.Errorf("bridge port flags of %q: %w", name, unix.EOPNOTSUPP)
+		}
+		return f.learning[l.Index], nil
+	})
 }
 
 // SetLearning implements [netdriver.Driver].
@@ -424,19 +412,12 @@ func (f *Fake) AddAltName(name, alt string) error {
 
 // AddrList implements [netdriver.Driver].
 func (f *Fake) AddrList(name string, family netdriver.Family) ([]netip.Prefix, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	l, err := f.get(name)
-	if err != nil {
-		return nil, err
-	}
+	fas, err := f.AddrListFlags(name, family)
 	var out []netip.Prefix
-	for _, a := range f.addrs[l.Index] {
-		if a.Addr().Is4() == (family == netdriver.IPv4) {
-			out = append(out, a)
-		}
+	for _, a := range fas {
+		out = append(out, a.Prefix)
 	}
-	return out, nil
+	return out, err
 }
 
 // AddrOwners implements [netdriver.Driver].
@@ -486,19 +467,14 @@ func (f *Fake) AddrReplaceFlags(name string, fa netdriver.FlaggedAddr) error {
 
 // AddrListFlags implements [netdriver.Driver].
 func (f *Fake) AddrListFlags(name string, family netdriver.Family) ([]netdriver.FlaggedAddr, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	l, err := f.get(name)
-	if err != nil {
-		return nil, err
-	}
-	var out []netdriver.FlaggedAddr
-	for _, a := range f.addrs[l.Index] {
-		if a.Addr().Is4() == (family == netdriver.IPv4) {
-			out = append(out, netdriver.FlaggedAddr{Prefix: a, Flags: f.aflags[l.Index][a.Addr()]})
+	return view(f, name, func(l *netdriver.Link) (out []netdriver.FlaggedAddr, _ error) {
+		for _, a := range f.addrs[l.Index] {
+			if a.Addr().Is4() == (family == netdriver.IPv4) {
+				out = append(out, netdriver.FlaggedAddr{Prefix: a, Flags: f.aflags[l.Index][a.Addr()]})
+			}
 		}
-	}
-	return out, nil
+		return out, nil
+	})
 }
 
 // RouteDel implements [netdriver.Driver]: a static route goes, a kernel
@@ -512,12 +488,9 @@ func (f *Fake) RouteDel(r netdriver.Route) error {
 			f.dropped[l.Index][r.Dst] = true
 			return nil
 		}
-		for i, old := range f.routes {
-			if f.rlinks[i] == l.Index && old.Dst == r.Dst && old.Priority == r.Priority {
-				f.routes = append(f.routes[:i:i], f.routes[i+1:]...)
-				f.rlinks = append(f.rlinks[:i:i], f.rlinks[i+1:]...)
-				return nil
-			}
+		if i := f.route(l.Index, r); i >= 0 {
+			f.routes = append(f.routes[:i:i], f.routes[i+1:]...)
+			f.rlinks = append(f.rlinks[:i:i], f.rlinks[i+1:]...)
 		}
 		return nil
 	})
@@ -552,6 +525,17 @@ func (f *Fake) dropRoutes(index int, via netip.Prefix) {
 		rs, ls = append(rs, r), append(ls, f.rlinks[i])
 	}
 	f.routes, f.rlinks = rs, ls
+}
+
+// route returns the position of the static route of link index with r's
+// destination and priority, or -1.
+func (f *Fake) route(index int, r netdriver.Route) int {
+	for i, old := range f.routes {
+		if f.rlinks[i] == index && old.Dst == r.Dst && old.Priority == r.Priority {
+			return i
+		}
+	}
+	return -1
 }
 
 func (f *Fake) linkName(index int) string {
@@ -595,13 +579,7 @@ func (f *Fake) routesLocked(index int, family netdriver.Family) []netdriver.Rout
 
 // RouteList implements [netdriver.Driver].
 func (f *Fake) RouteList(name string, family netdriver.Family) ([]netdriver.Route, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	l, err := f.get(name)
-	if err != nil {
-		return nil, err
-	}
-	return f.routesLocked(l.Index, family), nil
+	return view(f, name, func(l *netdriver.Link) ([]netdriver.Route, error) { return f.routesLocked(l.Index, family), nil })
 }
 
 // RouteReplace implements [netdriver.Driver].
@@ -610,12 +588,9 @@ func (f *Fake) RouteReplace(r netdriver.Route) error {
 		if r.Kernel {
 			return nil
 		}
-		r.Kernel = false
-		for i, old := range f.routes {
-			if f.rlinks[i] == l.Index && old.Dst == r.Dst && old.Priority == r.Priority {
-				f.routes[i] = r
-				return nil
-			}
+		if i := f.route(l.Index, r); i >= 0 {
+			f.routes[i] = r
+			return nil
 		}
 		f.routes = append(f.routes, r)
 		f.rlinks = append(f.rlinks, l.Index)
@@ -641,25 +616,18 @@ func (f *Fake) SetSysctl(key, value string) error {
 	if _, err := netdriver.SysctlPath(key); err != nil {
 		return err
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err := f.step("SetSysctl %s=%s", key, value); err != nil {
-		return err
-	}
-	f.sysctls[key] = value
-	return nil
+	return f.change("SetSysctl "+key+"="+value, func() error {
+		f.sysctls[key] = value
+		return nil
+	})
 }
 
 // TXChecksum implements [netdriver.Driver]; links start with it on.
 func (f *Fake) TXChecksum(name string) (bool, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	l, err := f.get(name)
-	if err != nil {
-		return false, err
-	}
-	on, ok := f.txcsum[l.Index]
-	return on || !ok, nil
+	return view(f, name, func(l *netdriver.Link) (bool, error) {
+		on, ok := f.txcsum[l.Index]
+		return on || !ok, nil
+	})
 }
 
 // SetTXChecksum implements [netdriver.Driver].
@@ -670,45 +638,29 @@ func (f *Fake) SetTXChecksum(name string, on bool) error {
 	})
 }
 
-// ApplyNAT implements [netdriver.Driver].
+// ApplyNAT implements [netdriver.Driver]: the table holds nat's listing.
 func (f *Fake) ApplyNAT(nat netdriver.NAT) error {
-	if err := nat.Validate(); err != nil {
+	lines, err := netdriver.NATListing(nat)
+	if err != nil {
 		return err
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err := f.step("ApplyNAT ipv%d", nat.Family); err != nil {
-		return err
-	}
-	nat.Ports = slices.Clone(nat.Ports)
-	nat.MigrationPorts = slices.Clone(nat.MigrationPorts)
-	if nat.Proxy != nil {
-		p := *nat.Proxy
-		p.ReservedPorts, p.NonProxiedPorts = slices.Clone(p.ReservedPorts), slices.Clone(p.NonProxiedPorts)
-		nat.Proxy = &p
-	}
-	f.nat[nat.Family] = nat
-	return nil
+	return f.change(fmt.Sprintf("ApplyNAT ipv%d", nat.Family), func() error {
+		f.nat[nat.Family] = lines
+		return nil
+	})
 }
 
 // DeleteNAT implements [netdriver.Driver].
 func (f *Fake) DeleteNAT(family netdriver.Family) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err := f.step("DeleteNAT ipv%d", family); err != nil {
-		return err
-	}
-	delete(f.nat, family)
-	return nil
+	return f.change(fmt.Sprintf("DeleteNAT ipv%d", family), func() error {
+		delete(f.nat, family)
+		return nil
+	})
 }
 
 // NATRules implements [netdriver.Driver].
 func (f *Fake) NATRules(family netdriver.Family) ([]string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	nat, ok := f.nat[family]
-	if !ok {
-		return nil, nil
-	}
-	return netdriver.NATListing(nat)
+	return slices.Clone(f.nat[family]), nil
 }
