@@ -11,25 +11,19 @@ import (
 )
 
 // AddrListFlags is [Netlink.AddrList] with each address's flags (`ip addr
-// show dev NAME`), in the kernel's order; one dump, as AddrList.
+// show dev NAME`), in the kernel's order: addresses of universe (global)
+// scope, from one dump of the link's addresses.
 func (n *Netlink) AddrListFlags(name string, family netdriver.Family) ([]netdriver.FlaggedAddr, error) {
-	l, _, err := n.ref(name)
-	if err != nil {
-		return nil, err
-	}
-	n.count(1)
-	addrs, err := retryDump(func() ([]netlink.Addr, error) { return n.h.AddrList(l, nlFamily(family)) })
-	if err != nil {
-		return nil, fmt.Errorf("list addresses of %q: %w", name, err)
-	}
 	var out []netdriver.FlaggedAddr
-	for _, a := range addrs {
-		if a.Scope != unix.RT_SCOPE_UNIVERSE {
-			continue
+	err := n.withRef(name, func(l netlink.Link) (err error) {
+		out, err = n.linkAddrs(l.Attrs().Index, nlFamily(family))
+		return err
+	})
+	if err != nil {
+		if netdriver.IsLinkNotFound(err) {
+			return nil, err
 		}
-		if p, ok := prefixOf(a.IPNet); ok {
-			out = append(out, netdriver.FlaggedAddr{Prefix: p, Flags: uint32(a.Flags)})
-		}
+		return nil, fmt.Errorf("list addresses of %q: %w", name, err)
 	}
 	return out, nil
 }

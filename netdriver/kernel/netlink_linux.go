@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net"
@@ -211,22 +212,12 @@ func (n *Netlink) forget(name string) {
 	n.mu.Unlock()
 }
 
-func linkType(l netlink.Link) string {
-	switch l.Type() {
-	case "bridge", "dummy", "tuntap", "veth", "macvtap":
-		return l.Type()
-	case "device":
-		return netdriver.TypeDevice
-	}
-	return l.Type()
-}
-
 func (n *Netlink) convert(l netlink.Link, masters map[int]string) (*netdriver.Link, error) {
 	a := l.Attrs()
 	out := &netdriver.Link{
 		Name:     a.Name,
 		Index:    a.Index,
-		Type:     linkType(l),
+		Type:     l.Type(), // vishvananda names the kinds as netdriver does ("device": none)
 		MAC:      append(net.HardwareAddr(nil), a.HardwareAddr...),
 		MTU:      a.MTU,
 		Up:       a.Flags&net.FlagUp != 0,
@@ -252,25 +243,19 @@ func (n *Netlink) convert(l netlink.Link, masters map[int]string) (*netdriver.Li
 		out.TapOwner, out.TapGroup = int(t.Owner), int(t.Group)
 		out.TapMultiQueue = t.Flags&netlink.TUNTAP_MULTI_QUEUE != 0
 	case *netlink.Macvtap:
-		out.MacvtapMode = macvlanModeName(t.Mode)
+		out.MacvtapMode = cmp.Or(macvlanModes[t.Mode], "default")
 	}
 	return out, nil
 }
 
-func macvlanModeName(m netlink.MacvlanMode) string {
-	switch m {
-	case netlink.MACVLAN_MODE_PRIVATE:
-		return "private"
-	case netlink.MACVLAN_MODE_VEPA:
-		return "vepa"
-	case netlink.MACVLAN_MODE_BRIDGE:
-		return "bridge"
-	case netlink.MACVLAN_MODE_PASSTHRU:
-		return "passthru"
-	case netlink.MACVLAN_MODE_SOURCE:
-		return "source"
-	}
-	return "default"
+// macvlanModes are the names `ip -d link` gives the macvlan modes; any
+// other mode is "default".
+var macvlanModes = map[netlink.MacvlanMode]string{
+	netlink.MACVLAN_MODE_PRIVATE:  "private",
+	netlink.MACVLAN_MODE_VEPA:     "vepa",
+	netlink.MACVLAN_MODE_BRIDGE:   "bridge",
+	netlink.MACVLAN_MODE_PASSTHRU: "passthru",
+	netlink.MACVLAN_MODE_SOURCE:   "source",
 }
 
 // LinkByName implements [netdriver.Driver].
@@ -509,22 +494,12 @@ func ipNet(p netip.Prefix) *net.IPNet {
 
 // AddrList implements [netdriver.Driver]: addresses of universe (global) scope.
 func (n *Netlink) AddrList(name string, family netdriver.Family) ([]netip.Prefix, error) {
-	fam := unix.AF_INET
-	if family == netdriver.IPv6 {
-		fam = unix.AF_INET6
-	}
+	fas, err := n.AddrListFlags(name, family)
 	var out []netip.Prefix
-	err := n.withRef(name, func(l netlink.Link) (err error) {
-		out, err = n.linkAddrs(l.Attrs().Index, fam)
-		return err
-	})
-	if err != nil {
-		if netdriver.IsLinkNotFound(err) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("list addresses of %q: %w", name, err)
+	for _, a := range fas {
+		out = append(out, a.Prefix)
 	}
-	return out, nil
+	return out, err
 }
 
 // AddrOwners implements [netdriver.Driver].

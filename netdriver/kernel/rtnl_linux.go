@@ -8,6 +8,8 @@ import (
 	"net/netip"
 	"syscall"
 
+	"github.com/virtnet/virtnet/netdriver"
+
 	mdnetlink "github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
 )
@@ -202,16 +204,17 @@ func trimNUL(b []byte) []byte {
 }
 
 // linkAddrs returns the addresses of the link of index idx in family
-// (unix.AF_INET or AF_INET6) of universe scope, from a dump the kernel
-// filters by link (strict checking). Each address reads as
+// (unix.AF_INET or AF_INET6) of universe scope with their flags, from a
+// dump the kernel filters by link (strict checking). Each address reads as
 // vishvananda/netlink reads it: the local address (IFA_LOCAL) as a host
 // prefix when it has a peer (IFA_ADDRESS differs, a point-to-point
-// address), else IFA_ADDRESS with the prefix length.
-func (n *Netlink) linkAddrs(idx int, family int) ([]netip.Prefix, error) {
+// address), else IFA_ADDRESS with the prefix length; the flags are
+// IFA_FLAGS, or the header's 8 bits when the kernel sends no IFA_FLAGS.
+func (n *Netlink) linkAddrs(idx int, family int) ([]netdriver.FlaggedAddr, error) {
 	req := make([]byte, unix.SizeofIfAddrmsg)
 	req[0] = byte(family)
 	binary.NativeEndian.PutUint32(req[4:8], uint32(idx))
-	var out []netip.Prefix
+	var out []netdriver.FlaggedAddr
 	for range dumpRetries {
 		msgs, interrupted, err := n.rtRequest(unix.RTM_GETADDR, true, req)
 		if err != nil {
@@ -222,7 +225,7 @@ func (n *Netlink) linkAddrs(idx int, family int) ([]netip.Prefix, error) {
 			if m.Header.Type != unix.RTM_NEWADDR || len(m.Data) < unix.SizeofIfAddrmsg {
 				continue
 			}
-			fam, plen, scope := int(m.Data[0]), int(m.Data[1]), m.Data[3]
+			fam, plen, flags, scope := int(m.Data[0]), int(m.Data[1]), uint32(m.Data[2]), m.Data[3]
 			if fam != family || int(binary.NativeEndian.Uint32(m.Data[4:8])) != idx || scope != unix.RT_SCOPE_UNIVERSE {
 				continue
 			}
@@ -233,6 +236,10 @@ func (n *Netlink) linkAddrs(idx int, family int) ([]netip.Prefix, error) {
 					local = b
 				case unix.IFA_ADDRESS:
 					addr = b
+				case unix.IFA_FLAGS:
+					if len(b) == 4 {
+						flags = binary.NativeEndian.Uint32(b)
+					}
 				}
 			}); err != nil {
 				return nil, fmt.Errorf("decode address of link %d: %w", idx, err)
@@ -254,7 +261,7 @@ func (n *Netlink) linkAddrs(idx int, family int) ([]netip.Prefix, error) {
 			default:
 				continue
 			}
-			out = append(out, p)
+			out = append(out, netdriver.FlaggedAddr{Prefix: p, Flags: flags})
 		}
 		if !interrupted {
 			return out, nil
