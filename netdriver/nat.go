@@ -329,11 +329,12 @@ func natProtocol(p string) string {
 	return strings.ToLower(p)
 }
 
-// natListing is the listing [Driver.NATRules] returns for a table holding
-// exactly nat's rules: one "CHAIN: RULE" line per rule, chains in
-// NATChains order, rules of a chain in the order they were added. The real
-// driver decodes the same lines from the kernel, the fake uses this.
-func natListing(nat NAT) ([]string, error) {
+// NATListing is what [Driver.NATRules] returns once [Driver.ApplyNAT] has
+// applied nat: callers compare the two to skip a rewrite that would change
+// nothing. It is one "CHAIN: RULE" line per rule, chains in NATChains
+// order, rules of a chain in the order they were added. The real driver
+// decodes the same lines from the kernel, the fake uses this.
+func NATListing(nat NAT) ([]string, error) {
 	rules, err := nat.Rules()
 	if err != nil {
 		return nil, err
@@ -446,8 +447,3 @@ func NATSysctls(family Family, bridge string) []SysctlSetting {
 		{"ipv4/conf/" + bridge + "/route_localnet", "1"},
 	}
 }
-
-// NATListing is what [Driver.NATRules] returns once [Driver.ApplyNAT] has
-// applied nat: callers compare the two to skip a rewrite that would change
-// nothing.
-func NATListing(nat NAT) ([]string, error) { return natListing(nat) }

@@ -614,8 +614,7 @@ func (n *Netlink) Sysctl(key string) (string, error) {
 	}
 	var v []byte
 	n.count(1)
-	err = n.thr.Do(func() error {
-		var err error
+	err = n.thr.Do(func() (err error) {
 		v, err = os.ReadFile(p)
 		return err
 	})
@@ -640,17 +639,8 @@ func (n *Netlink) SetSysctl(key, value string) error {
 
 // TXChecksum implements [netdriver.Driver].
 func (n *Netlink) TXChecksum(name string) (bool, error) {
-	var v uint32
-	n.count(1)
-	err := n.thr.Do(func() error {
-		var err error
-		v, err = n.ethtool(name, ethtoolGTXCSUM, 0)
-		return err
-	})
-	if err != nil {
-		return false, err
-	}
-	return v != 0, nil
+	v, err := n.ethtool(name, ethtoolGTXCSUM, 0)
+	return v != 0, err
 }
 
 // SetTXChecksum implements [netdriver.Driver].
@@ -659,11 +649,8 @@ func (n *Netlink) SetTXChecksum(name string, on bool) error {
 	if on {
 		v = 1
 	}
-	n.count(1)
-	return n.thr.Do(func() error {
-		_, err := n.ethtool(name, ethtoolSTXCSUM, v)
-		return err
-	})
+	_, err := n.ethtool(name, ethtoolSTXCSUM, v)
+	return err
 }
 
 // nftSndBuf and nftRcvBuf are the netfilter socket's buffer limits (the

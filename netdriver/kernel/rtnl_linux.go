@@ -244,24 +244,19 @@ func (n *Netlink) linkAddrs(idx int, family int) ([]netdriver.FlaggedAddr, error
 			}); err != nil {
 				return nil, fmt.Errorf("decode address of link %d: %w", idx, err)
 			}
-			var p netip.Prefix
-			switch {
-			case local != nil && !(family == unix.AF_INET && addr != nil && net.IP(local).Equal(net.IP(addr))):
-				a, ok := netip.AddrFromSlice(local)
-				if !ok {
-					continue
-				}
-				p = netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen())
-			case addr != nil:
-				a, ok := netip.AddrFromSlice(addr)
-				if !ok {
-					continue
-				}
-				p = netip.PrefixFrom(a.Unmap(), plen)
-			default:
+			ip, host := addr, false
+			if local != nil && !(family == unix.AF_INET && addr != nil && net.IP(local).Equal(net.IP(addr))) {
+				ip, host = local, true
+			}
+			a, ok := netip.AddrFromSlice(ip) // not ok for nil too
+			if !ok {
 				continue
 			}
-			out = append(out, netdriver.FlaggedAddr{Prefix: p, Flags: flags})
+			a = a.Unmap()
+			if host {
+				plen = a.BitLen()
+			}
+			out = append(out, netdriver.FlaggedAddr{Prefix: netip.PrefixFrom(a, plen), Flags: flags})
 		}
 		if !interrupted {
 			return out, nil
