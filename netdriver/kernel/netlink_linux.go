@@ -530,13 +530,11 @@ func (n *Netlink) AddrOwners(addr netip.Addr) ([]string, error) {
 // AddrReplace implements [netdriver.Driver]. IPv6 addresses skip duplicate address
 // detection so that they are usable at once.
 func (n *Netlink) AddrReplace(name string, addr netip.Prefix) error {
-	return n.set(name, "replace address "+addr.String(), func(l netlink.Link) error {
-		a := &netlink.Addr{IPNet: ipNet(addr)}
-		if addr.Addr().Is6() {
-			a.Flags = unix.IFA_F_NODAD
-		}
-		return n.h.AddrReplace(l, a)
-	})
+	a := netdriver.FlaggedAddr{Prefix: addr}
+	if addr.Addr().Is6() {
+		a.Flags = unix.IFA_F_NODAD
+	}
+	return n.AddrReplaceFlags(name, a)
 }
 
 // AddrDel implements [netdriver.Driver].
