@@ -50,7 +50,7 @@ func (n *Netlink) ResolveNeighbor(ctx context.Context, name string, addr netip.A
 			}
 		}
 		if !kicked {
-			if err := n.thr.Do(func() error { return kick(name, idx, addr) }); err != nil {
+			if err := n.thr.Do(func() error { return kick(name, idx, fam, addr) }); err != nil {
 				return nil, fmt.Errorf("resolve %s on %q: %w", addr, name, err)
 			}
 			kicked = true
@@ -65,13 +65,11 @@ func (n *Netlink) ResolveNeighbor(ctx context.Context, name string, addr netip.A
 	}
 }
 
-// kick sends one empty UDP datagram to addr's discard port out of the link;
-// it runs inside the namespace.
-func kick(name string, idx int, addr netip.Addr) error {
-	fam := unix.AF_INET
+// kick sends one empty UDP datagram to addr (of family fam) at its
+// discard port out of the link; it runs inside the namespace.
+func kick(name string, idx, fam int, addr netip.Addr) error {
 	var sa unix.Sockaddr
 	if addr.Is6() {
-		fam = unix.AF_INET6
 		sa = &unix.SockaddrInet6{Port: 9, Addr: addr.As16(), ZoneId: uint32(idx)}
 	} else {
 		sa = &unix.SockaddrInet4{Port: 9, Addr: addr.As4()}
