@@ -70,7 +70,7 @@ type Config6 struct {
 }
 
 // Config is everything one single-client DHCP server serves, computed once
-// by [NewConfig]. It is plain data: tests build it directly.
+// by [NewConfigFor]. It is plain data: tests build it directly.
 type Config struct {
 	// Interface is the VMI interface name, for logs.
 	Interface string
@@ -124,36 +124,6 @@ type Service struct {
 	// RequireMAC makes the record's MAC required: the server answers the
 	// VM only.
 	RequireMAC bool
-}
-
-// CoreService is what virtnet's own bindings ask for: bridge DHCPv4 and
-// DHCPv6 to the VM's MAC only, masquerade DHCPv4 and DHCPv6; nothing for
-// the others.
-func CoreService(binding string) Service {
-	switch binding {
-	case api.BindingBridge:
-		return Service{IPv4: true, IPv6: true, RequireMAC: true}
-	case api.BindingMasquerade:
-		return Service{IPv4: true, IPv6: true}
-	}
-	return Service{}
-}
-
-// NewConfig is [NewConfigFor] with the [CoreService] of the record's
-// binding (the interface's when the record names none).
-func NewConfig(vmi *api.VMI, iface *api.Interface, rec *cache.Interface, resolvConf []byte) (*Config, error) {
-	if rec == nil {
-		return nil, &FieldError{Field: "record", Value: "<nil>", Reason: "a cache record is required"}
-	}
-	b := rec.Binding
-	if b == "" && iface != nil {
-		b = iface.Binding()
-	}
-	svc := CoreService(b)
-	if !svc.IPv4 && !svc.IPv6 {
-		return nil, &FieldError{Field: "Binding", Value: b, Reason: "virtnet's own bindings serve DHCP only for bridge and masquerade"}
-	}
-	return NewConfigFor(vmi, iface, rec, resolvConf, svc)
 }
 
 // NewConfigFor builds the configuration of the DHCP server offering svc
