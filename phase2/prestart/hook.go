@@ -157,10 +157,9 @@ type ServerInfo = phase2.ServerInfo
 // Running is a successful run: its DHCP servers keep serving until the
 // context given to [Hook.Run] ends or [Running.Stop] is called.
 type Running struct {
-	domain  *libvirtxml.Domain
-	st      *State
-	created []string
-	cancel  context.CancelFunc
+	domain *libvirtxml.Domain
+	st     *State
+	cancel context.CancelFunc
 }
 
 // Domain is the completed domain, ready to define: the one the hook built,
@@ -171,7 +170,7 @@ func (r *Running) Domain() *libvirtxml.Domain { return r.domain }
 func (r *Running) Servers() []ServerInfo { return r.st.dhcp.Servers() }
 
 // Created lists the files and directories the run created, in order.
-func (r *Running) Created() []string { return slices.Clone(r.created) }
+func (r *Running) Created() []string { return slices.Clone(r.st.created) }
 
 // Wait blocks until every DHCP server has stopped (the run's context
 // ended, or Stop) and returns their failures joined; a server that stopped
@@ -223,7 +222,7 @@ func (h *Hook) Run(ctx context.Context) (*Running, error) {
 	if render.InterfaceType, err = ChooseInterfaceType(hk.VMI, "InterfaceType", hk.InterfaceType, netAdmin); err != nil {
 		return nil, err
 	}
-	if hasSRIOV(hk.VMI) {
+	if hasBinding(hk.VMI, api.BindingSRIOV) {
 		if hk.NetworkInfo == "" {
 			hk.NetworkInfo = DefaultNetworkInfo
 		}
@@ -233,7 +232,7 @@ func (h *Hook) Run(ctx context.Context) (*Running, error) {
 		}
 		render.NetworkInfo = b
 	}
-	if hasSlirp(hk.VMI) {
+	if hasBinding(hk.VMI, api.BindingSlirp) {
 		// slirp offers the pod's search domains (dnssearch=).
 		b, err := os.ReadFile(hk.ResolvConf)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -282,13 +281,8 @@ func (h *Hook) Run(ctx context.Context) (*Running, error) {
 		}
 		st.Log.Info("step done", "took", time.Since(start).Round(time.Millisecond))
 	}
-	return &Running{domain: hk.Domain, st: st, created: st.created, cancel: cancel}, nil
+	return &Running{domain: hk.Domain, st: st, cancel: cancel}, nil
 }
-
-// hasSlirp reports whether the VMI has a slirp interface.
-func hasSlirp(vmi *api.VMI) bool { return hasBinding(vmi, api.BindingSlirp) }
-
-func hasSRIOV(vmi *api.VMI) bool { return hasBinding(vmi, api.BindingSRIOV) }
 
 // hasBinding reports whether an interface of the VMI has the binding
 // (through its core key or, for KubeVirt 1.x's names, a plugin).
