@@ -300,24 +300,18 @@ func (c *Config) routes(in []cache.Route) ([]Route, error) {
 	// order (udhcpc's and dhclient's scripts do) can reach the gateways
 	// of the next ones (ptp: "10.244.2.1/32 on-link" before
 	// "10.244.2.0/24 via 10.244.2.1"); default routes last.
-	slices.SortStableFunc(out, func(a, b Route) int {
-		return cmp.Or(cmp.Compare(isDefault(a.Dst), isDefault(b.Dst)), cmp.Compare(hasGateway(a), hasGateway(b)))
-	})
+	rank := func(r Route) int {
+		n := 0
+		if r.Dst.Bits() == 0 {
+			n += 2
+		}
+		if !r.Gateway.IsUnspecified() {
+			n++
+		}
+		return n
+	}
+	slices.SortStableFunc(out, func(a, b Route) int { return cmp.Compare(rank(a), rank(b)) })
 	return out, nil
-}
-
-func hasGateway(r Route) int {
-	if r.Gateway.IsUnspecified() {
-		return 0
-	}
-	return 1
-}
-
-func isDefault(p netip.Prefix) int {
-	if p.Bits() == 0 {
-		return 1
-	}
-	return 0
 }
 
 func (c *Config) dhcpOptions(o *api.DHCPOptions) error {

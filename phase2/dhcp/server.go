@@ -55,9 +55,6 @@ func NewServer(cfg *Config, log *slog.Logger, opts ...Option) (*Server, error) {
 	for _, o := range opts {
 		o(s)
 	}
-	if s.raInterval <= 0 {
-		return nil, &FieldError{Field: "RAInterval", Value: s.raInterval.String(), Reason: "must be positive"}
-	}
 	s.log = slog.New(&limitHandler{h: s.raw.Handler(), lim: s.lim})
 	return s, nil
 }
