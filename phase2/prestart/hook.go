@@ -1,6 +1,7 @@
 package prestart
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -208,12 +209,9 @@ func (h *Hook) Run(ctx context.Context) (*Running, error) {
 		return nil, err
 	}
 	hk := *h
-	if hk.ResolvConf == "" {
-		hk.ResolvConf = DefaultResolvConf
-	}
-	if hk.QemuImg == "" {
-		hk.QemuImg = DefaultQemuImg
-	}
+	hk.ResolvConf = cmp.Or(hk.ResolvConf, DefaultResolvConf)
+	hk.QemuImg = cmp.Or(hk.QemuImg, DefaultQemuImg)
+	hk.NetworkInfo = cmp.Or(hk.NetworkInfo, DefaultNetworkInfo)
 	netAdmin, err := HasNetAdmin()
 	if err != nil {
 		return nil, hookError("InterfaceType", fmt.Errorf("cannot read this process's capabilities: %w", err))
@@ -222,23 +220,23 @@ func (h *Hook) Run(ctx context.Context) (*Running, error) {
 	if render.InterfaceType, err = ChooseInterfaceType(hk.VMI, "InterfaceType", hk.InterfaceType, netAdmin); err != nil {
 		return nil, err
 	}
-	if hasBinding(hk.VMI, api.BindingSRIOV) {
-		if hk.NetworkInfo == "" {
-			hk.NetworkInfo = DefaultNetworkInfo
+	// SR-IOV finds its VF's PCI address in the network info, slirp
+	// offers the pod's search domains (dnssearch=).
+	for _, f := range []struct {
+		binding, field, path string
+		into                 *[]byte
+	}{
+		{api.BindingSRIOV, "NetworkInfo", hk.NetworkInfo, &render.NetworkInfo},
+		{api.BindingSlirp, "ResolvConf", hk.ResolvConf, &render.ResolvConf},
+	} {
+		if !hasBinding(hk.VMI, f.binding) {
+			continue
 		}
-		b, err := os.ReadFile(hk.NetworkInfo)
+		b, err := os.ReadFile(f.path)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return nil, hookError("NetworkInfo", err)
+			return nil, hookError(f.field, err)
 		}
-		render.NetworkInfo = b
-	}
-	if hasBinding(hk.VMI, api.BindingSlirp) {
-		// slirp offers the pod's search domains (dnssearch=).
-		b, err := os.ReadFile(hk.ResolvConf)
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return nil, hookError("ResolvConf", err)
-		}
-		render.ResolvConf = b
+		*f.into = b
 	}
 	if hk.Domain == nil {
 		if hk.Domain, err = domxml.Build(hk.VMI, hk.Dirs); err != nil {
