@@ -1,6 +1,7 @@
 package domxml
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -302,16 +303,12 @@ func hyperV(h *api.HyperV) *libvirtxml.DomainFeatureHyperV {
 		hv.TLBFlush = &libvirtxml.DomainFeatureHyperVTLBFlush{DomainFeatureState: *s}
 	}
 	if sp := h.Spinlocks; sp != nil {
+		hv.Spinlocks = &libvirtxml.DomainFeatureHyperVSpinlocks{DomainFeatureState: libvirtxml.DomainFeatureState{State: "off"}}
 		if sp.Enabled == nil || *sp.Enabled {
-			retries := uint(DefaultSpinlockRetries)
+			hv.Spinlocks.State, hv.Spinlocks.Retries = "on", DefaultSpinlockRetries
 			if sp.Retries != nil {
-				retries = uint(*sp.Retries)
+				hv.Spinlocks.Retries = uint(*sp.Retries)
 			}
-			hv.Spinlocks = &libvirtxml.DomainFeatureHyperVSpinlocks{
-				DomainFeatureState: libvirtxml.DomainFeatureState{State: "on"}, Retries: retries,
-			}
-		} else {
-			hv.Spinlocks = &libvirtxml.DomainFeatureHyperVSpinlocks{DomainFeatureState: libvirtxml.DomainFeatureState{State: "off"}}
 		}
 	}
 	return hv
@@ -338,11 +335,7 @@ func cpu(vmi *api.VMI) *libvirtxml.DomainCPU {
 		c.Model = &libvirtxml.DomainCPUModel{Value: s.Model}
 	}
 	for _, f := range s.Features {
-		policy := f.Policy
-		if policy == "" {
-			policy = "require"
-		}
-		c.Features = append(c.Features, libvirtxml.DomainCPUFeature{Name: f.Name, Policy: policy})
+		c.Features = append(c.Features, libvirtxml.DomainCPUFeature{Name: f.Name, Policy: cmp.Or(f.Policy, "require")})
 	}
 	return c
 }

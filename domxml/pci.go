@@ -27,10 +27,7 @@ func pciAddress(s string) (*libvirtxml.DomainAddress, error) {
 	}
 	var v [4]uint
 	for i := range v {
-		n, err := strconv.ParseUint(m[i+1], 16, 16)
-		if err != nil {
-			return nil, fmt.Errorf("domxml: %w %q: not dddd:bb:ss.f", ErrPCIAddress, s)
-		}
+		n, _ := strconv.ParseUint(m[i+1], 16, 16) // at most 4 hex digits: cannot fail
 		v[i] = uint(n)
 	}
 	return &libvirtxml.DomainAddress{PCI: &libvirtxml.DomainAddressPCI{

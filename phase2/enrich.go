@@ -68,10 +68,7 @@ func ReadRecords(ctx context.Context, vmi *api.VMI, store *cache.Store, opts Opt
 // rendered and phase1 removes its records. The items are in
 // spec.domain.devices.interfaces order.
 func Items(ctx context.Context, vmi *api.VMI, pairs []api.Pair, src Records, opts Options) ([]Item, error) {
-	reg := opts.Registry
-	if reg == nil {
-		reg = registry.Default()
-	}
+	reg := opts.registry()
 	present, _ := api.Present(pairs)
 	items := make([]Item, 0, len(present))
 	for _, p := range present {
@@ -235,6 +232,13 @@ type Options struct {
 	// Registry maps binding methods to implementations; nil means
 	// registry.Default().
 	Registry binding.Registry
+}
+
+func (o Options) registry() binding.Registry {
+	if o.Registry == nil {
+		return registry.Default()
+	}
+	return o.Registry
 }
 
 // Domain is the dry run of a launcher: the whole domain XML of a validated

@@ -65,7 +65,7 @@ type ServerInfo struct {
 // DHCPServers are the DHCP servers of one VM's interfaces, at most one per
 // interface: the one DHCP starter of prestart.Hook (at start and on a
 // live update through [Sync]) and of the binding sidecar. Each server
-// is configured by [DHCPConfig] from its interface's item, runs in its own
+// is configured from its interface's item, runs in its own
 // goroutine and serves until [DHCPServers.Stop], [DHCPServers.StopAll]
 // or the end of the context given to [NewDHCPServers]. Its methods may be
 // called from several goroutines.
@@ -242,24 +242,33 @@ func (s *DHCPServers) find(iface string) int {
 	return slices.IndexFunc(s.servers, func(srv *dhcpServer) bool { return srv.iface == iface })
 }
 
-// config is the server configuration of the item with record rec: nil
-// when its binding serves no DHCP or the record has no IPAM.
+// config is the server configuration of the item with record rec, the one
+// DHCP configuration path of the hook and the binding sidecar: the item's
+// binding says what it serves ([binding.DHCPServer]), the pod's
+// resolv.conf gives the DNS servers and search domains. It is nil when the
+// binding serves no DHCP or the record has no IPAM.
 func (s *DHCPServers) config(vmi *api.VMI, it Item, rec *cache.Interface) (*dhcp.Config, error) {
 	name := it.Pair.Interface.Name
-	if ds, ok := it.Binding.(binding.DHCPServer); !ok || !ds.DHCPService(rec).Serves() {
+	ds, ok := it.Binding.(binding.DHCPServer)
+	if !ok {
+		return nil, nil
+	}
+	svc := ds.DHCPService(rec)
+	if !svc.Serves() {
 		return nil, nil
 	}
 	resolv, err := s.resolvConf()
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := DHCPConfig(vmi, it, rec, resolv)
-	if err != nil {
-		return nil, fmt.Errorf("interface %q: %w", name, err)
-	}
-	if cfg == nil {
+	cfg, err := dhcp.NewConfigFor(vmi, it.Pair.Interface, rec, resolv,
+		dhcp.Service{IPv4: svc.IPv4, IPv6: svc.IPv6, RequireMAC: svc.RequireMAC})
+	if errors.Is(err, dhcp.ErrIPAMDisabled) {
 		s.log.Info("no IPAM: no DHCP server", "interface", name)
 		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("interface %q: %w", name, err)
 	}
 	if s.opts.Hostname != "" {
 		cfg.Hostname = s.opts.Hostname

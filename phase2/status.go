@@ -145,7 +145,7 @@ func Status(in StatusInput) ([]api.InterfaceStatus, error) {
 			continue
 		}
 		ips := g.ips()
-		s := byMAC(out, g.MAC)
+		s := entry(out, func(e api.InterfaceStatus) bool { return e.MAC == g.MAC })
 		if s == nil {
 			if guestOnly >= maxGuestOnly {
 				continue
@@ -289,19 +289,13 @@ func splitFamilies(ips []string) (v4, v6 []string) {
 }
 
 func byName(s []api.InterfaceStatus, name string) *api.InterfaceStatus {
-	for i := range s {
-		if s[i].Name == name {
-			return &s[i]
-		}
-	}
-	return nil
+	return entry(s, func(e api.InterfaceStatus) bool { return e.Name == name })
 }
 
-func byMAC(s []api.InterfaceStatus, mac string) *api.InterfaceStatus {
-	for i := range s {
-		if s[i].MAC == mac {
-			return &s[i]
-		}
+// entry is the first entry of s that match accepts, or nil.
+func entry(s []api.InterfaceStatus, match func(api.InterfaceStatus) bool) *api.InterfaceStatus {
+	if i := slices.IndexFunc(s, match); i >= 0 {
+		return &s[i]
 	}
 	return nil
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/binding"
-	"github.com/virtnet/virtnet/binding/registry"
 )
 
 // Op is what a launcher does with one device of a running domain.
@@ -117,10 +116,7 @@ func Sync(ctx context.Context, runningXML string, vmi *api.VMI, src Records, dhc
 		}
 	}
 	var detach []string
-	reg := opts.Registry
-	if reg == nil {
-		reg = registry.Default()
-	}
+	reg := opts.registry()
 	_, absent := api.Present(all)
 	slices.SortFunc(absent, func(a, b api.Pair) int { return a.Index - b.Index })
 	for _, p := range absent {

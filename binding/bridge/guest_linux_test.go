@@ -73,7 +73,7 @@ func runGuest(t *testing.T, vmi *api.VMI, pod *testutil.NS, rec *cache.Interface
 			iface = &vmi.Spec.Domain.Devices.Interfaces[i]
 		}
 	}
-	cfg, err := dhcp.NewConfig(vmi, iface, rec, nil)
+	cfg, err := dhcp.NewConfigFor(vmi, iface, rec, nil, dhcp.Service{IPv4: true, IPv6: true, RequireMAC: true})
 	require.NoError(t, err)
 	srv, err := dhcp.NewServer(cfg, slog.New(slog.NewTextHandler(tWriter{t}, nil)), dhcp.WithNetNS(pod.Path))
 	require.NoError(t, err)

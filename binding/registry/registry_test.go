@@ -40,10 +40,13 @@ func TestWhatBindingsNeed(t *testing.T) {
 			require.Equal(t, tt.dhcp, ok && s.DHCPService(&cache.Interface{Interface: "net1"}).Serves(), "serves DHCP with a record")
 			if ok {
 				require.False(t, s.DHCPService(nil).Serves(), "no DHCP without a record")
-				// What the launcher's server then offers matches what
-				// dhcp.NewConfig gives the core bindings.
+				// What the launcher's server then offers: DHCPv4 and
+				// DHCPv6, to the VM's MAC only on a shared bridge.
 				got := s.DHCPService(&cache.Interface{Interface: "net1"})
-				want := dhcp.CoreService(tt.method)
+				want := map[string]dhcp.Service{
+					api.BindingBridge:     {IPv4: true, IPv6: true, RequireMAC: true},
+					api.BindingMasquerade: {IPv4: true, IPv6: true},
+				}[tt.method]
 				require.Equal(t, want, dhcp.Service{IPv4: got.IPv4, IPv6: got.IPv6, RequireMAC: got.RequireMAC})
 			}
 			require.Equal(t, tt.alias, binding.DeviceAlias(b, "net1"))

@@ -11,15 +11,7 @@ import (
 // cloud-init needs it), "meta-data" (meta as JSON) and "network-config"
 // (when data has network data).
 func NoCloud(ctx context.Context, isoPath string, data Data, meta NoCloudMetadata) error {
-	m, err := json.Marshal(meta)
-	if err != nil {
-		return fmt.Errorf("cloudinit: image %s: meta-data: %w", isoPath, err)
-	}
-	files := []isoFile{{"user-data", data.UserData}, {"meta-data", m}}
-	if len(data.NetworkData) > 0 {
-		files = append(files, isoFile{"network-config", data.NetworkData})
-	}
-	return writeISO(ctx, isoPath, NoCloudLabel, files)
+	return writeSource(ctx, isoPath, NoCloudLabel, "", "user-data", "meta-data", "network-config", data, meta)
 }
 
 // ConfigDrive writes an OpenStack config drive image to isoPath: label
@@ -27,14 +19,20 @@ func NoCloud(ctx context.Context, isoPath string, data Data, meta NoCloudMetadat
 // "openstack/latest/meta_data.json" and, when data has network data,
 // "openstack/latest/network_data.json".
 func ConfigDrive(ctx context.Context, isoPath string, data Data, meta ConfigDriveMetadata) error {
+	return writeSource(ctx, isoPath, ConfigDriveLabel, "openstack/latest/", "user_data", "meta_data.json", "network_data.json", data, meta)
+}
+
+// writeSource writes the image labelled label of a data source: in dir,
+// the user data (always), meta as JSON and the network data (when there
+// is some) under the names given.
+func writeSource(ctx context.Context, isoPath, label, dir, user, metaName, network string, data Data, meta any) error {
 	m, err := json.Marshal(meta)
 	if err != nil {
-		return fmt.Errorf("cloudinit: image %s: meta_data.json: %w", isoPath, err)
+		return fmt.Errorf("cloudinit: image %s: %s: %w", isoPath, metaName, err)
 	}
-	const dir = "openstack/latest/"
-	files := []isoFile{{dir + "user_data", data.UserData}, {dir + "meta_data.json", m}}
+	files := []isoFile{{dir + user, data.UserData}, {dir + metaName, m}}
 	if len(data.NetworkData) > 0 {
-		files = append(files, isoFile{dir + "network_data.json", data.NetworkData})
+		files = append(files, isoFile{dir + network, data.NetworkData})
 	}
-	return writeISO(ctx, isoPath, ConfigDriveLabel, files)
+	return writeISO(ctx, isoPath, label, files)
 }

@@ -8,7 +8,7 @@
 //     ([ConfigDrive]).
 //   - Sysprep: an image labelled "unattendCD" holding the files of a mounted
 //     config map or secret that has an autounattend.xml or unattend.xml
-//     ([Sysprep]).
+//     ([Builder.Build]).
 //
 // The images are written in pure Go (github.com/diskfs/go-diskfs) with both
 // Rock Ridge and Joliet, like KubeVirt's `xorrisofs -joliet -rock`: Rock Ridge

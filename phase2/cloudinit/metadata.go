@@ -100,12 +100,7 @@ const NICMetadataType = "nic"
 // gets no entry: pin the addresses first (domxml.PinTagged), as the
 // preStartHook does.
 func DevicesMetadata(vmi *api.VMI, dom *libvirtxml.Domain) []DeviceMetadata {
-	tags := map[string]string{}
-	for _, iface := range vmi.Spec.Domain.Devices.Interfaces {
-		if iface.Tag != "" {
-			tags[iface.Name] = iface.Tag
-		}
-	}
+	tags := domxml.Tags(vmi)
 	if len(tags) == 0 || dom.Devices == nil {
 		return nil
 	}

@@ -16,8 +16,8 @@ import (
 // config map or secret holds at most 1 MiB.
 const MaxSysprepData = 1 << 20
 
-// Sysprep writes the files of srcDir, a mounted config map or secret, to a
-// "unattendCD" image at isoPath. srcDir must hold a file named
+// readSysprep reads and checks the files of srcDir, a mounted config map
+// or secret, for a "unattendCD" image. srcDir must hold a file named
 // autounattend.xml or unattend.xml (in any case) or the result is a
 // [*SourceError] wrapping [ErrNoUnattend]; fieldPath names the volume source
 // in errors (e.g. "spec.volumes[1].sysprep").
@@ -29,15 +29,6 @@ const MaxSysprepData = 1 << 20
 // regular file nor a directory (a FIFO, a socket, a device), is refused
 // with a [*SourceError] ([ErrNotRegular] for the latter) without blocking.
 // ctx ends the reads.
-func Sysprep(ctx context.Context, isoPath, srcDir, fieldPath string) error {
-	files, err := readSysprep(ctx, srcDir, fieldPath)
-	if err != nil {
-		return err
-	}
-	return writeISO(ctx, isoPath, SysprepLabel, files)
-}
-
-// readSysprep reads and checks the files [Sysprep] puts in its image.
 func readSysprep(ctx context.Context, srcDir, fieldPath string) ([]isoFile, error) {
 	entries, err := os.ReadDir(srcDir)
 	if err != nil {

@@ -70,7 +70,7 @@ type Config6 struct {
 }
 
 // Config is everything one single-client DHCP server serves, computed once
-// by [NewConfig]. It is plain data: tests build it directly.
+// by [NewConfigFor]. It is plain data: tests build it directly.
 type Config struct {
 	// Interface is the VMI interface name, for logs.
 	Interface string
@@ -124,36 +124,6 @@ type Service struct {
 	// RequireMAC makes the record's MAC required: the server answers the
 	// VM only.
 	RequireMAC bool
-}
-
-// CoreService is what virtnet's own bindings ask for: bridge DHCPv4 and
-// DHCPv6 to the VM's MAC only, masquerade DHCPv4 and DHCPv6; nothing for
-// the others.
-func CoreService(binding string) Service {
-	switch binding {
-	case api.BindingBridge:
-		return Service{IPv4: true, IPv6: true, RequireMAC: true}
-	case api.BindingMasquerade:
-		return Service{IPv4: true, IPv6: true}
-	}
-	return Service{}
-}
-
-// NewConfig is [NewConfigFor] with the [CoreService] of the record's
-// binding (the interface's when the record names none).
-func NewConfig(vmi *api.VMI, iface *api.Interface, rec *cache.Interface, resolvConf []byte) (*Config, error) {
-	if rec == nil {
-		return nil, &FieldError{Field: "record", Value: "<nil>", Reason: "a cache record is required"}
-	}
-	b := rec.Binding
-	if b == "" && iface != nil {
-		b = iface.Binding()
-	}
-	svc := CoreService(b)
-	if !svc.IPv4 && !svc.IPv6 {
-		return nil, &FieldError{Field: "Binding", Value: b, Reason: "virtnet's own bindings serve DHCP only for bridge and masquerade"}
-	}
-	return NewConfigFor(vmi, iface, rec, resolvConf, svc)
 }
 
 // NewConfigFor builds the configuration of the DHCP server offering svc
@@ -330,24 +300,18 @@ func (c *Config) routes(in []cache.Route) ([]Route, error) {
 	// order (udhcpc's and dhclient's scripts do) can reach the gateways
 	// of the next ones (ptp: "10.244.2.1/32 on-link" before
 	// "10.244.2.0/24 via 10.244.2.1"); default routes last.
-	slices.SortStableFunc(out, func(a, b Route) int {
-		return cmp.Or(cmp.Compare(isDefault(a.Dst), isDefault(b.Dst)), cmp.Compare(hasGateway(a), hasGateway(b)))
-	})
+	rank := func(r Route) int {
+		n := 0
+		if r.Dst.Bits() == 0 {
+			n += 2
+		}
+		if !r.Gateway.IsUnspecified() {
+			n++
+		}
+		return n
+	}
+	slices.SortStableFunc(out, func(a, b Route) int { return cmp.Compare(rank(a), rank(b)) })
 	return out, nil
-}
-
-func hasGateway(r Route) int {
-	if r.Gateway.IsUnspecified() {
-		return 0
-	}
-	return 1
-}
-
-func isDefault(p netip.Prefix) int {
-	if p.Bits() == 0 {
-		return 1
-	}
-	return 0
 }
 
 func (c *Config) dhcpOptions(o *api.DHCPOptions) error {

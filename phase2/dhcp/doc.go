@@ -2,7 +2,7 @@
 // bridge of a bridge or masquerade interface, so that the VM gets the
 // address phase1 recorded for it.
 //
-// [NewConfig] turns a VMI, its interface, the phase1 cache record and the
+// [NewConfigFor] turns a VMI, its interface, the phase1 cache record and the
 // pod's resolv.conf into a [Config]: plain data, computed once, with an
 // error naming the bad field. [Handler4] (DHCPv4) and [Handler6] (DHCPv6)
 // map one request to one reply without any socket, so they are unit tested
@@ -19,7 +19,7 @@
 //
 // Differences from KubeVirt v0.53, on purpose:
 //   - Without IPAM (the record's IPAMDisabled, or no IPv4 address) there is
-//     nothing to serve: [NewConfig] returns [ErrIPAMDisabled] and the
+//     nothing to serve: [NewConfigFor] returns [ErrIPAMDisabled] and the
 //     caller starts no server.
 //   - Only the VM's MAC is answered, by DHCPv4 (chaddr) and DHCPv6 (the
 //     client's DUID-LL/LLT, EUI-64 link-local source or neighbour entry,

@@ -5,7 +5,7 @@ import (
 	"fmt"
 )
 
-// ErrIPAMDisabled is returned by [NewConfig] when the interface has no IPv4
+// ErrIPAMDisabled is returned by [NewConfigFor] when the interface has no IPv4
 // address to hand out (the record's IPAMDisabled, or no IPv4): the VM gets
 // layer 2 only and no DHCP server must run. It is not a failure.
 var ErrIPAMDisabled = errors.New("dhcp: IPAM disabled, no DHCP server for this interface")
@@ -13,7 +13,7 @@ var ErrIPAMDisabled = errors.New("dhcp: IPAM disabled, no DHCP server for this i
 // ErrInvalidConfig is matched (with [errors.Is]) by every [FieldError].
 var ErrInvalidConfig = errors.New("dhcp: invalid configuration")
 
-// FieldError is an input [NewConfig] refuses: the field it came from (a
+// FieldError is an input [NewConfigFor] refuses: the field it came from (a
 // cache record field such as "IPv4", a VMI path such as
 // "dhcpOptions.ntpServers[1]", or "resolv.conf search"), the bad value and
 // why.

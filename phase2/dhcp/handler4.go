@@ -26,9 +26,7 @@ type Handler4 struct {
 	log  *slog.Logger
 	opts []dhcpv4.Option // options of OFFER and ACK, encoded once, by priority
 
-	mu      sync.Mutex
-	foreign map[string]struct{}
-	full    bool
+	foreign foreignClients
 }
 
 // NewHandler4 encodes the configuration's options once and returns the
@@ -38,7 +36,7 @@ type Handler4 struct {
 func NewHandler4(cfg *Config, log *slog.Logger) *Handler4 {
 	opts := Options4(cfg)
 	slices.SortStableFunc(opts, func(a, b dhcpv4.Option) int { return cmp.Compare(rank4(a.Code.Code()), rank4(b.Code.Code())) })
-	return &Handler4{cfg: cfg, log: limited(log), opts: opts, foreign: map[string]struct{}{}}
+	return &Handler4{cfg: cfg, log: limited(log), opts: opts}
 }
 
 // Sizes of a reply: RFC 2131 says every client accepts 576-byte IP
@@ -62,27 +60,15 @@ func rank4(code uint8) int {
 	switch code {
 	case 1, 3, 51, 54:
 		return 0
-	case 121:
-		return 1
-	case 6:
-		return 2
-	case 26:
-		return 3
-	case 119:
-		return 4
-	case 15:
-		return 5
-	case 12:
-		return 6
-	case 42:
-		return 7
-	case 66:
-		return 8
-	case 67:
-		return 9
 	}
-	return 10
+	if i := slices.Index(optionRanks, code); i >= 0 {
+		return i + 1
+	}
+	return len(optionRanks) + 1
 }
+
+// optionRanks are the options of rank 1 and up, in rank4's order.
+var optionRanks = []uint8{121, 6, 26, 119, 15, 12, 42, 66, 67}
 
 // optionSize is the encoded size of one option, split in pieces of 255
 // bytes as RFC 3396 does for long values.
@@ -225,7 +211,7 @@ func (h *Handler4) Handle(req *dhcpv4.DHCPv4) *dhcpv4.DHCPv4 {
 		return nil
 	}
 	if h.cfg.MAC != nil && !bytes.Equal(req.ClientHWAddr, h.cfg.MAC) {
-		h.logForeign(req.ClientHWAddr)
+		h.foreign.log(h.log, "dhcp", h.cfg.Bridge, string(req.ClientHWAddr), "mac", req.ClientHWAddr.String(), "vmMAC", h.cfg.MAC.String())
 		return nil
 	}
 	if gi := req.GatewayIPAddr; gi != nil && !gi.IsUnspecified() {
@@ -295,19 +281,30 @@ func (h *Handler4) reply(req *dhcpv4.DHCPv4, typ dhcpv4.MessageType, yiaddr net.
 	return r
 }
 
-// logForeign logs a MAC the server does not answer, once per MAC and for
-// at most maxForeignLogged MACs.
-func (h *Handler4) logForeign(mac net.HardwareAddr) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if _, ok := h.foreign[string(mac)]; ok || h.full {
+// foreignClients logs each client the server does not answer once, and at
+// most maxForeignLogged of them.
+type foreignClients struct {
+	mu   sync.Mutex
+	seen map[string]struct{}
+	full bool
+}
+
+// log logs the client key with msg and attrs, unless it was logged before
+// or too many were; proto prefixes the message ("dhcp", "dhcpv6").
+func (f *foreignClients) log(log *slog.Logger, proto, bridge, key string, attrs ...any) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.seen[key]; ok || f.full {
 		return
 	}
-	if len(h.foreign) >= maxForeignLogged {
-		h.full = true
-		h.log.Warn("dhcp: too many foreign clients, no longer logging them", "interface", h.cfg.Bridge, "limit", maxForeignLogged)
+	if len(f.seen) >= maxForeignLogged {
+		f.full = true
+		log.Warn(proto+": too many foreign clients, no longer logging them", "interface", bridge, "limit", maxForeignLogged)
 		return
 	}
-	h.foreign[string(mac)] = struct{}{}
-	h.log.Warn("dhcp: ignoring client that is not the VM", "interface", h.cfg.Bridge, "mac", mac.String(), "vmMAC", h.cfg.MAC.String())
+	if f.seen == nil {
+		f.seen = map[string]struct{}{}
+	}
+	f.seen[key] = struct{}{}
+	log.Warn(proto+": ignoring client that is not the VM", append([]any{"interface", bridge}, attrs...)...)
 }

@@ -182,7 +182,7 @@ func TestHandler4ForeignLogBounded(t *testing.T) {
 				}
 			}
 			require.Equal(t, tc.want, strings.Count(logs.String(), "\n"), logs.String())
-			require.Len(t, h.foreign, maxForeignLogged)
+			require.Len(t, h.foreign.seen, maxForeignLogged)
 		})
 	}
 }

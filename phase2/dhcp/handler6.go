@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
-	"sync"
 
 	"github.com/insomniacslk/dhcp/dhcpv6"
 	"github.com/insomniacslk/dhcp/iana"
@@ -32,10 +31,7 @@ type Handler6 struct {
 	dns      []net.IP
 	search   []string
 	neigh    func(netip.Addr) net.HardwareAddr
-
-	mu      sync.Mutex
-	foreign map[string]struct{}
-	full    bool
+	foreign  foreignClients
 }
 
 // NewHandler6 returns the DHCPv6 handler for cfg.IPv6 (which must be set),
@@ -54,9 +50,8 @@ func NewHandler6(cfg *Config, serverMAC net.HardwareAddr, log *slog.Logger) *Han
 			PreferredLifetime: cfg.Lease,
 			ValidLifetime:     cfg.Lease,
 		},
-		dns:     ips(cfg.IPv6.DNS),
-		search:  cfg.Search,
-		foreign: map[string]struct{}{},
+		dns:    ips(cfg.IPv6.DNS),
+		search: cfg.Search,
 	}
 }
 
@@ -83,7 +78,7 @@ func (h *Handler6) Handle(peer netip.Addr, msg dhcpv6.DHCPv6) dhcpv6.DHCPv6 {
 		return nil
 	}
 	if !h.fromVM(peer, cid) {
-		h.logForeign(peer, cid)
+		h.foreign.log(h.log, "dhcpv6", h.bridge, string(cid.ToBytes()), "peer", peer.String(), "duid", cid.String(), "vmMAC", h.mac.String())
 		return nil
 	}
 	if sid := m.Options.ServerID(); sid != nil && !sid.Equal(h.serverID) {
@@ -175,23 +170,4 @@ func eui64MAC(a netip.Addr) net.HardwareAddr {
 		return nil
 	}
 	return net.HardwareAddr{b[8] ^ 0x02, b[9], b[10], b[13], b[14], b[15]}
-}
-
-// logForeign logs a client that is not the VM, once per DUID and for at
-// most maxForeignLogged DUIDs.
-func (h *Handler6) logForeign(peer netip.Addr, cid dhcpv6.DUID) {
-	key := string(cid.ToBytes())
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if _, ok := h.foreign[key]; ok || h.full {
-		return
-	}
-	if len(h.foreign) >= maxForeignLogged {
-		h.full = true
-		h.log.Warn("dhcpv6: too many foreign clients, no longer logging them", "interface", h.bridge, "limit", maxForeignLogged)
-		return
-	}
-	h.foreign[key] = struct{}{}
-	h.log.Warn("dhcpv6: ignoring client that is not the VM", "interface", h.bridge, "peer", peer.String(),
-		"duid", cid.String(), "vmMAC", h.mac.String())
 }

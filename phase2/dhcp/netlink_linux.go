@@ -123,18 +123,12 @@ func (s *Server) neighbors(index int) (func(netip.Addr) net.HardwareAddr, func()
 		return nil, nil, err
 	}
 	lookup := func(ip netip.Addr) net.HardwareAddr {
-		// The kernel dumps the IPv6 neighbours only (Neigh.List asks for
-		// every family).
-		msgs, err := c.Execute(&rtnetlink.NeighMessage{Family: unix.AF_INET6}, unix.RTM_GETNEIGH, netlink.Request|netlink.Dump)
+		ns, err := dumpNeighbors(c, unix.AF_INET6)
 		if err != nil {
 			return nil
 		}
-		for _, m := range msgs {
-			n, ok := m.(*rtnetlink.NeighMessage)
-			if !ok {
-				continue
-			}
-			if int(n.Index) != index || n.Attributes == nil || n.State&(unix.NUD_FAILED|unix.NUD_INCOMPLETE) != 0 {
+		for _, n := range ns {
+			if int(n.Index) != index || n.State&(unix.NUD_FAILED|unix.NUD_INCOMPLETE) != 0 {
 				continue
 			}
 			if a, ok := netip.AddrFromSlice(n.Attributes.Address); ok && a == ip.WithZone("") && len(n.Attributes.LLAddress) == 6 {
@@ -144,6 +138,23 @@ func (s *Server) neighbors(index int) (func(netip.Addr) net.HardwareAddr, func()
 		return nil
 	}
 	return lookup, func() { c.Close() }, nil
+}
+
+// dumpNeighbors lists the neighbour entries of family (AF_INET6, or
+// AF_BRIDGE for a bridge's forwarding database) that have attributes. The
+// kernel dumps that family only (Neigh.List asks for every family).
+func dumpNeighbors(c *rtnetlink.Conn, family uint16) ([]*rtnetlink.NeighMessage, error) {
+	msgs, err := c.Execute(&rtnetlink.NeighMessage{Family: family}, unix.RTM_GETNEIGH, netlink.Request|netlink.Dump)
+	if err != nil {
+		return nil, err
+	}
+	var out []*rtnetlink.NeighMessage
+	for _, m := range msgs {
+		if n, ok := m.(*rtnetlink.NeighMessage); ok && n.Attributes != nil {
+			out = append(out, n)
+		}
+	}
+	return out, nil
 }
 
 // canRawICMPv6 reports whether a raw ICMPv6 socket can be opened in the

@@ -60,44 +60,55 @@ func (s *Server) routerAdvertisements(ctx context.Context, ifi *net.Interface) {
 			}
 			continue
 		}
-		var c *ndp.Conn
-		err = nsexec.Do(s.netns, func() error {
-			var err error
-			c, _, err = ndp.Listen(byIndex(ifi), ndp.Addr(ll.String()))
-			if err == nil {
-				if err = setupRA(c); err != nil {
-					c.Close()
-				}
-			}
-			return err
-		})
-		var write func(*ndp.RouterAdvertisement) error
-		from := ll
-		if err == nil {
-			write = func(ra *ndp.RouterAdvertisement) error {
-				if ra == nil {
-					return nil
-				}
-				return c.WriteTo(ra, nil, allNodes)
-			}
-			if s.cfg.IPv6.Shared {
-				write, err = s.sharedWriter(ifi, ll)
-				if err != nil {
-					c.Close()
-				} else if s.cfg.IPv6.Router.IsValid() {
-					from = s.cfg.IPv6.Router
-				}
-			}
-		}
-		if err == nil {
-			s.log.Info("dhcp: router advertisements started", "interface", s.cfg.Bridge, "from", from.String(), "toVMOnly", s.cfg.IPv6.Shared)
-			err = s.advertise(ctx, c, ifi.HardwareAddr, write)
-		}
+		err = s.advertiseFrom(ctx, ifi, ll)
 		if err != nil && ctx.Err() == nil {
 			s.log.Warn("dhcp: router advertisements: socket failed, starting over", "interface", s.cfg.Bridge, "err", err)
 			sleep(ctx, raRetry)
 		}
 	}
+}
+
+// advertiseFrom opens the sockets of the bridge ifi's router advertisements
+// from its link-local address ll and advertises (see advertise) until ctx
+// ends (nil) or a socket fails (the error). On a shared bridge they go as
+// Ethernet frames from the pod's router (or ll without one) to the VM's
+// MAC only, skipped while the bridge has not learnt the VM's port.
+func (s *Server) advertiseFrom(ctx context.Context, ifi *net.Interface, ll netip.Addr) error {
+	var c *ndp.Conn
+	err := nsexec.Do(s.netns, func() error {
+		var err error
+		if c, _, err = ndp.Listen(byIndex(ifi), ndp.Addr(ll.String())); err != nil {
+			return err
+		}
+		return setupRA(c)
+	})
+	if c != nil {
+		defer c.Close()
+	}
+	if err != nil {
+		return err
+	}
+	write := func(ra *ndp.RouterAdvertisement) error { return c.WriteTo(ra, nil, allNodes) }
+	from := ll
+	if s.cfg.IPv6.Shared {
+		if s.cfg.IPv6.Router.IsValid() {
+			from = s.cfg.IPv6.Router
+		}
+		f, err := s.openFrameSender(ifi)
+		if err != nil {
+			return err
+		}
+		defer f.close()
+		write = func(ra *ndp.RouterAdvertisement) error {
+			sent, err := f.send(ra, from)
+			if err == nil && !sent {
+				s.log.Debug("dhcp: router advertisement held back: the bridge has not learnt the VM's port yet", "interface", s.cfg.Bridge)
+			}
+			return err
+		}
+	}
+	s.log.Info("dhcp: router advertisements started", "interface", s.cfg.Bridge, "from", from.String(), "toVMOnly", s.cfg.IPv6.Shared)
+	return s.advertise(ctx, c, ifi.HardwareAddr, write)
 }
 
 // byIndex returns ifi named by its index: the ndp library uses the name as
@@ -181,42 +192,11 @@ func RouterAdvertisement(cfg *Config, bridgeMAC net.HardwareAddr) *ndp.RouterAdv
 	return ra
 }
 
-// sharedWriter returns the writer of a shared bridge's advertisements:
-// Ethernet frames from the pod's router (or the bridge's link-local
-// address ll without one) to the VM's MAC only, skipped while the bridge
-// has not learnt the VM's port. Its sockets close when ctx ends.
-func (s *Server) sharedWriter(ifi *net.Interface, ll netip.Addr) (func(*ndp.RouterAdvertisement) error, error) {
-	f, err := s.openFrameSender(ifi)
-	if err != nil {
-		return nil, err
-	}
-	src := ll
-	if s.cfg.IPv6.Router.IsValid() {
-		src = s.cfg.IPv6.Router
-	}
-	var mu sync.Mutex
-	return func(ra *ndp.RouterAdvertisement) error {
-		mu.Lock()
-		defer mu.Unlock()
-		if ra == nil {
-			f.close()
-			return nil
-		}
-		sent, err := f.send(ra, src)
-		if err == nil && !sent {
-			s.log.Debug("dhcp: router advertisement held back: the bridge has not learnt the VM's port yet", "interface", s.cfg.Bridge)
-		}
-		return err
-	}, nil
-}
-
 // advertise sends an advertisement at once, then every raInterval and in
 // answer to solicitations (at most one per minSolicitedGap), through
 // write, until ctx ends (nil) or the socket fails (the error). It closes
-// c, and write by calling it with nil.
+// c when ctx ends, to stop reading.
 func (s *Server) advertise(ctx context.Context, c *ndp.Conn, mac net.HardwareAddr, write func(*ndp.RouterAdvertisement) error) error {
-	defer c.Close()
-	defer func() { _ = write(nil) }()
 	ra := RouterAdvertisement(s.cfg, mac)
 	var (
 		mu   sync.Mutex

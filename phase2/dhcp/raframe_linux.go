@@ -9,7 +9,6 @@ import (
 
 	"github.com/jsimonetti/rtnetlink/v2"
 	"github.com/mdlayher/ndp"
-	"github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
 
 	"github.com/virtnet/virtnet/internal/nsexec"
@@ -65,16 +64,12 @@ func (f *frameSender) close() {
 // would flood it to every port, the pod's NIC included). phase1 turns
 // learning off on the NIC's port, so a learnt entry is on the VM's side.
 func (f *frameSender) vmLearned() (bool, error) {
-	msgs, err := f.fdb.Execute(&rtnetlink.NeighMessage{Family: unix.AF_BRIDGE}, unix.RTM_GETNEIGH, netlink.Request|netlink.Dump)
+	ns, err := dumpNeighbors(f.fdb, unix.AF_BRIDGE)
 	if err != nil {
 		return false, fmt.Errorf("bridge forwarding database: %w", err)
 	}
-	for _, m := range msgs {
-		n, ok := m.(*rtnetlink.NeighMessage)
-		if !ok || n.Attributes == nil || n.State&unix.NUD_PERMANENT != 0 {
-			continue
-		}
-		if bytes.Equal(n.Attributes.LLAddress, f.vmMAC) {
+	for _, n := range ns {
+		if n.State&unix.NUD_PERMANENT == 0 && bytes.Equal(n.Attributes.LLAddress, f.vmMAC) {
 			return true, nil
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/insomniacslk/dhcp/dhcpv4"
@@ -41,7 +42,7 @@ type Server struct {
 	netns      string
 	raInterval time.Duration
 	ready      chan struct{}
-	once       sync.Once
+	served     atomic.Bool
 	sem        chan struct{}
 }
 
@@ -54,9 +55,6 @@ func NewServer(cfg *Config, log *slog.Logger, opts ...Option) (*Server, error) {
 		lim: newLimiter(logBurst, logEvery), ready: make(chan struct{}), sem: make(chan struct{}, maxInFlight)}
 	for _, o := range opts {
 		o(s)
-	}
-	if s.raInterval <= 0 {
-		return nil, &FieldError{Field: "RAInterval", Value: s.raInterval.String(), Reason: "must be positive"}
 	}
 	s.log = slog.New(&limitHandler{h: s.raw.Handler(), lim: s.lim})
 	return s, nil
@@ -103,9 +101,7 @@ func (k *sockets) release() {
 // netlink address subscription. Without CAP_NET_RAW they are disabled
 // with one warning, and DHCP keeps serving.
 func (s *Server) Serve(ctx context.Context) error {
-	first := false
-	s.once.Do(func() { first = true })
-	if !first {
+	if !s.served.CompareAndSwap(false, true) {
 		return errors.New("dhcp: Serve called twice")
 	}
 	for _, msg := range s.cfg.Ignored {

@@ -51,14 +51,6 @@ func exists(path string) (bool, error) {
 	return false, err
 }
 
-// checkReadable opens path for reading, without blocking, and closes it:
-// it must be a regular file or a block device (a PVC in block mode). A
-// FIFO, a socket or a character device is refused
-// ([safefile.ErrNotRegular]) before any blocking open.
-func checkReadable(path string) error {
-	return safefile.CheckReadable(path, true)
-}
-
 // createFile makes path through "<path>.staging" ([safefile.Replace]):
 // write fills the staging file, which is synced and renamed into place. On
 // any error the staging file is removed and path is not created. The

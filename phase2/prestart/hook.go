@@ -1,6 +1,7 @@
 package prestart
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -157,10 +158,9 @@ type ServerInfo = phase2.ServerInfo
 // Running is a successful run: its DHCP servers keep serving until the
 // context given to [Hook.Run] ends or [Running.Stop] is called.
 type Running struct {
-	domain  *libvirtxml.Domain
-	st      *State
-	created []string
-	cancel  context.CancelFunc
+	domain *libvirtxml.Domain
+	st     *State
+	cancel context.CancelFunc
 }
 
 // Domain is the completed domain, ready to define: the one the hook built,
@@ -171,7 +171,7 @@ func (r *Running) Domain() *libvirtxml.Domain { return r.domain }
 func (r *Running) Servers() []ServerInfo { return r.st.dhcp.Servers() }
 
 // Created lists the files and directories the run created, in order.
-func (r *Running) Created() []string { return slices.Clone(r.created) }
+func (r *Running) Created() []string { return slices.Clone(r.st.created) }
 
 // Wait blocks until every DHCP server has stopped (the run's context
 // ended, or Stop) and returns their failures joined; a server that stopped
@@ -209,12 +209,9 @@ func (h *Hook) Run(ctx context.Context) (*Running, error) {
 		return nil, err
 	}
 	hk := *h
-	if hk.ResolvConf == "" {
-		hk.ResolvConf = DefaultResolvConf
-	}
-	if hk.QemuImg == "" {
-		hk.QemuImg = DefaultQemuImg
-	}
+	hk.ResolvConf = cmp.Or(hk.ResolvConf, DefaultResolvConf)
+	hk.QemuImg = cmp.Or(hk.QemuImg, DefaultQemuImg)
+	hk.NetworkInfo = cmp.Or(hk.NetworkInfo, DefaultNetworkInfo)
 	netAdmin, err := HasNetAdmin()
 	if err != nil {
 		return nil, hookError("InterfaceType", fmt.Errorf("cannot read this process's capabilities: %w", err))
@@ -223,23 +220,23 @@ func (h *Hook) Run(ctx context.Context) (*Running, error) {
 	if render.InterfaceType, err = ChooseInterfaceType(hk.VMI, "InterfaceType", hk.InterfaceType, netAdmin); err != nil {
 		return nil, err
 	}
-	if hasSRIOV(hk.VMI) {
-		if hk.NetworkInfo == "" {
-			hk.NetworkInfo = DefaultNetworkInfo
+	// SR-IOV finds its VF's PCI address in the network info, slirp
+	// offers the pod's search domains (dnssearch=).
+	for _, f := range []struct {
+		binding, field, path string
+		into                 *[]byte
+	}{
+		{api.BindingSRIOV, "NetworkInfo", hk.NetworkInfo, &render.NetworkInfo},
+		{api.BindingSlirp, "ResolvConf", hk.ResolvConf, &render.ResolvConf},
+	} {
+		if !hasBinding(hk.VMI, f.binding) {
+			continue
 		}
-		b, err := os.ReadFile(hk.NetworkInfo)
+		b, err := os.ReadFile(f.path)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return nil, hookError("NetworkInfo", err)
+			return nil, hookError(f.field, err)
 		}
-		render.NetworkInfo = b
-	}
-	if hasSlirp(hk.VMI) {
-		// slirp offers the pod's search domains (dnssearch=).
-		b, err := os.ReadFile(hk.ResolvConf)
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return nil, hookError("ResolvConf", err)
-		}
-		render.ResolvConf = b
+		*f.into = b
 	}
 	if hk.Domain == nil {
 		if hk.Domain, err = domxml.Build(hk.VMI, hk.Dirs); err != nil {
@@ -282,13 +279,8 @@ func (h *Hook) Run(ctx context.Context) (*Running, error) {
 		}
 		st.Log.Info("step done", "took", time.Since(start).Round(time.Millisecond))
 	}
-	return &Running{domain: hk.Domain, st: st, created: st.created, cancel: cancel}, nil
+	return &Running{domain: hk.Domain, st: st, cancel: cancel}, nil
 }
-
-// hasSlirp reports whether the VMI has a slirp interface.
-func hasSlirp(vmi *api.VMI) bool { return hasBinding(vmi, api.BindingSlirp) }
-
-func hasSRIOV(vmi *api.VMI) bool { return hasBinding(vmi, api.BindingSRIOV) }
 
 // hasBinding reports whether an interface of the VMI has the binding
 // (through its core key or, for KubeVirt 1.x's names, a plugin).

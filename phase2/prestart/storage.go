@@ -14,6 +14,7 @@ import (
 
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/domxml"
+	"github.com/virtnet/virtnet/internal/safefile"
 )
 
 // Storage is the storage step: it makes every file disk source of the
@@ -60,7 +61,8 @@ func (Storage) Run(ctx context.Context, st *State) error {
 		case vol.ContainerDisk != nil:
 			err = st.overlay(ctx, vol, src)
 		default: // PVC, dataVolume, hostDisk of type Disk
-			if err = checkReadable(src.Path); err != nil {
+			// A regular file or a block device (a PVC in block mode).
+			if err = safefile.CheckReadable(src.Path, true); err != nil {
 				err = &DiskError{Volume: vol.Name, Path: src.Path, Err: fmt.Errorf("%w: %w", ErrNotReadable, err)}
 			}
 		}
@@ -117,7 +119,7 @@ func (st *State) sparse(volume, path, field, capacity string) error {
 // overlay checks the container disk's image and creates its qcow2 overlay
 // unless it exists.
 func (st *State) overlay(ctx context.Context, vol *api.Volume, src domxml.DiskSource) error {
-	if err := checkReadable(src.Backing); err != nil {
+	if err := safefile.CheckReadable(src.Backing, true); err != nil {
 		return &DiskError{Volume: vol.Name, Path: src.Backing, Err: fmt.Errorf("%w: %w", ErrNotReadable, err)}
 	}
 	ok, err := exists(src.Path)
