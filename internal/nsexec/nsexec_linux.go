@@ -30,8 +30,7 @@ func Do(nsPath string, fn func() error) error {
 	}
 	defer target.Close()
 	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
+	goLocked(func() {
 		orig, err := os.Open("/proc/thread-self/ns/net")
 		if err != nil {
 			runtime.UnlockOSThread()
@@ -52,6 +51,6 @@ func Do(nsPath string, fn func() error) error {
 		}
 		runtime.UnlockOSThread()
 		errc <- ferr
-	}()
+	})
 	return <-errc
 }

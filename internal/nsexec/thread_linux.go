@@ -19,7 +19,8 @@ var ErrClosed = errors.New("nsexec: thread closed")
 // costs (about 30 µs a call). A driver that reads and writes many
 // /proc/sys/net files or runs ethtool ioctls in one namespace keeps one.
 //
-// The thread is locked to its goroutine and never unlocked: when
+// The thread is never the process's main thread (see [goLocked]), and it
+// is locked to its goroutine and never unlocked: when
 // [Thread.Close] ends the goroutine, the Go runtime discards the thread
 // instead of handing it, still in the namespace, to other goroutines; a
 // thread the runtime starts later is cloned from its template thread, not
@@ -52,8 +53,7 @@ func Start(nsPath string) (*Thread, error) {
 func StartFd(fd int, name string) (*Thread, error) {
 	t := &Thread{calls: make(chan func())}
 	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
+	goLocked(func() {
 		// Never unlocked, even on failure: the thread ends with this
 		// goroutine (after a failed setns its namespace is unknown).
 		home, err := os.Open("/proc/thread-self/ns/net")
@@ -72,7 +72,7 @@ func StartFd(fd int, name string) (*Thread, error) {
 		for fn := range t.calls {
 			fn()
 		}
-	}()
+	})
 	if err := <-errc; err != nil {
 		return nil, err
 	}
@@ -102,4 +102,30 @@ func (t *Thread) Close() {
 		t.closed = true
 		close(t.calls)
 	}
+}
+
+// goLocked runs fn on a new goroutine locked to an OS thread that is not
+// the process's main thread; fn may unlock it once. /proc/self/ns/net
+// names the main thread's namespace, which other code in the process (a
+// caller that opens /proc/self/ns/net as "here") takes for the process's
+// own: a thread that enters a pod's namespace must never be the main
+// thread. When the runtime starts the goroutine there, it keeps the main
+// thread locked while a second goroutine, which then cannot run on it,
+// locks its own thread for fn.
+func goLocked(fn func()) {
+	go func() {
+		runtime.LockOSThread()
+		if unix.Gettid() != unix.Getpid() {
+			fn()
+			return
+		}
+		locked := make(chan struct{})
+		go func() {
+			runtime.LockOSThread()
+			close(locked)
+			fn()
+		}()
+		<-locked
+		runtime.UnlockOSThread()
+	}()
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/virtnet/virtnet/internal/nsexec"
 	"github.com/virtnet/virtnet/internal/testing/testutil"
@@ -129,6 +130,31 @@ func TestThreadMainThreadGoesHome(t *testing.T) {
 	}
 	require.Zero(t, left, "threads of the process still in the namespace")
 	require.Equal(t, home, nsIno(t, "/proc/self/ns/net"), "the main thread is home")
+}
+
+// TestNeverOnMainThread: while threads and one-shot calls sit in a
+// namespace, none runs on the process's main thread, so /proc/self/ns/net
+// keeps naming the process's own namespace (a caller that opens it as
+// "here" would otherwise get the pod's). Before goLocked, a Thread landed
+// on the main thread in most runs of 32.
+func TestNeverOnMainThread(t *testing.T) {
+	ns := testutil.NewNS(t, "vn-thr")
+	home := nsIno(t, "/proc/thread-self/ns/net")
+	pid := unix.Getpid()
+	for range 32 {
+		th, err := nsexec.Start(ns.Path)
+		require.NoError(t, err)
+		t.Cleanup(th.Close)
+		var tid int
+		require.NoError(t, th.Do(func() error { tid = unix.Gettid(); return nil }))
+		require.NotEqual(t, pid, tid, "a Thread runs on the main thread")
+		require.NoError(t, nsexec.Do(ns.Path, func() error {
+			tid = unix.Gettid()
+			return nil
+		}))
+		require.NotEqual(t, pid, tid, "Do runs on the main thread")
+		require.Equal(t, home, nsIno(t, "/proc/self/ns/net"), "/proc/self/ns/net names the process's namespace")
+	}
 }
 
 func TestThreadStartErrors(t *testing.T) {
