@@ -3,6 +3,7 @@ package deviceplugin
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 )
 
@@ -14,11 +15,28 @@ var ErrExhausted = errors.New("no free device slot")
 
 // Resources returns the inventory's resources, sorted by name.
 func (inv *Inventory) Resources() []Resource {
-	out := make([]Resource, 0, len(inv.names))
-	for _, n := range inv.names {
+	var out []Resource
+	for _, n := range slices.Sorted(maps.Keys(inv.pools)) {
 		out = append(out, inv.pools[n].res) // res is never written after NewInventory
 	}
 	return out
+}
+
+// Free returns how many slots of resource are free.
+func (inv *Inventory) Free(resource string) (int, error) {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	p, ok := inv.pools[resource]
+	if !ok {
+		return 0, inventoryError(resource, "", ErrUnknownResource)
+	}
+	free := 0
+	for _, u := range p.used {
+		if !u {
+			free++
+		}
+	}
+	return free, nil
 }
 
 // Acquire hands out the lowest free slot of resource, or fails with
@@ -30,11 +48,10 @@ func (inv *Inventory) Acquire(resource string) (Slot, error) {
 	if !ok {
 		return Slot{}, inventoryError(resource, "", ErrUnknownResource)
 	}
-	if p.free == 0 {
+	i := slices.Index(p.used, false)
+	if i < 0 {
 		return Slot{}, inventoryError(resource, "", fmt.Errorf("%w: all %d in use", ErrExhausted, p.res.Capacity))
 	}
-	i := slices.Index(p.used, false)
 	p.used[i] = true
-	p.free--
 	return p.slot(i), nil
 }

@@ -1,7 +1,6 @@
 package deviceplugin
 
 import (
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,13 +31,11 @@ type Slot struct {
 type Inventory struct {
 	mu    sync.Mutex
 	pools map[string]*pool
-	names []string
 }
 
 type pool struct {
 	res  Resource
 	used []bool
-	free int
 }
 
 // NewInventory makes an inventory with every slot of every resource free.
@@ -53,10 +50,8 @@ func NewInventory(resources []Resource) (*Inventory, error) {
 		if _, dup := inv.pools[r.Name]; dup || r.Name == "" {
 			return nil, &ConfigError{Index: i, Field: "name", Value: r.Name, Err: ErrDuplicateName}
 		}
-		inv.pools[r.Name] = &pool{res: r, used: make([]bool, r.Capacity), free: r.Capacity}
-		inv.names = append(inv.names, r.Name)
+		inv.pools[r.Name] = &pool{res: r, used: make([]bool, r.Capacity)}
 	}
-	slices.Sort(inv.names)
 	return inv, nil
 }
 
@@ -87,7 +82,6 @@ func (inv *Inventory) Claim(resource, deviceID string) (Slot, error) {
 		return Slot{}, inventoryError(resource, deviceID, ErrInUse)
 	}
 	p.used[i] = true
-	p.free--
 	return p.slot(i), nil
 }
 
@@ -114,19 +108,7 @@ func (inv *Inventory) Release(resource, deviceID string) error {
 		return inventoryError(resource, deviceID, ErrNotInUse)
 	}
 	p.used[i] = false
-	p.free++
 	return nil
-}
-
-// Free returns how many slots of resource are free.
-func (inv *Inventory) Free(resource string) (int, error) {
-	inv.mu.Lock()
-	defer inv.mu.Unlock()
-	p, ok := inv.pools[resource]
-	if !ok {
-		return 0, inventoryError(resource, "", ErrUnknownResource)
-	}
-	return p.free, nil
 }
 
 // lookup parses "<resource>Mvp<index>"; the caller holds inv.mu.

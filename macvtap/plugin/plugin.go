@@ -6,7 +6,6 @@ import (
 	"log/slog"
 
 	"github.com/containernetworking/cni/pkg/skel"
-	current "github.com/containernetworking/cni/pkg/types/100"
 	"github.com/containernetworking/cni/pkg/version"
 
 	"github.com/virtnet/virtnet/macvtap/cniconfig"
@@ -93,22 +92,6 @@ func (p *Plugin) GC(args *skel.CmdArgs) error {
 	}
 	p.log().Info("macvtap GC: passed to IPAM", "ipam", conf.IPAM.Type, "validAttachments", len(conf.ValidAttachments))
 	return p.ipamExec(context.Background(), "GC", conf, args)
-}
-
-// Setup moves and configures the macvtap for args (see the package
-// documentation) and returns the result in the current CNI spec version.
-func (p *Plugin) Setup(ctx context.Context, args *skel.CmdArgs) (*current.Result, error) {
-	return p.setup(ctx, args)
-}
-
-// Teardown deletes the macvtap of args; it is idempotent.
-func (p *Plugin) Teardown(ctx context.Context, args *skel.CmdArgs) error {
-	return p.teardown(ctx, args)
-}
-
-// Verify checks that the macvtap of args is configured as ADD left it.
-func (p *Plugin) Verify(ctx context.Context, args *skel.CmdArgs) error {
-	return p.verify(ctx, args)
 }
 
 func (p *Plugin) log() *slog.Logger {

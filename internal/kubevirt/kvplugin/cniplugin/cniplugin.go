@@ -328,7 +328,12 @@ func podInterfaceForAdd(c *netConf, args *skel.CmdArgs) (string, error) {
 	}
 }
 
+// phase1Error is err as a CNI error: a permanent phase1 failure is
+// codePhase1 with its step, any other CNI's 11; nil stays nil.
 func phase1Error(err error) error {
+	if err == nil {
+		return nil
+	}
 	var te *types.Error
 	if errors.As(err, &te) {
 		return te
@@ -351,13 +356,9 @@ func phase1Error(err error) error {
 // Add is the CNI ADD: phase1 for the interface, the hand-off record, the
 // unprivileged port start of a non-root VMI; it prints prevResult
 // (chained) or an empty result.
-func (p Plugin) Add(args *skel.CmdArgs) error {
-	c, err := loadConf(args.StdinData)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := p.context()
-	defer cancel()
+func (p Plugin) Add(args *skel.CmdArgs) error { return p.run(args, p.add) }
+
+func (p Plugin) add(ctx context.Context, args *skel.CmdArgs, c *netConf, store *cache.Store) error {
 	podIface, err := podInterfaceForAdd(c, args)
 	if err != nil {
 		return err
@@ -367,23 +368,17 @@ func (p Plugin) Add(args *skel.CmdArgs) error {
 		return err
 	}
 	log := t.logger(c, args.ContainerID)
-	store, err := openStore(c)
-	if err != nil {
-		return err
-	}
 	opts := p.options(c, log)
 	opts.Attachment = &cache.Attachment{ContainerID: args.ContainerID, IfName: args.IfName, Network: c.Name}
 	if err := phase1.Run(ctx, t.vmi, args.Netns, store, opts); err != nil {
 		return phase1Error(err)
 	}
 	rec, err := handOff(t, args.Netns, store)
+	if err == nil && c.needsPortStart(rec) {
+		err = lowerPortStart(args.Netns)
+	}
 	if err != nil {
 		return phase1Error(err)
-	}
-	if c.needsPortStart(rec) {
-		if err := lowerPortStart(args.Netns); err != nil {
-			return phase1Error(err)
-		}
 	}
 	log.Info("interface ready for the sidecar", "interface", t.iface, "record", kvplugin.TapOf(t.podIface, t.podIface == api.PrimaryPodInterface))
 	return printResult(c)
@@ -485,66 +480,50 @@ func printResult(c *netConf) error {
 	return types.PrintResult(&current.Result{CNIVersion: current.ImplementedSpecVersion}, c.CNIVersion)
 }
 
-// recordedTarget rebuilds the target of an earlier ADD from its records,
-// or returns nil when there was none.
-func recordedTarget(c *netConf, args *skel.CmdArgs, store *cache.Store) (*target, error) {
+// recordedTarget rebuilds the target of an earlier ADD from its records.
+// When there was none, found is false and the target is a probe on eth0:
+// its UID, the key of the interface's records, is still right.
+func recordedTarget(c *netConf, args *skel.CmdArgs, store *cache.Store) (t *target, found bool, err error) {
 	probe, err := resolve(c, args, api.PrimaryPodInterface, false)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	pod, err := store.ReadProgress(probe.vmi.Metadata.UID, probe.iface)
 	if errors.Is(err, cache.ErrNotExist) {
-		return nil, nil
+		return probe, false, nil
 	}
 	if err != nil {
-		return nil, cacheError(err)
+		return nil, false, cacheError(err)
 	}
-	return resolve(c, args, pod.PodInterface, false)
+	t, err = resolve(c, args, pod.PodInterface, false)
+	return t, true, err
 }
 
 // Del is the CNI DEL: phase1's cleanup, or only forgetting the records when
 // the namespace is gone (no file, or a file that is no longer a network
 // namespace: a stale bind mount); without an ADD it succeeds. A namespace
 // other than the one the records describe is refused (permanent).
-func (p Plugin) Del(args *skel.CmdArgs) error {
-	c, err := loadConf(args.StdinData)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := p.context()
-	defer cancel()
-	store, err := openStore(c)
-	if err != nil {
-		return err
-	}
+func (p Plugin) Del(args *skel.CmdArgs) error { return p.run(args, p.del) }
+
+func (p Plugin) del(ctx context.Context, args *skel.CmdArgs, c *netConf, store *cache.Store) error {
 	if _, err := store.RemoveStaleLocks(); err != nil {
 		return cacheError(err)
 	}
-	t, err := recordedTarget(c, args, store)
+	t, found, err := recordedTarget(c, args, store)
 	if err != nil {
 		return err
 	}
-	if t == nil {
+	if !found {
 		// DEL without ADD, or after an ADD killed before its first
 		// record: forget what it may have left (a namespace record,
 		// temporary files).
-		probe, err := resolve(c, args, api.PrimaryPodInterface, false)
-		if err != nil {
-			return err
-		}
-		if err := forget(ctx, store, probe.vmi.Metadata.UID, p.lockWait()); err != nil {
-			return phase1Error(err)
-		}
-		return nil
+		return phase1Error(forget(ctx, store, t.vmi.Metadata.UID, p.lockWait()))
 	}
 	log := t.logger(c, args.ContainerID)
 	if args.Netns == "" || !isNetns(args.Netns) {
 		// The pod's namespace is gone and everything in it with it.
 		log.Info("namespace gone; forgetting the records", "interface", t.iface, "netns", args.Netns)
-		if err := forget(ctx, store, t.vmi.Metadata.UID, p.lockWait()); err != nil {
-			return phase1Error(err)
-		}
-		return nil
+		return phase1Error(forget(ctx, store, t.vmi.Metadata.UID, p.lockWait()))
 	}
 	if err := phase1.Cleanup(ctx, t.vmi, args.Netns, store, p.options(c, log)); err != nil {
 		return phase1Error(err)
@@ -584,22 +563,14 @@ func isNetns(p string) bool {
 
 // Check is the CNI CHECK: it verifies phase1's records, the kernel state
 // and the hand-off record without changing anything.
-func (p Plugin) Check(args *skel.CmdArgs) error {
-	c, err := loadConf(args.StdinData)
+func (p Plugin) Check(args *skel.CmdArgs) error { return p.run(args, p.checkVerb) }
+
+func (p Plugin) checkVerb(ctx context.Context, args *skel.CmdArgs, c *netConf, store *cache.Store) error {
+	t, found, err := recordedTarget(c, args, store)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := p.context()
-	defer cancel()
-	store, err := openStore(c)
-	if err != nil {
-		return err
-	}
-	t, err := recordedTarget(c, args, store)
-	if err != nil {
-		return err
-	}
-	if t == nil {
+	if !found {
 		return types.NewError(codePhase1, "virtnet-binding-cni: CHECK: no ADD recorded for this interface", args.ContainerID)
 	}
 	if err := p.check(ctx, c, t, args.Netns, store); err != nil {
@@ -624,17 +595,9 @@ func GC(args *skel.CmdArgs) error { return Plugin{}.GC(args) }
 // namespaces of those attachments are gone, and everything phase1 made
 // in them with them; records of an attachment that another run holds are
 // left for the next GC.
-func (p Plugin) GC(args *skel.CmdArgs) error {
-	c, err := loadConf(args.StdinData)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := p.context()
-	defer cancel()
-	store, err := openStore(c)
-	if err != nil {
-		return err
-	}
+func (p Plugin) GC(args *skel.CmdArgs) error { return p.run(args, p.gc) }
+
+func (p Plugin) gc(ctx context.Context, args *skel.CmdArgs, c *netConf, store *cache.Store) error {
 	valid := map[cache.Attachment]bool{}
 	for _, a := range c.ValidAttachments {
 		valid[cache.Attachment{ContainerID: a.ContainerID, IfName: a.IfName, Network: c.Name}] = true
@@ -659,10 +622,7 @@ func (p Plugin) GC(args *skel.CmdArgs) error {
 	if _, err := store.RemoveStaleLocks(); err != nil {
 		errs = append(errs, err)
 	}
-	if err := errors.Join(errs...); err != nil {
-		return phase1Error(err)
-	}
-	return nil
+	return phase1Error(errors.Join(errs...))
 }
 
 // errWouldChange fails a kernel call or record write in CHECK's dry run.
@@ -740,14 +700,21 @@ func (p Plugin) check(ctx context.Context, c *netConf, t *target, netns string, 
 	return nil
 }
 
-// openStore opens the configuration's cacheDir, failing as a CNI I/O
-// error.
-func openStore(c *netConf) (*cache.Store, error) {
+// run is what every verb begins with: the configuration, the store in
+// its cacheDir (a failure is a CNI I/O error) and the invocation's
+// deadline.
+func (p Plugin) run(args *skel.CmdArgs, verb func(context.Context, *skel.CmdArgs, *netConf, *cache.Store) error) error {
+	c, err := loadConf(args.StdinData)
+	if err != nil {
+		return err
+	}
 	store, err := cache.New(c.CacheDir)
 	if err != nil {
-		return nil, cacheError(err)
+		return cacheError(err)
 	}
-	return store, nil
+	ctx, cancel := p.context()
+	defer cancel()
+	return verb(ctx, args, c, store)
 }
 
 // cacheError is a failure of cacheDir as a CNI I/O error.
