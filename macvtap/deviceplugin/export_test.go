@@ -22,23 +22,6 @@ func (inv *Inventory) Resources() []Resource {
 	return out
 }
 
-// Free returns how many slots of resource are free.
-func (inv *Inventory) Free(resource string) (int, error) {
-	inv.mu.Lock()
-	defer inv.mu.Unlock()
-	p, ok := inv.pools[resource]
-	if !ok {
-		return 0, inventoryError(resource, "", ErrUnknownResource)
-	}
-	free := 0
-	for _, u := range p.used {
-		if !u {
-			free++
-		}
-	}
-	return free, nil
-}
-
 // Acquire hands out the lowest free slot of resource, or fails with
 // [ErrExhausted] when all of them are in use.
 func (inv *Inventory) Acquire(resource string) (Slot, error) {
@@ -48,10 +31,11 @@ func (inv *Inventory) Acquire(resource string) (Slot, error) {
 	if !ok {
 		return Slot{}, inventoryError(resource, "", ErrUnknownResource)
 	}
-	i := slices.Index(p.used, false)
-	if i < 0 {
+	if p.free == 0 {
 		return Slot{}, inventoryError(resource, "", fmt.Errorf("%w: all %d in use", ErrExhausted, p.res.Capacity))
 	}
+	i := slices.Index(p.used, false)
 	p.used[i] = true
+	p.free--
 	return p.slot(i), nil
 }

@@ -36,6 +36,7 @@ type Inventory struct {
 type pool struct {
 	res  Resource
 	used []bool
+	free int
 }
 
 // NewInventory makes an inventory with every slot of every resource free.
@@ -50,7 +51,7 @@ func NewInventory(resources []Resource) (*Inventory, error) {
 		if _, dup := inv.pools[r.Name]; dup || r.Name == "" {
 			return nil, &ConfigError{Index: i, Field: "name", Value: r.Name, Err: ErrDuplicateName}
 		}
-		inv.pools[r.Name] = &pool{res: r, used: make([]bool, r.Capacity)}
+		inv.pools[r.Name] = &pool{res: r, used: make([]bool, r.Capacity), free: r.Capacity}
 	}
 	return inv, nil
 }
@@ -82,6 +83,7 @@ func (inv *Inventory) Claim(resource, deviceID string) (Slot, error) {
 		return Slot{}, inventoryError(resource, deviceID, ErrInUse)
 	}
 	p.used[i] = true
+	p.free--
 	return p.slot(i), nil
 }
 
@@ -108,7 +110,19 @@ func (inv *Inventory) Release(resource, deviceID string) error {
 		return inventoryError(resource, deviceID, ErrNotInUse)
 	}
 	p.used[i] = false
+	p.free++
 	return nil
+}
+
+// Free returns how many slots of resource are free.
+func (inv *Inventory) Free(resource string) (int, error) {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	p, ok := inv.pools[resource]
+	if !ok {
+		return 0, inventoryError(resource, "", ErrUnknownResource)
+	}
+	return p.free, nil
 }
 
 // lookup parses "<resource>Mvp<index>"; the caller holds inv.mu.

@@ -156,7 +156,10 @@ func EnvName(name string) string {
 // directory cannot be used.
 func (d *Daemon) Run(ctx context.Context) error {
 	if st, err := os.Stat(d.cfg.Dir); err != nil || !st.IsDir() {
-		return fmt.Errorf("macvtap device plugin: device-plugin directory %q: %w", d.cfg.Dir, errors.Join(err, errNotDir(st)))
+		if err == nil {
+			err = errors.New("not a directory")
+		}
+		return fmt.Errorf("macvtap device plugin: device-plugin directory %q: %w", d.cfg.Dir, err)
 	}
 	d.adopt(ctx)
 	var srv *serving
@@ -183,13 +186,6 @@ func (d *Daemon) Run(ctx context.Context) error {
 		case <-tick.C:
 		}
 	}
-}
-
-func errNotDir(st os.FileInfo) error {
-	if st != nil && !st.IsDir() {
-		return errors.New("not a directory")
-	}
-	return nil
 }
 
 // serving is one generation of resource servers, registered with one
@@ -302,14 +298,12 @@ func (d *Daemon) checkHealth(ctx context.Context) {
 	next := make(map[string]string, len(d.cfg.Resources))
 	for _, r := range d.cfg.Resources {
 		ok, reason, err := d.cfg.Kernel.LowerHealthy(ctx, r.LowerDevice)
-		switch {
-		case err != nil:
-			next[r.Name] = err.Error()
-		case !ok:
-			next[r.Name] = reason
-		default:
-			next[r.Name] = ""
+		if err != nil {
+			reason = err.Error()
+		} else if ok {
+			reason = ""
 		}
+		next[r.Name] = reason
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
