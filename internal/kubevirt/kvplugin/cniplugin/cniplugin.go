@@ -1,9 +1,9 @@
 //go:build linux
 
 // Package cniplugin is the CNI plugin of virtnet's KubeVirt 1.x network
-// binding plugins (cmd/virtnet-binding-cni is its main): [Add] runs
+// binding plugins (cmd/virtnet-binding-cni is its main): [Plugin.Add] runs
 // phase1 for one VM interface in CNI_NETNS and leaves the hand-off record
-// on the interface's tap, [Del] undoes it, [Check] verifies it. See the
+// on the interface's tap, [Plugin.Del] undoes it, [Plugin.Check] verifies it. See the
 // command's documentation for the network configuration.
 package cniplugin
 
@@ -100,15 +100,6 @@ func (p Plugin) lockWait() time.Duration {
 	}
 	return p.LockWait
 }
-
-// Add is [Plugin.Add] with the default limits.
-func Add(args *skel.CmdArgs) error { return Plugin{}.Add(args) }
-
-// Del is [Plugin.Del] with the default limits.
-func Del(args *skel.CmdArgs) error { return Plugin{}.Del(args) }
-
-// Check is [Plugin.Check] with the default limits.
-func Check(args *skel.CmdArgs) error { return Plugin{}.Check(args) }
 
 // tapOwner is the uid and gid of the taps: tapOwner from the
 // configuration, else 107, the qemu user of KubeVirt 1.x's non-root
@@ -435,16 +426,11 @@ func lowerPortStart(netns string) error {
 // namespace's value when it is still the one ADD set and no other
 // interface of this store is recorded in the namespace.
 func restorePortStart(netns string, store *cache.Store, self string) error {
-	f, err := os.Open(netns)
+	fi, err := os.Stat(netns)
 	if err != nil {
 		return err
 	}
-	var st syscall.Stat_t
-	err = syscall.Fstat(int(f.Fd()), &st)
-	f.Close()
-	if err != nil {
-		return err
-	}
+	st := fi.Sys().(*syscall.Stat_t)
 	id := fmt.Sprintf("%d:%d", st.Dev, st.Ino)
 	uids, err := store.VMIs()
 	if err != nil {
@@ -582,9 +568,6 @@ func (p Plugin) checkVerb(ctx context.Context, args *skel.CmdArgs, c *netConf, s
 	}
 	return nil
 }
-
-// GC is [Plugin.GC] with the default limits.
-func GC(args *skel.CmdArgs) error { return Plugin{}.GC(args) }
 
 // GC is the CNI GC (CNI 1.1): it forgets the records of every attachment
 // of this network (the configuration's name) that this plugin recorded
