@@ -2,7 +2,8 @@ package kvplugin
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 
 	"github.com/virtnet/virtnet/api"
 )
@@ -47,10 +48,6 @@ func MethodFor(name string) (string, error) {
 			return m, nil
 		}
 	}
-	known := make([]string, 0, 3)
-	for n := range Plugins() {
-		known = append(known, n)
-	}
-	sort.Strings(known)
+	known := slices.Sorted(maps.Keys(Plugins()))
 	return "", &PluginError{Name: name, Reason: fmt.Sprintf("not a virtnet binding: use one of %v or a name ending in -bridge, -masquerade or -slirp", known)}
 }

@@ -126,6 +126,8 @@ type netConf struct {
 			LogicNetworkName string `json:"logicNetworkName,omitempty"`
 		} `json:"cni"`
 	} `json:"args"`
+	// level is LogLevel parsed (slog.LevelInfo, 0, when unset).
+	level slog.Level
 }
 
 func loadConf(data []byte) (*netConf, error) {
@@ -157,8 +159,7 @@ func loadConf(data []byte) (*netConf, error) {
 		return nil, invalid(err.Error())
 	}
 	if c.LogLevel != "" {
-		var l slog.Level
-		if err := l.UnmarshalText([]byte(c.LogLevel)); err != nil {
+		if err := c.level.UnmarshalText([]byte(c.LogLevel)); err != nil {
 			return nil, invalid(fmt.Sprintf("logLevel %q: want debug, info, warn or error", c.LogLevel))
 		}
 	}
@@ -204,11 +205,7 @@ func checkCacheDir(dir string) error {
 }
 
 func (c *netConf) logger() *slog.Logger {
-	level := slog.LevelInfo
-	if c.LogLevel != "" {
-		_ = level.UnmarshalText([]byte(c.LogLevel))
-	}
-	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level})).With("plugin", "virtnet-binding-cni")
+	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: c.level})).With("plugin", "virtnet-binding-cni")
 }
 
 // logger is the invocation's logger: the container ID on every line;
