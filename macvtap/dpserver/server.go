@@ -1,6 +1,7 @@
 package dpserver
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -113,25 +114,16 @@ func New(cfg Config) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Dir == "" {
-		cfg.Dir = pluginapi.DevicePluginPath
-	}
-	if cfg.KubeletSocket == "" {
-		cfg.KubeletSocket = filepath.Join(cfg.Dir, filepath.Base(pluginapi.KubeletSocket))
-	}
-	if cfg.PodResourcesSocket == "" {
-		cfg.PodResourcesSocket = DefaultPodResourcesSocket
-	}
+	cfg.Dir = cmp.Or(cfg.Dir, pluginapi.DevicePluginPath)
+	cfg.KubeletSocket = cmp.Or(cfg.KubeletSocket, filepath.Join(cfg.Dir, filepath.Base(pluginapi.KubeletSocket)))
+	cfg.PodResourcesSocket = cmp.Or(cfg.PodResourcesSocket, DefaultPodResourcesSocket)
 	if cfg.Poll <= 0 {
 		cfg.Poll = DefaultPoll
 	}
 	if cfg.GiveBackAfter <= 0 {
 		cfg.GiveBackAfter = DefaultGiveBackAfter
 	}
-	log := cfg.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log := cmp.Or(cfg.Log, slog.New(slog.DiscardHandler))
 	health := make(map[string]string, len(cfg.Resources))
 	for _, r := range cfg.Resources {
 		health[r.Name] = "not looked at yet"

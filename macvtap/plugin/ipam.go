@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -89,12 +90,7 @@ func (rawExec) FindInPath(plugin string, paths []string) (string, error) {
 	return "", fmt.Errorf("failed to find plugin %q in path %s", plugin, paths)
 }
 
-func (p *Plugin) exec() Exec {
-	if p.Exec != nil {
-		return p.Exec
-	}
-	return rawExec{}
-}
+func (p *Plugin) exec() Exec { return cmp.Or(p.Exec, Exec(rawExec{})) }
 
 // ipamEnv is this process's environment without its CNI_* variables,
 // then those of verb and args.

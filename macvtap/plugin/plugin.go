@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"cmp"
 	"context"
 	"io"
 	"log/slog"
@@ -49,11 +50,7 @@ func (p *Plugin) Add(args *skel.CmdArgs) error {
 	if err != nil {
 		return &Error{Verb: "ADD", Step: "convert result to version " + conf.CNIVersion, Err: err}
 	}
-	w := p.Stdout
-	if w == nil {
-		w = io.Discard
-	}
-	return out.PrintTo(w)
+	return out.PrintTo(cmp.Or(p.Stdout, io.Discard))
 }
 
 // Del is the CNI DEL verb; see [Plugin.Teardown].
@@ -94,16 +91,6 @@ func (p *Plugin) GC(args *skel.CmdArgs) error {
 	return p.ipamExec(context.Background(), "GC", conf, args)
 }
 
-func (p *Plugin) log() *slog.Logger {
-	if p.Log == nil {
-		return slog.New(slog.DiscardHandler)
-	}
-	return p.Log
-}
+func (p *Plugin) log() *slog.Logger { return cmp.Or(p.Log, slog.New(slog.DiscardHandler)) }
 
-func (p *Plugin) devDir() string {
-	if p.DevDir == "" {
-		return "/dev"
-	}
-	return p.DevDir
-}
+func (p *Plugin) devDir() string { return cmp.Or(p.DevDir, "/dev") }

@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"cmp"
 	"log/slog"
 
 	"context"
@@ -257,10 +258,7 @@ func (p *Plugin) hostMacvtap(host *netlink.Handle, conf *cniconfig.NetConf, log 
 	if err != nil {
 		return nil, false, &Error{Verb: "ADD", Step: "look up lowerDevice", Link: conf.LowerDevice, NetNS: p.HostNetNS, Err: err}
 	}
-	mode := conf.MacvtapMode
-	if mode == "" {
-		mode = macvtap.DefaultMode
-	}
+	mode := cmp.Or(conf.MacvtapMode, macvtap.DefaultMode)
 	name := macvtap.HostLinkName(conf.DeviceID)
 	la := netlink.NewLinkAttrs()
 	la.Name = name

@@ -8,6 +8,7 @@
 package cniplugin
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -152,9 +153,7 @@ func loadConf(data []byte) (*netConf, error) {
 	if c.TapOwner != nil && (*c.TapOwner < 0 || *c.TapOwner > 1<<31-2) {
 		return nil, invalid(fmt.Sprintf("tapOwner %d: not a uid", *c.TapOwner))
 	}
-	if c.CacheDir == "" {
-		c.CacheDir = DefaultCacheDir
-	}
+	c.CacheDir = cmp.Or(c.CacheDir, DefaultCacheDir)
 	if err := checkCacheDir(c.CacheDir); err != nil {
 		return nil, invalid(err.Error())
 	}
@@ -251,9 +250,7 @@ func resolve(c *netConf, args *skel.CmdArgs, podIface string, add bool) (*target
 			iface = args.IfName
 		}
 	}
-	if podIface == "" {
-		podIface = args.IfName
-	}
+	podIface = cmp.Or(podIface, args.IfName)
 	if err := names.CheckLinkName(podIface); err != nil {
 		return nil, types.NewError(types.ErrInvalidEnvironmentVariables, "virtnet-binding-cni: pod interface", err.Error())
 	}
