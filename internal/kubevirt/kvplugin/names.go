@@ -1,6 +1,7 @@
 package kvplugin
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -26,15 +27,8 @@ func Plugins() map[string]string {
 	}
 }
 
-// PluginError reports a plugin name virtnet cannot serve.
-type PluginError struct {
-	Name   string
-	Reason string
-}
-
-func (e *PluginError) Error() string {
-	return fmt.Sprintf("network binding plugin %q: %s", e.Name, e.Reason)
-}
+// ErrUnknownPlugin is wrapped for a plugin name virtnet cannot serve.
+var ErrUnknownPlugin = errors.New("not a virtnet binding")
 
 // MethodFor returns the binding method of a plugin name: one of
 // [Plugins], or a name ending in "-bridge", "-masquerade" or "-slirp"
@@ -49,5 +43,5 @@ func MethodFor(name string) (string, error) {
 		}
 	}
 	known := slices.Sorted(maps.Keys(Plugins()))
-	return "", &PluginError{Name: name, Reason: fmt.Sprintf("not a virtnet binding: use one of %v or a name ending in -bridge, -masquerade or -slirp", known)}
+	return "", fmt.Errorf("network binding plugin %q: %w: use one of %v or a name ending in -bridge, -masquerade or -slirp", name, ErrUnknownPlugin, known)
 }
