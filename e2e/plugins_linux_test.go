@@ -60,8 +60,8 @@ func TestGuestThroughBindingPlugins(t *testing.T) {
 	conf := `{"cniVersion":"1.0.0","name":"virtnet-masquerade","type":"virtnet-binding-cni","binding":"masquerade",
 		"logLevel":"warn","cacheDir":"` + filepath.Join(run, "cni") + `","args":{"cni":{"logicNetworkName":"default"}}}`
 	args := &skel.CmdArgs{ContainerID: "e2e-plugin", Netns: pod.Pod.Path, IfName: "net1", StdinData: []byte(conf)}
-	require.NoError(t, cniplugin.Add(args), "CNI ADD")
-	t.Cleanup(func() { require.NoError(t, cniplugin.Del(args), "CNI DEL") })
+	require.NoError(t, cniplugin.Plugin{}.Add(args), "CNI ADD")
+	t.Cleanup(func() { require.NoError(t, cniplugin.Plugin{}.Del(args), "CNI DEL") })
 
 	// The sidecar, in the pod's namespace.
 	resolv := filepath.Join(work, "resolv.conf")

@@ -78,7 +78,7 @@ func TestKilledADDThenDEL(t *testing.T) {
 				"binding": "masquerade", "cacheDir": dir, "tapOwner": 0, "logLevel": "error",
 				"args": map[string]any{"cni": map[string]any{"logicNetworkName": "default"}}})
 			require.NoError(t, err)
-			require.NoError(t, cniplugin.Del(&skel.CmdArgs{ContainerID: ctr, Netns: pod.Pod.Path, IfName: "net1", StdinData: conf}))
+			require.NoError(t, cniplugin.Plugin{}.Del(&skel.CmdArgs{ContainerID: ctr, Netns: pod.Pod.Path, IfName: "net1", StdinData: conf}))
 			require.Equal(t, pristine, linkState(t, pod.Pod.Path), "DEL after the kill: as the CNI left it")
 			left, err := os.ReadDir(dir)
 			if !os.IsNotExist(err) {

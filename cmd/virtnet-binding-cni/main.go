@@ -59,6 +59,7 @@ func init() {
 
 func main() {
 	buildinfo.HandleVersionFlag("virtnet-binding-cni")
-	skel.PluginMainFuncs(skel.CNIFuncs{Add: cniplugin.Add, Del: cniplugin.Del, Check: cniplugin.Check, GC: cniplugin.GC},
+	var p cniplugin.Plugin // the default limits
+	skel.PluginMainFuncs(skel.CNIFuncs{Add: p.Add, Del: p.Del, Check: p.Check, GC: p.GC},
 		version.PluginSupports("0.4.0", "1.0.0", "1.1.0"), buildinfo.About("virtnet-binding-cni"))
 }

@@ -39,6 +39,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -69,7 +70,7 @@ func main() {
 		os.Exit(2)
 	}
 	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: lv}))
-	cfg.Plugin = firstNonEmpty(os.Getenv(sidecar.EnvPluginName), os.Getenv(sidecar.EnvVirtnetPluginName))
+	cfg.Plugin = cmp.Or(os.Getenv(sidecar.EnvPluginName), os.Getenv(sidecar.EnvVirtnetPluginName))
 	cfg.ContainerName = os.Getenv(sidecar.EnvContainerName)
 	cfg.Logger = log
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
@@ -78,13 +79,4 @@ func main() {
 		log.Error("sidecar failed", "error", err)
 		os.Exit(1)
 	}
-}
-
-func firstNonEmpty(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }

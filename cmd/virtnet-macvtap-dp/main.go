@@ -33,6 +33,10 @@ func main() {
 }
 
 func run(args []string) int {
+	fail := func(code int, err error) int {
+		fmt.Fprintln(os.Stderr, "virtnet-macvtap-dp:", err)
+		return code
+	}
 	fs := flag.NewFlagSet("virtnet-macvtap-dp", flag.ContinueOnError)
 	dir := fs.String("device-plugin-dir", "/var/lib/kubelet/device-plugins", "the kubelet's device-plugin directory")
 	podRes := fs.String("pod-resources-socket", dpserver.DefaultPodResourcesSocket, `the kubelet's pod-resources socket, to give back devices of deleted pods ("-": off)`)
@@ -62,19 +66,16 @@ func run(args []string) int {
 
 	conf, err := deviceplugin.ConfigFromEnv(os.LookupEnv)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "virtnet-macvtap-dp:", err)
-		return 2
+		return fail(2, err)
 	}
 	lister, err := deviceplugin.NewNetlinkLister(*hostNS)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "virtnet-macvtap-dp:", err)
-		return 1
+		return fail(1, err)
 	}
 	defer func() { _ = lister.Close() }()
 	resources, err := deviceplugin.Resources(ctx, conf, lister)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "virtnet-macvtap-dp:", err)
-		return 1
+		return fail(1, err)
 	}
 	if len(resources) == 0 {
 		fmt.Fprintln(os.Stderr, "virtnet-macvtap-dp: "+deviceplugin.ConfigEnv+" is [] and the host has no NIC that can carry macvtaps")
@@ -85,8 +86,7 @@ func run(args []string) int {
 	}
 	kernel, err := dpserver.NewNetlinkKernel(*hostNS)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "virtnet-macvtap-dp:", err)
-		return 1
+		return fail(1, err)
 	}
 	defer func() { _ = kernel.Close() }()
 	d, err := dpserver.New(dpserver.Config{
@@ -94,13 +94,11 @@ func run(args []string) int {
 		Poll: *poll, GiveBackAfter: *giveBack, Log: log,
 	})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "virtnet-macvtap-dp:", err)
-		return 2
+		return fail(2, err)
 	}
 	start := time.Now()
 	if err := d.Run(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "virtnet-macvtap-dp:", err)
-		return 1
+		return fail(1, err)
 	}
 	log.Info("virtnet-macvtap-dp: stopped", "ran", time.Since(start).Round(time.Second))
 	return 0

@@ -164,10 +164,8 @@ func parse(data []byte, attachment bool) (*NetConf, error) {
 	return &c, nil
 }
 
-// Validate checks every field of an attachment's configuration (deviceID
-// is required) and fills HardwareAddr and MacvtapMode.
-func (c *NetConf) Validate() error { return c.validate(true) }
-
+// validate checks every field (deviceID is required of an attachment) and
+// fills HardwareAddr and MacvtapMode.
 func (c *NetConf) validate(attachment bool) error {
 	switch {
 	case c.CNIVersion == "":
@@ -227,37 +225,25 @@ func ParseMAC(s string) (net.HardwareAddr, error) {
 	return hw, nil
 }
 
-// Args are the CNI_ARGS keys the plugin reads.
-type Args struct {
-	types.CommonArgs
-	// MAC overrides the configuration's "mac".
-	MAC types.UnmarshallableString `json:"mac,omitempty"`
-}
-
-// ParseArgs parses CNI_ARGS ("K8S_POD_NAME=…;MAC=02:…"). Unknown keys are
-// ignored (IgnoreUnknown is forced on: runtimes pass pod metadata).
-func ParseArgs(s string) (net.HardwareAddr, error) {
-	var a Args
+// EffectiveMAC returns the MAC the macvtap must get: MAC of CNI_ARGS
+// ("K8S_POD_NAME=…;MAC=02:…") if set, else the configuration's mac, else
+// nil (keep the kernel's random one). Other keys of CNI_ARGS are ignored
+// (runtimes pass pod metadata).
+func (c *NetConf) EffectiveMAC(args string) (net.HardwareAddr, error) {
+	var a struct {
+		types.CommonArgs
+		MAC types.UnmarshallableString `json:"mac,omitempty"`
+	}
 	a.IgnoreUnknown = true
-	if err := types.LoadArgs(s, &a); err != nil {
+	if err := types.LoadArgs(args, &a); err != nil {
 		return nil, &ConfigError{Field: "CNI_ARGS", Err: fmt.Errorf("%w: %w", ErrBadArgs, err)}
 	}
 	if a.MAC == "" {
-		return nil, nil
+		return c.HardwareAddr, nil
 	}
 	hw, err := ParseMAC(string(a.MAC))
 	if err != nil {
 		return nil, &ConfigError{Field: "CNI_ARGS.MAC", Value: string(a.MAC), Err: err}
 	}
 	return hw, nil
-}
-
-// EffectiveMAC returns the MAC the macvtap must get: CNI_ARGS MAC if set,
-// else the configuration's mac, else nil (keep the kernel's random one).
-func (c *NetConf) EffectiveMAC(args string) (net.HardwareAddr, error) {
-	hw, err := ParseArgs(args)
-	if err != nil || hw != nil {
-		return hw, err
-	}
-	return c.HardwareAddr, nil
 }

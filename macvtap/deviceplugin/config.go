@@ -46,13 +46,14 @@ func DefaultResource(lowerDevice string) Resource {
 	return Resource{Name: lowerDevice, LowerDevice: lowerDevice, Mode: macvtap.DefaultMode, Capacity: DefaultCapacity}
 }
 
-// entry is the wire form of one array element; pointers tell "absent" from
-// "zero".
+// entry is the wire form of one array element; Capacity is a pointer to
+// tell "absent" from 0 (an absent or empty string is "unset" for the
+// others).
 type entry struct {
-	Name        *string `json:"name"`
-	LowerDevice *string `json:"lowerDevice"`
-	Mode        *string `json:"mode"`
-	Capacity    *int    `json:"capacity"`
+	Name        string `json:"name"`
+	LowerDevice string `json:"lowerDevice"`
+	Mode        string `json:"mode"`
+	Capacity    *int   `json:"capacity"`
 }
 
 // resourceNameRE is the Kubernetes rule for the name part of a qualified
@@ -116,30 +117,26 @@ func parseEntry(i int, msg json.RawMessage) (Resource, error) {
 
 	var r Resource
 	switch {
-	case e.Name == nil || *e.Name == "":
+	case e.Name == "":
 		return r, &ConfigError{Index: i, Field: "name", Err: ErrRequired}
-	case len(*e.Name) > maxResourceNameLen || !resourceNameRE.MatchString(*e.Name):
-		return r, &ConfigError{Index: i, Field: "name", Value: *e.Name, Err: fmt.Errorf(
+	case len(e.Name) > maxResourceNameLen || !resourceNameRE.MatchString(e.Name):
+		return r, &ConfigError{Index: i, Field: "name", Value: e.Name, Err: fmt.Errorf(
 			"%w: want at most %d letters, digits, '-', '_' or '.', starting and ending with a letter or digit",
 			ErrInvalidName, maxResourceNameLen)}
 	}
-	r.Name = *e.Name
+	r.Name = e.Name
 
-	if e.LowerDevice == nil || *e.LowerDevice == "" {
+	if e.LowerDevice == "" {
 		return r, &ConfigError{Index: i, Field: "lowerDevice", Err: ErrRequired}
 	}
-	if err := macvtap.ValidIfName(*e.LowerDevice); err != nil {
-		return r, &ConfigError{Index: i, Field: "lowerDevice", Value: *e.LowerDevice, Err: fmt.Errorf("%w: %w", ErrInvalidName, err)}
+	if err := macvtap.ValidIfName(e.LowerDevice); err != nil {
+		return r, &ConfigError{Index: i, Field: "lowerDevice", Value: e.LowerDevice, Err: fmt.Errorf("%w: %w", ErrInvalidName, err)}
 	}
-	r.LowerDevice = *e.LowerDevice
+	r.LowerDevice = e.LowerDevice
 
-	mode := ""
-	if e.Mode != nil {
-		mode = *e.Mode
-	}
-	m, err := macvtap.ParseMode(mode)
+	m, err := macvtap.ParseMode(e.Mode)
 	if err != nil {
-		return r, &ConfigError{Index: i, Field: "mode", Value: mode, Err: err}
+		return r, &ConfigError{Index: i, Field: "mode", Value: e.Mode, Err: err}
 	}
 	r.Mode = m
 

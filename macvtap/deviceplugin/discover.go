@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"slices"
+	"strings"
 )
 
 // Link is what discovery needs to know about a host link.
@@ -66,15 +67,7 @@ func Discover(ctx context.Context, lister LinkLister) ([]Resource, error) {
 		}
 		out = append(out, DefaultResource(l.Name))
 	}
-	slices.SortFunc(out, func(a, b Resource) int {
-		switch {
-		case a.Name < b.Name:
-			return -1
-		case a.Name > b.Name:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, func(a, b Resource) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }
 

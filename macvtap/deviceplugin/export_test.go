@@ -3,6 +3,7 @@ package deviceplugin
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 )
 
@@ -14,8 +15,8 @@ var ErrExhausted = errors.New("no free device slot")
 
 // Resources returns the inventory's resources, sorted by name.
 func (inv *Inventory) Resources() []Resource {
-	out := make([]Resource, 0, len(inv.names))
-	for _, n := range inv.names {
+	var out []Resource
+	for _, n := range slices.Sorted(maps.Keys(inv.pools)) {
 		out = append(out, inv.pools[n].res) // res is never written after NewInventory
 	}
 	return out

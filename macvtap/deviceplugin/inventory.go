@@ -1,7 +1,6 @@
 package deviceplugin
 
 import (
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,7 +31,6 @@ type Slot struct {
 type Inventory struct {
 	mu    sync.Mutex
 	pools map[string]*pool
-	names []string
 }
 
 type pool struct {
@@ -54,9 +52,7 @@ func NewInventory(resources []Resource) (*Inventory, error) {
 			return nil, &ConfigError{Index: i, Field: "name", Value: r.Name, Err: ErrDuplicateName}
 		}
 		inv.pools[r.Name] = &pool{res: r, used: make([]bool, r.Capacity), free: r.Capacity}
-		inv.names = append(inv.names, r.Name)
 	}
-	slices.Sort(inv.names)
 	return inv, nil
 }
 

@@ -1,6 +1,7 @@
 package dpserver
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -75,10 +76,7 @@ func (k *NetlinkKernel) Ensure(ctx context.Context, s deviceplugin.Slot) (int, e
 	if err != nil {
 		return 0, fmt.Errorf("look up lower device %s: %w", s.LowerDevice, err)
 	}
-	mode := s.Mode
-	if mode == "" {
-		mode = macvtap.DefaultMode
-	}
+	mode := cmp.Or(s.Mode, macvtap.DefaultMode)
 	if l, err := k.h.LinkByName(s.HostLink); err == nil {
 		mv, ok := l.(*netlink.Macvtap)
 		if !ok {

@@ -1,6 +1,7 @@
 package dpserver
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -113,25 +114,16 @@ func New(cfg Config) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Dir == "" {
-		cfg.Dir = pluginapi.DevicePluginPath
-	}
-	if cfg.KubeletSocket == "" {
-		cfg.KubeletSocket = filepath.Join(cfg.Dir, filepath.Base(pluginapi.KubeletSocket))
-	}
-	if cfg.PodResourcesSocket == "" {
-		cfg.PodResourcesSocket = DefaultPodResourcesSocket
-	}
+	cfg.Dir = cmp.Or(cfg.Dir, pluginapi.DevicePluginPath)
+	cfg.KubeletSocket = cmp.Or(cfg.KubeletSocket, filepath.Join(cfg.Dir, filepath.Base(pluginapi.KubeletSocket)))
+	cfg.PodResourcesSocket = cmp.Or(cfg.PodResourcesSocket, DefaultPodResourcesSocket)
 	if cfg.Poll <= 0 {
 		cfg.Poll = DefaultPoll
 	}
 	if cfg.GiveBackAfter <= 0 {
 		cfg.GiveBackAfter = DefaultGiveBackAfter
 	}
-	log := cfg.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log := cmp.Or(cfg.Log, slog.New(slog.DiscardHandler))
 	health := make(map[string]string, len(cfg.Resources))
 	for _, r := range cfg.Resources {
 		health[r.Name] = "not looked at yet"
@@ -156,7 +148,10 @@ func EnvName(name string) string {
 // directory cannot be used.
 func (d *Daemon) Run(ctx context.Context) error {
 	if st, err := os.Stat(d.cfg.Dir); err != nil || !st.IsDir() {
-		return fmt.Errorf("macvtap device plugin: device-plugin directory %q: %w", d.cfg.Dir, errors.Join(err, errNotDir(st)))
+		if err == nil {
+			err = errors.New("not a directory")
+		}
+		return fmt.Errorf("macvtap device plugin: device-plugin directory %q: %w", d.cfg.Dir, err)
 	}
 	d.adopt(ctx)
 	var srv *serving
@@ -183,13 +178,6 @@ func (d *Daemon) Run(ctx context.Context) error {
 		case <-tick.C:
 		}
 	}
-}
-
-func errNotDir(st os.FileInfo) error {
-	if st != nil && !st.IsDir() {
-		return errors.New("not a directory")
-	}
-	return nil
 }
 
 // serving is one generation of resource servers, registered with one
@@ -302,14 +290,12 @@ func (d *Daemon) checkHealth(ctx context.Context) {
 	next := make(map[string]string, len(d.cfg.Resources))
 	for _, r := range d.cfg.Resources {
 		ok, reason, err := d.cfg.Kernel.LowerHealthy(ctx, r.LowerDevice)
-		switch {
-		case err != nil:
-			next[r.Name] = err.Error()
-		case !ok:
-			next[r.Name] = reason
-		default:
-			next[r.Name] = ""
+		if err != nil {
+			reason = err.Error()
+		} else if ok {
+			reason = ""
 		}
+		next[r.Name] = reason
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()

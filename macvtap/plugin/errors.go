@@ -95,8 +95,9 @@ const (
 //   - 7 (invalid network config): any other configuration error, and a CHECK
 //     without prevResult ([ErrNoPrevResult]);
 //   - 50 (plugin not available): [ErrNotSupported];
-//   - 11 (try again later): a transient kernel condition or an ended context
-//     ([Transient]);
+//   - 11 (try again later): a condition a later try of the same verb may
+//     not meet: the kernel busy or short of memory (EBUSY, EAGAIN, EINTR,
+//     ENOBUFS, ENOMEM), or the verb's context ended;
 //   - 100-103: this plugin's own conditions ([CodeDeviceNotFound], …);
 //   - 999 (the CNI library's "internal"): anything else, a kernel call that
 //     failed for good.
@@ -144,27 +145,17 @@ func Code(err error) uint {
 		{ErrNotMacvtap, CodeNotMacvtap},
 		{ErrIfaceExists, CodeIfaceExists},
 		{ErrMismatch, CodeMismatch},
+		{syscall.EBUSY, types.ErrTryAgainLater},
+		{syscall.EAGAIN, types.ErrTryAgainLater},
+		{syscall.EINTR, types.ErrTryAgainLater},
+		{syscall.ENOBUFS, types.ErrTryAgainLater},
+		{syscall.ENOMEM, types.ErrTryAgainLater},
+		{context.DeadlineExceeded, types.ErrTryAgainLater},
+		{context.Canceled, types.ErrTryAgainLater},
 	} {
 		if errors.Is(err, c.sentinel) {
 			return c.code
 		}
 	}
-	if Transient(err) {
-		return types.ErrTryAgainLater
-	}
 	return types.ErrInternal
-}
-
-// Transient reports whether err is a condition that a later try of the same
-// verb may not meet: the kernel busy or short of memory (EBUSY, EAGAIN,
-// EINTR, ENOBUFS, ENOMEM), or the verb's context ended. [Code] gives those
-// the CNI spec's 11 ("try again later").
-func Transient(err error) bool {
-	for _, e := range []error{syscall.EBUSY, syscall.EAGAIN, syscall.EINTR, syscall.ENOBUFS, syscall.ENOMEM,
-		context.DeadlineExceeded, context.Canceled} {
-		if errors.Is(err, e) {
-			return true
-		}
-	}
-	return false
 }

@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -89,12 +90,7 @@ func (rawExec) FindInPath(plugin string, paths []string) (string, error) {
 	return "", fmt.Errorf("failed to find plugin %q in path %s", plugin, paths)
 }
 
-func (p *Plugin) exec() Exec {
-	if p.Exec != nil {
-		return p.Exec
-	}
-	return rawExec{}
-}
+func (p *Plugin) exec() Exec { return cmp.Or(p.Exec, Exec(rawExec{})) }
 
 // ipamEnv is this process's environment without its CNI_* variables,
 // then those of verb and args.
@@ -115,21 +111,13 @@ func ipamEnv(verb string, args *skel.CmdArgs) []string {
 	)
 }
 
-func (p *Plugin) ipamPath(conf *cniconfig.NetConf, args *skel.CmdArgs) (string, error) {
-	return p.exec().FindInPath(conf.IPAM.Type, filepath.SplitList(args.Path))
-}
-
 func (p *Plugin) ipamAdd(ctx context.Context, conf *cniconfig.NetConf, args *skel.CmdArgs) (*current.Result, error) {
+	out, err := p.ipamRun(ctx, "ADD", conf, args)
+	if err != nil {
+		return nil, err
+	}
 	fail := func(err error) error {
 		return &Error{Verb: "ADD", Step: "run IPAM plugin " + conf.IPAM.Type, Err: err}
-	}
-	path, err := p.ipamPath(conf, args)
-	if err != nil {
-		return nil, fail(err)
-	}
-	out, err := p.exec().ExecPlugin(ctx, path, args.StdinData, ipamEnv("ADD", args))
-	if err != nil {
-		return nil, fail(err)
 	}
 	// A result without a cniVersion is in the configuration's (as the
 	// CNI library reads it).
@@ -163,15 +151,19 @@ func (p *Plugin) ipamAdd(ctx context.Context, conf *cniconfig.NetConf, args *ske
 }
 
 func (p *Plugin) ipamExec(ctx context.Context, verb string, conf *cniconfig.NetConf, args *skel.CmdArgs) error {
-	fail := func(err error) error {
-		return &Error{Verb: verb, Step: "run IPAM plugin " + conf.IPAM.Type, Err: err}
+	_, err := p.ipamRun(ctx, verb, conf, args)
+	return err
+}
+
+// ipamRun runs verb of the IPAM plugin and returns its standard output.
+func (p *Plugin) ipamRun(ctx context.Context, verb string, conf *cniconfig.NetConf, args *skel.CmdArgs) ([]byte, error) {
+	path, err := p.exec().FindInPath(conf.IPAM.Type, filepath.SplitList(args.Path))
+	var out []byte
+	if err == nil {
+		out, err = p.exec().ExecPlugin(ctx, path, args.StdinData, ipamEnv(verb, args))
 	}
-	path, err := p.ipamPath(conf, args)
 	if err != nil {
-		return fail(err)
+		return nil, &Error{Verb: verb, Step: "run IPAM plugin " + conf.IPAM.Type, Err: err}
 	}
-	if _, err := p.exec().ExecPlugin(ctx, path, args.StdinData, ipamEnv(verb, args)); err != nil {
-		return fail(err)
-	}
-	return nil
+	return out, nil
 }

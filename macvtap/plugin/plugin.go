@@ -1,12 +1,12 @@
 package plugin
 
 import (
+	"cmp"
 	"context"
 	"io"
 	"log/slog"
 
 	"github.com/containernetworking/cni/pkg/skel"
-	current "github.com/containernetworking/cni/pkg/types/100"
 	"github.com/containernetworking/cni/pkg/version"
 
 	"github.com/virtnet/virtnet/macvtap/cniconfig"
@@ -50,11 +50,7 @@ func (p *Plugin) Add(args *skel.CmdArgs) error {
 	if err != nil {
 		return &Error{Verb: "ADD", Step: "convert result to version " + conf.CNIVersion, Err: err}
 	}
-	w := p.Stdout
-	if w == nil {
-		w = io.Discard
-	}
-	return out.PrintTo(w)
+	return out.PrintTo(cmp.Or(p.Stdout, io.Discard))
 }
 
 // Del is the CNI DEL verb; see [Plugin.Teardown].
@@ -95,32 +91,6 @@ func (p *Plugin) GC(args *skel.CmdArgs) error {
 	return p.ipamExec(context.Background(), "GC", conf, args)
 }
 
-// Setup moves and configures the macvtap for args (see the package
-// documentation) and returns the result in the current CNI spec version.
-func (p *Plugin) Setup(ctx context.Context, args *skel.CmdArgs) (*current.Result, error) {
-	return p.setup(ctx, args)
-}
+func (p *Plugin) log() *slog.Logger { return cmp.Or(p.Log, slog.New(slog.DiscardHandler)) }
 
-// Teardown deletes the macvtap of args; it is idempotent.
-func (p *Plugin) Teardown(ctx context.Context, args *skel.CmdArgs) error {
-	return p.teardown(ctx, args)
-}
-
-// Verify checks that the macvtap of args is configured as ADD left it.
-func (p *Plugin) Verify(ctx context.Context, args *skel.CmdArgs) error {
-	return p.verify(ctx, args)
-}
-
-func (p *Plugin) log() *slog.Logger {
-	if p.Log == nil {
-		return slog.New(slog.DiscardHandler)
-	}
-	return p.Log
-}
-
-func (p *Plugin) devDir() string {
-	if p.DevDir == "" {
-		return "/dev"
-	}
-	return p.DevDir
-}
+func (p *Plugin) devDir() string { return cmp.Or(p.DevDir, "/dev") }

@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"cmp"
 	"log/slog"
 
 	"context"
@@ -62,7 +63,9 @@ func containerHandle(path string) (ns.NetNS, *netlink.Handle, error) {
 	return target, h, nil
 }
 
-func (p *Plugin) setup(ctx context.Context, args *skel.CmdArgs) (*current.Result, error) {
+// Setup moves and configures the macvtap for args (see the package
+// documentation) and returns the result in the current CNI spec version.
+func (p *Plugin) Setup(ctx context.Context, args *skel.CmdArgs) (*current.Result, error) {
 	const verb = "ADD"
 	fail := func(step, link, nsPath string, err error) error {
 		return &Error{Verb: verb, Step: step, Link: link, NetNS: nsPath, Err: err}
@@ -255,10 +258,7 @@ func (p *Plugin) hostMacvtap(host *netlink.Handle, conf *cniconfig.NetConf, log 
 	if err != nil {
 		return nil, false, &Error{Verb: "ADD", Step: "look up lowerDevice", Link: conf.LowerDevice, NetNS: p.HostNetNS, Err: err}
 	}
-	mode := conf.MacvtapMode
-	if mode == "" {
-		mode = macvtap.DefaultMode
-	}
+	mode := cmp.Or(conf.MacvtapMode, macvtap.DefaultMode)
 	name := macvtap.HostLinkName(conf.DeviceID)
 	la := netlink.NewLinkAttrs()
 	la.Name = name
@@ -294,7 +294,8 @@ func (p *Plugin) chownTap(index int, conf *cniconfig.NetConf, log interface {
 	}
 }
 
-func (p *Plugin) teardown(ctx context.Context, args *skel.CmdArgs) error {
+// Teardown deletes the macvtap of args; it is idempotent.
+func (p *Plugin) Teardown(ctx context.Context, args *skel.CmdArgs) error {
 	conf, err := cniconfig.Parse(args.StdinData)
 	if err != nil {
 		return err
@@ -320,9 +321,7 @@ func (p *Plugin) deleteLink(args *skel.CmdArgs, log *slog.Logger) error {
 	}
 	target, cont, err := containerHandle(args.Netns)
 	if err != nil {
-		var gone ns.NSPathNotExistErr
-		var notNS ns.NSPathNotNSErr
-		if errors.As(err, &gone) || errors.As(err, &notNS) {
+		if errors.Is(err, ErrNetNSGone) || errors.Is(err, ErrNotNetNS) {
 			// The runtime already tore the sandbox down; the macvtap died with it.
 			log.Info("macvtap DEL: netns gone, nothing to do", "err", err)
 			return nil
@@ -350,7 +349,8 @@ func (p *Plugin) deleteLink(args *skel.CmdArgs, log *slog.Logger) error {
 	return nil
 }
 
-func (p *Plugin) verify(ctx context.Context, args *skel.CmdArgs) error {
+// Verify checks that the macvtap of args is configured as ADD left it.
+func (p *Plugin) Verify(ctx context.Context, args *skel.CmdArgs) error {
 	const verb = "CHECK"
 	conf, err := cniconfig.Parse(args.StdinData)
 	if err != nil {

@@ -9,10 +9,13 @@ import (
 	current "github.com/containernetworking/cni/pkg/types/100"
 )
 
-func (p *Plugin) setup(context.Context, *skel.CmdArgs) (*current.Result, error) {
+// Setup returns [ErrNotSupported] outside Linux.
+func (p *Plugin) Setup(context.Context, *skel.CmdArgs) (*current.Result, error) {
 	return nil, ErrNotSupported
 }
 
-func (p *Plugin) teardown(context.Context, *skel.CmdArgs) error { return ErrNotSupported }
+// Teardown returns [ErrNotSupported] outside Linux.
+func (p *Plugin) Teardown(context.Context, *skel.CmdArgs) error { return ErrNotSupported }
 
-func (p *Plugin) verify(context.Context, *skel.CmdArgs) error { return ErrNotSupported }
+// Verify returns [ErrNotSupported] outside Linux.
+func (p *Plugin) Verify(context.Context, *skel.CmdArgs) error { return ErrNotSupported }

@@ -14,14 +14,6 @@ import (
 // the namespace.
 var ErrNoLink = errors.New("link not found")
 
-func handleAt(nsPath string) (*netlink.Handle, func(), error) {
-	h, err := nlhandle.Open(nsPath)
-	if err != nil {
-		return nil, nil, err
-	}
-	return h, h.Close, nil
-}
-
 // WriteAlias sets the alias of a link in the network namespace at nsPath
 // ("" is the caller's), like `ip link set dev <link> alias <alias>`. It
 // needs CAP_NET_ADMIN there. An unchanged alias is not rewritten.
@@ -29,11 +21,11 @@ func WriteAlias(nsPath, link, alias string) error {
 	if len(alias) > MaxAlias {
 		return &TooLargeError{Size: len(alias)}
 	}
-	h, done, err := handleAt(nsPath)
+	h, err := nlhandle.Open(nsPath)
 	if err != nil {
 		return err
 	}
-	defer done()
+	defer h.Close()
 	l, err := h.LinkByName(link)
 	if err != nil {
 		return fmt.Errorf("%s: %w: %w", link, ErrNoLink, err)
@@ -50,11 +42,11 @@ func WriteAlias(nsPath, link, alias string) error {
 // ReadAlias returns a link's alias and type in the network namespace at
 // nsPath ("" is the caller's). It needs no privileges.
 func ReadAlias(nsPath, link string) (alias, typ string, err error) {
-	h, done, err := handleAt(nsPath)
+	h, err := nlhandle.Open(nsPath)
 	if err != nil {
 		return "", "", err
 	}
-	defer done()
+	defer h.Close()
 	l, err := h.LinkByName(link)
 	if err != nil {
 		var nf netlink.LinkNotFoundError

@@ -31,11 +31,9 @@ type HandOff struct {
 func (h HandOff) Record(_ context.Context, vmi *api.VMI, pair api.Pair) (*cache.Interface, error) {
 	rec, err := h.record(vmi, pair)
 	if err != nil {
-		name := pair.Interface.Name
-		if plugin, ok := h.Plugins[name]; ok {
-			name = fmt.Sprintf("%q (plugin %s)", name, plugin)
-		} else {
-			name = fmt.Sprintf("%q", name)
+		name := fmt.Sprintf("%q", pair.Interface.Name)
+		if plugin, ok := h.Plugins[pair.Interface.Name]; ok {
+			name += " (plugin " + plugin + ")"
 		}
 		return nil, fmt.Errorf("interface %s: %w (did virtnet-binding-cni run for it? see the networkAttachmentDefinition of the plugin)", name, err)
 	}

@@ -1,8 +1,10 @@
 package kvplugin
 
 import (
+	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 
 	"github.com/virtnet/virtnet/api"
 )
@@ -25,15 +27,8 @@ func Plugins() map[string]string {
 	}
 }
 
-// PluginError reports a plugin name virtnet cannot serve.
-type PluginError struct {
-	Name   string
-	Reason string
-}
-
-func (e *PluginError) Error() string {
-	return fmt.Sprintf("network binding plugin %q: %s", e.Name, e.Reason)
-}
+// ErrUnknownPlugin is wrapped for a plugin name virtnet cannot serve.
+var ErrUnknownPlugin = errors.New("not a virtnet binding")
 
 // MethodFor returns the binding method of a plugin name: one of
 // [Plugins], or a name ending in "-bridge", "-masquerade" or "-slirp"
@@ -47,10 +42,6 @@ func MethodFor(name string) (string, error) {
 			return m, nil
 		}
 	}
-	known := make([]string, 0, 3)
-	for n := range Plugins() {
-		known = append(known, n)
-	}
-	sort.Strings(known)
-	return "", &PluginError{Name: name, Reason: fmt.Sprintf("not a virtnet binding: use one of %v or a name ending in -bridge, -masquerade or -slirp", known)}
+	known := slices.Sorted(maps.Keys(Plugins()))
+	return "", fmt.Errorf("network binding plugin %q: %w: use one of %v or a name ending in -bridge, -masquerade or -slirp", name, ErrUnknownPlugin, known)
 }

@@ -7,7 +7,7 @@ import (
 )
 
 // TestMethodFor: default names and suffixes map to methods; anything else
-// is a *PluginError.
+// wraps ErrUnknownPlugin.
 func TestMethodFor(t *testing.T) {
 	for name, want := range map[string]string{
 		"virtnet-bridge": "bridge", "virtnet-masquerade": "masquerade", "virtnet-slirp": "slirp",
@@ -19,7 +19,6 @@ func TestMethodFor(t *testing.T) {
 	}
 	for _, name := range []string{"", "passt", "-bridge", "virtnet-sriov", "bridge"} {
 		_, err := MethodFor(name)
-		var pe *PluginError
-		require.ErrorAs(t, err, &pe, name)
+		require.ErrorIs(t, err, ErrUnknownPlugin, name)
 	}
 }

@@ -34,6 +34,10 @@ const prefix = "virtnet/v"
 // ErrForeignRecord is returned for an alias virtnet did not write.
 var ErrForeignRecord = errors.New("link alias is not a virtnet hand-off record")
 
+// ErrCorrupt is wrapped for a record with virtnet's prefix that does not
+// decode or holds an invalid value.
+var ErrCorrupt = errors.New("hand-off record is corrupt")
+
 // VersionError reports a record of another version.
 type VersionError struct {
 	Got, Want int
@@ -64,15 +68,6 @@ type TooLargeError struct {
 func (e *TooLargeError) Error() string {
 	return fmt.Sprintf("hand-off record is %d bytes (%d routes), a link alias holds %d", e.Size, e.Routes, MaxAlias)
 }
-
-// CorruptError reports a record with virtnet's prefix that does not
-// decode or holds an invalid value.
-type CorruptError struct {
-	Err error
-}
-
-func (e *CorruptError) Error() string { return "hand-off record is corrupt: " + e.Err.Error() }
-func (e *CorruptError) Unwrap() error { return e.Err }
 
 // Encode turns phase1's interface record into a link alias.
 func Encode(rec *cache.Interface) (string, error) {
@@ -118,11 +113,11 @@ func Decode(alias, binding, podIface string, primary bool) (*cache.Interface, er
 	}
 	b, err := base64.RawStdEncoding.DecodeString(body)
 	if err != nil {
-		return nil, &CorruptError{Err: err}
+		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
 	var r wireRecord
 	if err := r.unmarshal(b); err != nil {
-		return nil, &CorruptError{Err: err}
+		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
 	if r.Binding != binding {
 		return nil, &MismatchError{Field: "binding", Got: r.Binding, Want: binding}
@@ -146,12 +141,12 @@ func Decode(alias, binding, podIface string, primary bool) (*cache.Interface, er
 	}
 	if len(r.Mac) > 0 {
 		if len(r.Mac) != 6 {
-			return nil, &CorruptError{Err: fmt.Errorf("mac: %d bytes", len(r.Mac))}
+			return nil, fmt.Errorf("%w: mac: %d bytes", ErrCorrupt, len(r.Mac))
 		}
 		rec.MAC, _ = cache.MACFrom(r.Mac)
 	}
 	if rec.MTU > 65535 || rec.Queues > 256 {
-		return nil, &CorruptError{Err: fmt.Errorf("mtu %d, queues %d: out of range", rec.MTU, rec.Queues)}
+		return nil, fmt.Errorf("%w: mtu %d, queues %d: out of range", ErrCorrupt, rec.MTU, rec.Queues)
 	}
 	if rec.IPv4, err = prefixFrom("ipv4", r.Ipv4, true); err != nil {
 		return nil, err
@@ -176,7 +171,7 @@ func Decode(alias, binding, podIface string, primary bool) (*cache.Interface, er
 	}
 	for i, rt := range r.Routes {
 		if rt.Dst == nil {
-			return nil, &CorruptError{Err: fmt.Errorf("routes[%d]: no destination", i)}
+			return nil, fmt.Errorf("%w: routes[%d]: no destination", ErrCorrupt, i)
 		}
 		v4 := len(rt.Dst.Addr) == 4
 		dst, err := prefixFrom(fmt.Sprintf("routes[%d].dst", i), rt.Dst, v4)
@@ -215,10 +210,10 @@ func prefixFrom(field string, p *wirePrefix, v4 bool) (netip.Prefix, error) {
 		return netip.Prefix{}, err
 	}
 	if !a.IsValid() {
-		return netip.Prefix{}, &CorruptError{Err: fmt.Errorf("%s: no address", field)}
+		return netip.Prefix{}, fmt.Errorf("%w: %s: no address", ErrCorrupt, field)
 	}
 	if int(p.Bits) > a.BitLen() {
-		return netip.Prefix{}, &CorruptError{Err: fmt.Errorf("%s: /%d", field, p.Bits)}
+		return netip.Prefix{}, fmt.Errorf("%w: %s: /%d", ErrCorrupt, field, p.Bits)
 	}
 	return netip.PrefixFrom(a, int(p.Bits)), nil
 }
@@ -233,7 +228,7 @@ func addrFrom(field string, b []byte, v4 bool) (netip.Addr, error) {
 	}
 	a, ok := netip.AddrFromSlice(b)
 	if !ok || len(b) != want {
-		return netip.Addr{}, &CorruptError{Err: fmt.Errorf("%s: %d bytes, want %d", field, len(b), want)}
+		return netip.Addr{}, fmt.Errorf("%w: %s: %d bytes, want %d", ErrCorrupt, field, len(b), want)
 	}
 	return a, nil
 }

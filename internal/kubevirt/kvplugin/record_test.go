@@ -66,8 +66,8 @@ func TestRecordRefused(t *testing.T) {
 			var m *MismatchError
 			return errors.As(err, &m) && m.Field == "pod interface"
 		}},
-		{"not base64", "virtnet/v1 ***", "bridge", "eth0", func(err error) bool { var c *CorruptError; return errors.As(err, &c) }},
-		{"not a record", "virtnet/v1 /////w", "bridge", "eth0", func(err error) bool { var c *CorruptError; return errors.As(err, &c) }},
+		{"not base64", "virtnet/v1 ***", "bridge", "eth0", func(err error) bool { return errors.Is(err, ErrCorrupt) }},
+		{"not a record", "virtnet/v1 /////w", "bridge", "eth0", func(err error) bool { return errors.Is(err, ErrCorrupt) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Decode(tc.alias, tc.binding, tc.pod, tc.pod == "eth0")

@@ -94,7 +94,7 @@ func Resolve(vmiJSON []byte, served Served) (*Resolved, error) {
 		case api.BindingSlirp:
 			iface.Slirp = &struct{}{}
 		default:
-			return nil, &PluginError{Name: plugin, Reason: "method " + method + " is not served by a plugin"}
+			return nil, fmt.Errorf("network binding plugin %q: method %s is not served by a plugin", plugin, method)
 		}
 		plugins[iface.Name] = plugin
 		red.Spec.Domain.Devices.Interfaces = append(red.Spec.Domain.Devices.Interfaces, iface)

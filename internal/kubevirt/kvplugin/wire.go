@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // The hand-off record's protobuf encoding, written out: the schema is
@@ -122,10 +123,13 @@ func (r *wireRecord) marshal() []byte {
 
 var errTruncated = errors.New("truncated protobuf field")
 
-// fields calls f for each field of the message b: its number, wire type,
-// and its value (varint) or contents (length-delimited). Fixed-size
-// fields, which the schema has none of, are skipped.
-func fields(b []byte, f func(num, typ int, v uint64, data []byte) error) error {
+// fields calls f for each field of the message b: its number and its
+// value (varint) or contents (length-delimited). The numbers in varints
+// are the message's varint fields, every other number length-delimited: a
+// field of another wire type is skipped, as the protobuf library treats it
+// as unknown. Fixed-size fields, which the schema has none of, are
+// skipped.
+func fields(b []byte, varints []int, f func(num int, v uint64, data []byte) error) error {
 	for len(b) > 0 {
 		tag, n := binary.Uvarint(b)
 		if n <= 0 || tag>>3 == 0 || tag>>3 > 1<<29-1 {
@@ -160,34 +164,26 @@ func fields(b []byte, f func(num, typ int, v uint64, data []byte) error) error {
 		default:
 			return fmt.Errorf("protobuf wire type %d", typ)
 		}
-		if err := f(num, typ, v, data); err != nil {
+		if (typ == wireVarint) != slices.Contains(varints, num) {
+			continue
+		}
+		if err := f(num, v, data); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// known tells whether field num of wire type typ is one of the message's
-// (a field of another wire type is unknown, as the protobuf library
-// treats it).
-func known(typ int, varints, bytes []int, num int) bool {
-	list := bytes
-	if typ == wireVarint {
-		list = varints
+// unmarshalPrefix decodes data into *p, made if nil.
+func unmarshalPrefix(p **wirePrefix, data []byte) error {
+	if *p == nil {
+		*p = &wirePrefix{}
 	}
-	for _, n := range list {
-		if n == num {
-			return true
-		}
-	}
-	return false
+	return (*p).unmarshal(data)
 }
 
 func (p *wirePrefix) unmarshal(b []byte) error {
-	return fields(b, func(num, typ int, v uint64, data []byte) error {
-		if !known(typ, []int{2}, []int{1}, num) {
-			return nil
-		}
+	return fields(b, []int{2}, func(num int, v uint64, data []byte) error {
 		switch num {
 		case 1:
 			p.Addr = clone(data)
@@ -199,16 +195,10 @@ func (p *wirePrefix) unmarshal(b []byte) error {
 }
 
 func (r *wireRoute) unmarshal(b []byte) error {
-	return fields(b, func(num, typ int, v uint64, data []byte) error {
-		if !known(typ, []int{3}, []int{1, 2}, num) {
-			return nil
-		}
+	return fields(b, []int{3}, func(num int, v uint64, data []byte) error {
 		switch num {
 		case 1:
-			if r.Dst == nil {
-				r.Dst = &wirePrefix{}
-			}
-			return r.Dst.unmarshal(data)
+			return unmarshalPrefix(&r.Dst, data)
 		case 2:
 			r.Gateway = clone(data)
 		case 3:
@@ -220,16 +210,7 @@ func (r *wireRoute) unmarshal(b []byte) error {
 
 // unmarshal is proto.Unmarshal into a handoff.Record.
 func (r *wireRecord) unmarshal(b []byte) error {
-	return fields(b, func(num, typ int, v uint64, data []byte) error {
-		if !known(typ, []int{4, 5, 6, 14}, []int{1, 2, 3, 7, 8, 9, 10, 11, 12, 13}, num) {
-			return nil
-		}
-		sub := func(p **wirePrefix) error {
-			if *p == nil {
-				*p = &wirePrefix{}
-			}
-			return (*p).unmarshal(data)
-		}
+	return fields(b, []int{4, 5, 6, 14}, func(num int, v uint64, data []byte) error {
 		switch num {
 		case 1:
 			r.Binding = string(data)
@@ -244,9 +225,9 @@ func (r *wireRecord) unmarshal(b []byte) error {
 		case 6:
 			r.IpamDisabled = v != 0
 		case 7:
-			return sub(&r.Ipv4)
+			return unmarshalPrefix(&r.Ipv4, data)
 		case 8:
-			return sub(&r.Ipv6)
+			return unmarshalPrefix(&r.Ipv6, data)
 		case 9:
 			r.Gateway = clone(data)
 		case 10:

@@ -1,13 +1,14 @@
 //go:build linux
 
 // Package cniplugin is the CNI plugin of virtnet's KubeVirt 1.x network
-// binding plugins (cmd/virtnet-binding-cni is its main): [Add] runs
+// binding plugins (cmd/virtnet-binding-cni is its main): [Plugin.Add] runs
 // phase1 for one VM interface in CNI_NETNS and leaves the hand-off record
-// on the interface's tap, [Del] undoes it, [Check] verifies it. See the
+// on the interface's tap, [Plugin.Del] undoes it, [Plugin.Check] verifies it. See the
 // command's documentation for the network configuration.
 package cniplugin
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -101,15 +102,6 @@ func (p Plugin) lockWait() time.Duration {
 	return p.LockWait
 }
 
-// Add is [Plugin.Add] with the default limits.
-func Add(args *skel.CmdArgs) error { return Plugin{}.Add(args) }
-
-// Del is [Plugin.Del] with the default limits.
-func Del(args *skel.CmdArgs) error { return Plugin{}.Del(args) }
-
-// Check is [Plugin.Check] with the default limits.
-func Check(args *skel.CmdArgs) error { return Plugin{}.Check(args) }
-
 // tapOwner is the uid and gid of the taps: tapOwner from the
 // configuration, else 107, the qemu user of KubeVirt 1.x's non-root
 // launchers (the default since 1.0; the CNI plugin cannot see the VMI).
@@ -135,6 +127,8 @@ type netConf struct {
 			LogicNetworkName string `json:"logicNetworkName,omitempty"`
 		} `json:"cni"`
 	} `json:"args"`
+	// level is LogLevel parsed (slog.LevelInfo, 0, when unset).
+	level slog.Level
 }
 
 func loadConf(data []byte) (*netConf, error) {
@@ -159,15 +153,12 @@ func loadConf(data []byte) (*netConf, error) {
 	if c.TapOwner != nil && (*c.TapOwner < 0 || *c.TapOwner > 1<<31-2) {
 		return nil, invalid(fmt.Sprintf("tapOwner %d: not a uid", *c.TapOwner))
 	}
-	if c.CacheDir == "" {
-		c.CacheDir = DefaultCacheDir
-	}
+	c.CacheDir = cmp.Or(c.CacheDir, DefaultCacheDir)
 	if err := checkCacheDir(c.CacheDir); err != nil {
 		return nil, invalid(err.Error())
 	}
 	if c.LogLevel != "" {
-		var l slog.Level
-		if err := l.UnmarshalText([]byte(c.LogLevel)); err != nil {
+		if err := c.level.UnmarshalText([]byte(c.LogLevel)); err != nil {
 			return nil, invalid(fmt.Sprintf("logLevel %q: want debug, info, warn or error", c.LogLevel))
 		}
 	}
@@ -213,11 +204,7 @@ func checkCacheDir(dir string) error {
 }
 
 func (c *netConf) logger() *slog.Logger {
-	level := slog.LevelInfo
-	if c.LogLevel != "" {
-		_ = level.UnmarshalText([]byte(c.LogLevel))
-	}
-	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level})).With("plugin", "virtnet-binding-cni")
+	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: c.level})).With("plugin", "virtnet-binding-cni")
 }
 
 // logger is the invocation's logger: the container ID on every line;
@@ -263,9 +250,7 @@ func resolve(c *netConf, args *skel.CmdArgs, podIface string, add bool) (*target
 			iface = args.IfName
 		}
 	}
-	if podIface == "" {
-		podIface = args.IfName
-	}
+	podIface = cmp.Or(podIface, args.IfName)
 	if err := names.CheckLinkName(podIface); err != nil {
 		return nil, types.NewError(types.ErrInvalidEnvironmentVariables, "virtnet-binding-cni: pod interface", err.Error())
 	}
@@ -328,7 +313,12 @@ func podInterfaceForAdd(c *netConf, args *skel.CmdArgs) (string, error) {
 	}
 }
 
+// phase1Error is err as a CNI error: a permanent phase1 failure is
+// codePhase1 with its step, any other CNI's 11; nil stays nil.
 func phase1Error(err error) error {
+	if err == nil {
+		return nil
+	}
 	var te *types.Error
 	if errors.As(err, &te) {
 		return te
@@ -351,13 +341,9 @@ func phase1Error(err error) error {
 // Add is the CNI ADD: phase1 for the interface, the hand-off record, the
 // unprivileged port start of a non-root VMI; it prints prevResult
 // (chained) or an empty result.
-func (p Plugin) Add(args *skel.CmdArgs) error {
-	c, err := loadConf(args.StdinData)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := p.context()
-	defer cancel()
+func (p Plugin) Add(args *skel.CmdArgs) error { return p.run(args, p.add) }
+
+func (p Plugin) add(ctx context.Context, args *skel.CmdArgs, c *netConf, store *cache.Store) error {
 	podIface, err := podInterfaceForAdd(c, args)
 	if err != nil {
 		return err
@@ -367,23 +353,17 @@ func (p Plugin) Add(args *skel.CmdArgs) error {
 		return err
 	}
 	log := t.logger(c, args.ContainerID)
-	store, err := openStore(c)
-	if err != nil {
-		return err
-	}
 	opts := p.options(c, log)
 	opts.Attachment = &cache.Attachment{ContainerID: args.ContainerID, IfName: args.IfName, Network: c.Name}
 	if err := phase1.Run(ctx, t.vmi, args.Netns, store, opts); err != nil {
 		return phase1Error(err)
 	}
 	rec, err := handOff(t, args.Netns, store)
+	if err == nil && c.needsPortStart(rec) {
+		err = lowerPortStart(args.Netns)
+	}
 	if err != nil {
 		return phase1Error(err)
-	}
-	if c.needsPortStart(rec) {
-		if err := lowerPortStart(args.Netns); err != nil {
-			return phase1Error(err)
-		}
 	}
 	log.Info("interface ready for the sidecar", "interface", t.iface, "record", kvplugin.TapOf(t.podIface, t.podIface == api.PrimaryPodInterface))
 	return printResult(c)
@@ -440,16 +420,11 @@ func lowerPortStart(netns string) error {
 // namespace's value when it is still the one ADD set and no other
 // interface of this store is recorded in the namespace.
 func restorePortStart(netns string, store *cache.Store, self string) error {
-	f, err := os.Open(netns)
+	fi, err := os.Stat(netns)
 	if err != nil {
 		return err
 	}
-	var st syscall.Stat_t
-	err = syscall.Fstat(int(f.Fd()), &st)
-	f.Close()
-	if err != nil {
-		return err
-	}
+	st := fi.Sys().(*syscall.Stat_t)
 	id := fmt.Sprintf("%d:%d", st.Dev, st.Ino)
 	uids, err := store.VMIs()
 	if err != nil {
@@ -485,66 +460,50 @@ func printResult(c *netConf) error {
 	return types.PrintResult(&current.Result{CNIVersion: current.ImplementedSpecVersion}, c.CNIVersion)
 }
 
-// recordedTarget rebuilds the target of an earlier ADD from its records,
-// or returns nil when there was none.
-func recordedTarget(c *netConf, args *skel.CmdArgs, store *cache.Store) (*target, error) {
+// recordedTarget rebuilds the target of an earlier ADD from its records.
+// When there was none, found is false and the target is a probe on eth0:
+// its UID, the key of the interface's records, is still right.
+func recordedTarget(c *netConf, args *skel.CmdArgs, store *cache.Store) (t *target, found bool, err error) {
 	probe, err := resolve(c, args, api.PrimaryPodInterface, false)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	pod, err := store.ReadProgress(probe.vmi.Metadata.UID, probe.iface)
 	if errors.Is(err, cache.ErrNotExist) {
-		return nil, nil
+		return probe, false, nil
 	}
 	if err != nil {
-		return nil, cacheError(err)
+		return nil, false, cacheError(err)
 	}
-	return resolve(c, args, pod.PodInterface, false)
+	t, err = resolve(c, args, pod.PodInterface, false)
+	return t, true, err
 }
 
 // Del is the CNI DEL: phase1's cleanup, or only forgetting the records when
 // the namespace is gone (no file, or a file that is no longer a network
 // namespace: a stale bind mount); without an ADD it succeeds. A namespace
 // other than the one the records describe is refused (permanent).
-func (p Plugin) Del(args *skel.CmdArgs) error {
-	c, err := loadConf(args.StdinData)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := p.context()
-	defer cancel()
-	store, err := openStore(c)
-	if err != nil {
-		return err
-	}
+func (p Plugin) Del(args *skel.CmdArgs) error { return p.run(args, p.del) }
+
+func (p Plugin) del(ctx context.Context, args *skel.CmdArgs, c *netConf, store *cache.Store) error {
 	if _, err := store.RemoveStaleLocks(); err != nil {
 		return cacheError(err)
 	}
-	t, err := recordedTarget(c, args, store)
+	t, found, err := recordedTarget(c, args, store)
 	if err != nil {
 		return err
 	}
-	if t == nil {
+	if !found {
 		// DEL without ADD, or after an ADD killed before its first
 		// record: forget what it may have left (a namespace record,
 		// temporary files).
-		probe, err := resolve(c, args, api.PrimaryPodInterface, false)
-		if err != nil {
-			return err
-		}
-		if err := forget(ctx, store, probe.vmi.Metadata.UID, p.lockWait()); err != nil {
-			return phase1Error(err)
-		}
-		return nil
+		return phase1Error(forget(ctx, store, t.vmi.Metadata.UID, p.lockWait()))
 	}
 	log := t.logger(c, args.ContainerID)
 	if args.Netns == "" || !isNetns(args.Netns) {
 		// The pod's namespace is gone and everything in it with it.
 		log.Info("namespace gone; forgetting the records", "interface", t.iface, "netns", args.Netns)
-		if err := forget(ctx, store, t.vmi.Metadata.UID, p.lockWait()); err != nil {
-			return phase1Error(err)
-		}
-		return nil
+		return phase1Error(forget(ctx, store, t.vmi.Metadata.UID, p.lockWait()))
 	}
 	if err := phase1.Cleanup(ctx, t.vmi, args.Netns, store, p.options(c, log)); err != nil {
 		return phase1Error(err)
@@ -584,22 +543,14 @@ func isNetns(p string) bool {
 
 // Check is the CNI CHECK: it verifies phase1's records, the kernel state
 // and the hand-off record without changing anything.
-func (p Plugin) Check(args *skel.CmdArgs) error {
-	c, err := loadConf(args.StdinData)
+func (p Plugin) Check(args *skel.CmdArgs) error { return p.run(args, p.checkVerb) }
+
+func (p Plugin) checkVerb(ctx context.Context, args *skel.CmdArgs, c *netConf, store *cache.Store) error {
+	t, found, err := recordedTarget(c, args, store)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := p.context()
-	defer cancel()
-	store, err := openStore(c)
-	if err != nil {
-		return err
-	}
-	t, err := recordedTarget(c, args, store)
-	if err != nil {
-		return err
-	}
-	if t == nil {
+	if !found {
 		return types.NewError(codePhase1, "virtnet-binding-cni: CHECK: no ADD recorded for this interface", args.ContainerID)
 	}
 	if err := p.check(ctx, c, t, args.Netns, store); err != nil {
@@ -612,9 +563,6 @@ func (p Plugin) Check(args *skel.CmdArgs) error {
 	return nil
 }
 
-// GC is [Plugin.GC] with the default limits.
-func GC(args *skel.CmdArgs) error { return Plugin{}.GC(args) }
-
 // GC is the CNI GC (CNI 1.1): it forgets the records of every attachment
 // of this network (the configuration's name) that this plugin recorded
 // (in cacheDir) and that is not in cni.dev/valid-attachments, and removes
@@ -624,17 +572,9 @@ func GC(args *skel.CmdArgs) error { return Plugin{}.GC(args) }
 // namespaces of those attachments are gone, and everything phase1 made
 // in them with them; records of an attachment that another run holds are
 // left for the next GC.
-func (p Plugin) GC(args *skel.CmdArgs) error {
-	c, err := loadConf(args.StdinData)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := p.context()
-	defer cancel()
-	store, err := openStore(c)
-	if err != nil {
-		return err
-	}
+func (p Plugin) GC(args *skel.CmdArgs) error { return p.run(args, p.gc) }
+
+func (p Plugin) gc(ctx context.Context, args *skel.CmdArgs, c *netConf, store *cache.Store) error {
 	valid := map[cache.Attachment]bool{}
 	for _, a := range c.ValidAttachments {
 		valid[cache.Attachment{ContainerID: a.ContainerID, IfName: a.IfName, Network: c.Name}] = true
@@ -659,10 +599,7 @@ func (p Plugin) GC(args *skel.CmdArgs) error {
 	if _, err := store.RemoveStaleLocks(); err != nil {
 		errs = append(errs, err)
 	}
-	if err := errors.Join(errs...); err != nil {
-		return phase1Error(err)
-	}
-	return nil
+	return phase1Error(errors.Join(errs...))
 }
 
 // errWouldChange fails a kernel call or record write in CHECK's dry run.
@@ -740,14 +677,21 @@ func (p Plugin) check(ctx context.Context, c *netConf, t *target, netns string, 
 	return nil
 }
 
-// openStore opens the configuration's cacheDir, failing as a CNI I/O
-// error.
-func openStore(c *netConf) (*cache.Store, error) {
+// run is what every verb begins with: the configuration, the store in
+// its cacheDir (a failure is a CNI I/O error) and the invocation's
+// deadline.
+func (p Plugin) run(args *skel.CmdArgs, verb func(context.Context, *skel.CmdArgs, *netConf, *cache.Store) error) error {
+	c, err := loadConf(args.StdinData)
+	if err != nil {
+		return err
+	}
 	store, err := cache.New(c.CacheDir)
 	if err != nil {
-		return nil, cacheError(err)
+		return cacheError(err)
 	}
-	return store, nil
+	ctx, cancel := p.context()
+	defer cancel()
+	return verb(ctx, args, c, store)
 }
 
 // cacheError is a failure of cacheDir as a CNI I/O error.

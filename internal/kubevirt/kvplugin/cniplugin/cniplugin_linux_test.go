@@ -167,7 +167,7 @@ func TestConfigStrict(t *testing.T) {
 		{"logLevel", string(conf(t, dir, map[string]any{"logLevel": "loud"})), `logLevel "loud"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			for verb, f := range map[string]func(*skel.CmdArgs) error{"ADD": Add, "DEL": Del, "CHECK": Check} {
+			for verb, f := range map[string]func(*skel.CmdArgs) error{"ADD": Plugin{}.Add, "DEL": Plugin{}.Del, "CHECK": Plugin{}.Check} {
 				err := f(cmdArgs("ctr-1", "/nonexistent/netns", []byte(tc.conf)))
 				require.Equal(t, uint(types.ErrInvalidNetworkConfig), code(t, err), "%s: %v", verb, err)
 				require.Contains(t, err.Error(), tc.want, verb)
@@ -198,24 +198,24 @@ func TestPortStartNarrowed(t *testing.T) {
 			c2 := conf(t, dir, map[string]any{"tapOwner": tc.tapOwner, "binding": "bridge",
 				"args": map[string]any{"cni": map[string]any{"logicNetworkName": "blue"}}})
 			require.Equal(t, "1024", sysctl(t, pod.Pod, key))
-			require.NoError(t, quiet(t, func() error { return Add(cmdArgs("ctr-1", pod.Pod.Path, c)) }))
+			require.NoError(t, quiet(t, func() error { return Plugin{}.Add(cmdArgs("ctr-1", pod.Pod.Path, c)) }))
 			require.Equal(t, tc.during, sysctl(t, pod.Pod, key))
 			// A second interface of the pod (KubeVirt 1.x's pod<hash> of
 			// network blue, bridge without IPAM).
 			testutil.AddVeth(t, pod.Node, "peer1", pod.Pod, api.HashedPodInterface("blue"), 1500)
-			require.NoError(t, quiet(t, func() error { return Add(cmdArgs("ctr-1", pod.Pod.Path, c2)) }))
-			require.NoError(t, Check(cmdArgs("ctr-1", pod.Pod.Path, c)))
-			require.NoError(t, Del(cmdArgs("ctr-1", pod.Pod.Path, c)))
+			require.NoError(t, quiet(t, func() error { return Plugin{}.Add(cmdArgs("ctr-1", pod.Pod.Path, c2)) }))
+			require.NoError(t, Plugin{}.Check(cmdArgs("ctr-1", pod.Pod.Path, c)))
+			require.NoError(t, Plugin{}.Del(cmdArgs("ctr-1", pod.Pod.Path, c)))
 			require.Equal(t, tc.during, sysctl(t, pod.Pod, key), "another interface of the pod is left")
 			rec, err := kvplugin.ReadRecord(pod.Pod.Path, "bridge", api.HashedPodInterface("blue"), false)
 			require.NoError(t, err)
 			require.True(t, rec.Record.IPAMDisabled, "the second interface has no DHCP server")
-			require.NoError(t, Del(cmdArgs("ctr-1", pod.Pod.Path, c2)))
+			require.NoError(t, Plugin{}.Del(cmdArgs("ctr-1", pod.Pod.Path, c2)))
 			require.Equal(t, "1024", sysctl(t, pod.Pod, key), "DEL restores")
 			// The interface without DHCP alone: nothing to bind.
-			require.NoError(t, quiet(t, func() error { return Add(cmdArgs("ctr-1", pod.Pod.Path, c2)) }))
+			require.NoError(t, quiet(t, func() error { return Plugin{}.Add(cmdArgs("ctr-1", pod.Pod.Path, c2)) }))
 			require.Equal(t, "1024", sysctl(t, pod.Pod, key), "no DHCP server, no lowering")
-			require.NoError(t, Del(cmdArgs("ctr-1", pod.Pod.Path, c2)))
+			require.NoError(t, Plugin{}.Del(cmdArgs("ctr-1", pod.Pod.Path, c2)))
 		})
 	}
 }
@@ -229,8 +229,8 @@ func TestCheckSeesWhatAddRepairs(t *testing.T) {
 	dir := runDir(t)
 	c := conf(t, dir, nil)
 	args := cmdArgs("ctr-1", pod.Pod.Path, c)
-	require.NoError(t, quiet(t, func() error { return Add(args) }))
-	require.NoError(t, Check(args))
+	require.NoError(t, quiet(t, func() error { return Plugin{}.Add(args) }))
+	require.NoError(t, Plugin{}.Check(args))
 	d, err := kernel.Open(pod.Pod.Path)
 	require.NoError(t, err)
 	defer d.Close()
@@ -256,14 +256,14 @@ func TestCheckSeesWhatAddRepairs(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			require.NoError(t, tc.breakIt())
-			err := Check(args)
+			err := Plugin{}.Check(args)
 			require.Equal(t, uint(codePhase1), code(t, err), "%v", err)
 			require.Contains(t, err.Error(), tc.want)
-			require.NoError(t, quiet(t, func() error { return Add(args) }), "ADD repairs")
-			require.NoError(t, Check(args))
+			require.NoError(t, quiet(t, func() error { return Plugin{}.Add(args) }), "ADD repairs")
+			require.NoError(t, Plugin{}.Check(args))
 		})
 	}
-	require.NoError(t, Del(args))
+	require.NoError(t, Plugin{}.Del(args))
 }
 
 // TestDelStaleNetns: DEL whose netns path is a stale bind mount point (an
@@ -275,14 +275,14 @@ func TestDelStaleNetns(t *testing.T) {
 			pod := testutil.NewPod(t)
 			dir := runDir(t)
 			c := conf(t, dir, nil)
-			require.NoError(t, quiet(t, func() error { return Add(cmdArgs("ctr-1", pod.Pod.Path, c)) }))
+			require.NoError(t, quiet(t, func() error { return Plugin{}.Add(cmdArgs("ctr-1", pod.Pod.Path, c)) }))
 			stale := filepath.Join(t.TempDir(), "netns")
 			if how == "empty file" {
 				require.NoError(t, os.WriteFile(stale, nil, 0o444))
 			}
-			require.NoError(t, Del(cmdArgs("ctr-1", stale, c)))
+			require.NoError(t, Plugin{}.Del(cmdArgs("ctr-1", stale, c)))
 			require.Empty(t, entries(t, dir))
-			require.NoError(t, Del(cmdArgs("ctr-1", stale, c)), "again")
+			require.NoError(t, Plugin{}.Del(cmdArgs("ctr-1", stale, c)), "again")
 		})
 	}
 }
@@ -295,24 +295,24 @@ func TestDelWrongNetns(t *testing.T) {
 	a, b := testutil.NewPod(t), testutil.NewPod(t)
 	dir := runDir(t)
 	c := conf(t, dir, nil)
-	require.NoError(t, quiet(t, func() error { return Add(cmdArgs("ctr-a", a.Pod.Path, c)) }))
-	require.NoError(t, quiet(t, func() error { return Add(cmdArgs("ctr-b", b.Pod.Path, c)) }))
+	require.NoError(t, quiet(t, func() error { return Plugin{}.Add(cmdArgs("ctr-a", a.Pod.Path, c)) }))
+	require.NoError(t, quiet(t, func() error { return Plugin{}.Add(cmdArgs("ctr-b", b.Pod.Path, c)) }))
 	d, err := kernel.Open(b.Pod.Path)
 	require.NoError(t, err)
 	defer d.Close()
 	nat, err := d.NATRules(netdriver.IPv4)
 	require.NoError(t, err)
 	require.NotEmpty(t, nat)
-	err = Del(cmdArgs("ctr-a", b.Pod.Path, c))
+	err = Plugin{}.Del(cmdArgs("ctr-a", b.Pod.Path, c))
 	require.Equal(t, uint(codePhase1), code(t, err), "%v", err)
 	var me *cache.NamespaceMismatchError
 	require.True(t, errors.As(err, &me) || strings.Contains(err.Error(), "describe network namespace"), "%v", err)
 	after, err := d.NATRules(netdriver.IPv4)
 	require.NoError(t, err)
 	require.Equal(t, nat, after, "the other pod's NAT stays")
-	require.NoError(t, Check(cmdArgs("ctr-b", b.Pod.Path, c)))
-	require.NoError(t, Del(cmdArgs("ctr-a", a.Pod.Path, c)))
-	require.NoError(t, Del(cmdArgs("ctr-b", b.Pod.Path, c)))
+	require.NoError(t, Plugin{}.Check(cmdArgs("ctr-b", b.Pod.Path, c)))
+	require.NoError(t, Plugin{}.Del(cmdArgs("ctr-a", a.Pod.Path, c)))
+	require.NoError(t, Plugin{}.Del(cmdArgs("ctr-b", b.Pod.Path, c)))
 	require.Empty(t, entries(t, dir))
 }
 
@@ -341,7 +341,7 @@ func TestKilledAddLeavesNothingAfterDel(t *testing.T) {
 			}
 			require.NoError(t, os.WriteFile(filepath.Join(dir, f), []byte(body), 0o600))
 		}
-		require.NoError(t, Del(cmdArgs("ctr-1", pod.Pod.Path, c)), "%v", left)
+		require.NoError(t, Plugin{}.Del(cmdArgs("ctr-1", pod.Pod.Path, c)), "%v", left)
 		require.Empty(t, entries(t, dir), "%v", left)
 	}
 }
@@ -377,8 +377,8 @@ func TestSecondAddNewVMNetwork(t *testing.T) {
 	dir := runDir(t)
 	first := conf(t, dir, map[string]any{"vmNetworkCIDR": "10.0.2.0/24"})
 	second := conf(t, dir, map[string]any{"vmNetworkCIDR": "10.11.0.0/24"})
-	require.NoError(t, quiet(t, func() error { return Add(cmdArgs("ctr-1", pod.Pod.Path, first)) }))
-	require.NoError(t, quiet(t, func() error { return Add(cmdArgs("ctr-1", pod.Pod.Path, second)) }))
+	require.NoError(t, quiet(t, func() error { return Plugin{}.Add(cmdArgs("ctr-1", pod.Pod.Path, first)) }))
+	require.NoError(t, quiet(t, func() error { return Plugin{}.Add(cmdArgs("ctr-1", pod.Pod.Path, second)) }))
 	d, err := kernel.Open(pod.Pod.Path)
 	require.NoError(t, err)
 	defer d.Close()
@@ -389,8 +389,8 @@ func TestSecondAddNewVMNetwork(t *testing.T) {
 		got = append(got, a.String())
 	}
 	require.Equal(t, []string{"10.11.0.1/24"}, got)
-	require.NoError(t, Check(cmdArgs("ctr-1", pod.Pod.Path, second)))
-	require.NoError(t, Del(cmdArgs("ctr-1", pod.Pod.Path, second)))
+	require.NoError(t, Plugin{}.Check(cmdArgs("ctr-1", pod.Pod.Path, second)))
+	require.NoError(t, Plugin{}.Del(cmdArgs("ctr-1", pod.Pod.Path, second)))
 }
 
 // TestLogOneValuePerKey: every line the plugin logs (its own and
@@ -404,9 +404,9 @@ func TestLogOneValuePerKey(t *testing.T) {
 	require.NoError(t, err)
 	saved := os.Stderr
 	os.Stderr = w
-	err = quiet(t, func() error { return Add(cmdArgs("ctr-1", pod.Pod.Path, c)) })
+	err = quiet(t, func() error { return Plugin{}.Add(cmdArgs("ctr-1", pod.Pod.Path, c)) })
 	if err == nil {
-		err = Del(cmdArgs("ctr-1", pod.Pod.Path, c))
+		err = Plugin{}.Del(cmdArgs("ctr-1", pod.Pod.Path, c))
 	}
 	os.Stderr = saved
 	w.Close()
@@ -439,24 +439,24 @@ func TestGCForgetsGoneAttachments(t *testing.T) {
 	a, b := testutil.NewPod(t), testutil.NewPod(t)
 	dir := runDir(t)
 	c := conf(t, dir, nil)
-	require.NoError(t, quiet(t, func() error { return Add(cmdArgs("ctr-a", a.Pod.Path, c)) }))
-	require.NoError(t, quiet(t, func() error { return Add(cmdArgs("ctr-b", b.Pod.Path, c)) }))
+	require.NoError(t, quiet(t, func() error { return Plugin{}.Add(cmdArgs("ctr-a", a.Pod.Path, c)) }))
+	require.NoError(t, quiet(t, func() error { return Plugin{}.Add(cmdArgs("ctr-b", b.Pod.Path, c)) }))
 	// Another network sharing the cacheDir (the shipped bridge and
 	// masquerade NADs do) lists only its own attachments: none of these.
 	other := conf(t, dir, map[string]any{"cniVersion": "1.1.0", "name": "virtnet-other",
 		"cni.dev/valid-attachments": []any{}})
-	require.NoError(t, GC(&skel.CmdArgs{StdinData: other}))
-	require.NoError(t, Check(cmdArgs("ctr-a", a.Pod.Path, c)), "another network's GC left ctr-a")
-	require.NoError(t, Check(cmdArgs("ctr-b", b.Pod.Path, c)), "another network's GC left ctr-b")
+	require.NoError(t, Plugin{}.GC(&skel.CmdArgs{StdinData: other}))
+	require.NoError(t, Plugin{}.Check(cmdArgs("ctr-a", a.Pod.Path, c)), "another network's GC left ctr-a")
+	require.NoError(t, Plugin{}.Check(cmdArgs("ctr-b", b.Pod.Path, c)), "another network's GC left ctr-b")
 	gc := conf(t, dir, map[string]any{"cniVersion": "1.1.0",
 		"cni.dev/valid-attachments": []any{map[string]any{"containerID": "ctr-b", "ifname": "net1"}}})
-	require.NoError(t, GC(&skel.CmdArgs{StdinData: gc}))
+	require.NoError(t, Plugin{}.GC(&skel.CmdArgs{StdinData: gc}))
 	store, err := cache.New(dir)
 	require.NoError(t, err)
 	_, err = store.ReadProgress(uidFor("ctr-a", "default"), "default")
 	require.ErrorIs(t, err, cache.ErrNotExist, "ctr-a's records are gone")
-	require.NoError(t, Check(cmdArgs("ctr-b", b.Pod.Path, c)), "ctr-b's stay")
-	require.NoError(t, Del(cmdArgs("ctr-b", b.Pod.Path, c)))
-	require.NoError(t, Del(cmdArgs("ctr-a", a.Pod.Path, c)), "DEL after GC")
+	require.NoError(t, Plugin{}.Check(cmdArgs("ctr-b", b.Pod.Path, c)), "ctr-b's stay")
+	require.NoError(t, Plugin{}.Del(cmdArgs("ctr-b", b.Pod.Path, c)))
+	require.NoError(t, Plugin{}.Del(cmdArgs("ctr-a", a.Pod.Path, c)), "DEL after GC")
 	require.Empty(t, entries(t, dir))
 }

@@ -85,14 +85,13 @@ func walk(dec *json.Decoder, path string, known []string) error {
 				}
 				return fmt.Errorf("unknown key %q", at)
 			}
-			var inner []string
 			if path == "" && key == "ports" {
 				if err := walkPorts(dec); err != nil {
 					return err
 				}
 				continue
 			}
-			if err := walk(dec, at, inner); err != nil {
+			if err := walk(dec, at, nil); err != nil {
 				return err
 			}
 		}

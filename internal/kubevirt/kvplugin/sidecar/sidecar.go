@@ -7,6 +7,7 @@
 package sidecar
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -128,15 +129,9 @@ func (c *Config) served() (kvplugin.Served, error) {
 // in place, the rest of KubeVirt's domain kept), then the DHCP servers
 // made to match the VMI (phase2.DHCPServers.Sync, supervised).
 func Run(ctx context.Context, cfg Config) error {
-	if cfg.SocketDir == "" {
-		cfg.SocketDir = DefaultSocketDir
-	}
-	if cfg.ResolvConf == "" {
-		cfg.ResolvConf = "/etc/resolv.conf"
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
+	cfg.SocketDir = cmp.Or(cfg.SocketDir, DefaultSocketDir)
+	cfg.ResolvConf = cmp.Or(cfg.ResolvConf, "/etc/resolv.conf")
+	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	served, err := cfg.served()
 	if err != nil {
 		return err
@@ -257,12 +252,8 @@ type sidecar struct {
 
 // Info answers virt-launcher's collection of the hook sockets.
 func (s *sidecar) Info(context.Context, *info.InfoParams) (*info.InfoResult, error) {
-	name := s.cfg.Plugin
-	if name == "" {
-		name = "virtnet-binding-sidecar"
-	}
 	return &info.InfoResult{
-		Name:     name,
+		Name:     cmp.Or(s.cfg.Plugin, "virtnet-binding-sidecar"),
 		Versions: []string{Version},
 		HookPoints: []*info.HookPoint{
 			{Name: HookOnDefineDomain, Priority: 0},
