@@ -8,6 +8,7 @@ import (
 	"libvirt.org/go/libvirtxml"
 
 	"github.com/virtnet/virtnet/api"
+	"github.com/virtnet/virtnet/binding"
 	"github.com/virtnet/virtnet/domxml"
 )
 
@@ -140,4 +141,18 @@ func ACPI(iface *api.Interface) *libvirtxml.DomainDeviceACPI {
 		return nil
 	}
 	return &libvirtxml.DomainDeviceACPI{Index: uint(iface.ACPIIndex)}
+}
+
+// ForwardProtocol is the lower-case protocol of a declared port that a
+// user-space network forwards (tcp when unset); a port it cannot forward
+// is a [*binding.PortError].
+func ForwardProtocol(iface *api.Interface, p api.Port) (string, error) {
+	proto := strings.ToLower(p.Protocol)
+	if proto == "" {
+		proto = "tcp"
+	}
+	if (proto != "tcp" && proto != "udp") || p.Port < 1 || p.Port > 65535 {
+		return "", &binding.PortError{Interface: iface.Name, Protocol: p.Protocol, Port: p.Port}
+	}
+	return proto, nil
 }
