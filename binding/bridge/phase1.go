@@ -431,11 +431,6 @@ func hasAddr(d netdriver.Driver, link string, p netip.Prefix) (bool, error) {
 	return slices.Contains(addrs, p), err
 }
 
-// flagSetter is the part of the real driver that sets address flags.
-type flagSetter interface {
-	AddrReplaceFlags(name string, a netdriver.FlaggedAddr) error
-}
-
 // addrNoDAD is IFA_F_NODAD.
 const addrNoDAD = 0x02
 
@@ -444,14 +439,13 @@ const addrNoDAD = 0x02
 // pod link to the dummy (duplicate address detection on a dummy would
 // only delay it: the dummy has no neighbours).
 func ensureDummyAddr(d netdriver.Driver, dummy string, p netip.Prefix) error {
-	fs, ok := d.(flagSetter)
-	if p.Addr().Is4() || !ok {
+	if p.Addr().Is4() {
 		return kernelops.EnsureAddr(d, dummy, p)
 	}
 	if has, err := hasAddr(d, dummy, p); err != nil || has {
 		return err
 	}
-	return fs.AddrReplaceFlags(dummy, netdriver.FlaggedAddr{Prefix: p, Flags: addrNoDAD})
+	return d.AddrReplaceFlags(dummy, netdriver.FlaggedAddr{Prefix: p, Flags: addrNoDAD})
 }
 
 // moveAddressToDummy renames the pod link to the NIC name and gives its
