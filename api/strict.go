@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -364,12 +365,12 @@ func kindName(t reflect.Type) string {
 // parent).
 func (w *strictWalk) note(parent, p, key string, empty bool) {
 	switch {
-	case parent == w.prefix+".domain" && contains(unsupportedDomainKeys(), key):
+	case parent == w.prefix+".domain" && slices.Contains(unsupportedDomainKeys(), key):
 		w.unsupported = append(w.unsupported, p)
-	case parent == w.prefix+".domain.devices" && contains(unsupportedDeviceKeys(), key) && !empty:
+	case parent == w.prefix+".domain.devices" && slices.Contains(unsupportedDeviceKeys(), key) && !empty:
 		w.unsupported = append(w.unsupported, p)
 	case strings.HasPrefix(parent, w.prefix+".volumes[") && !strings.Contains(parent[len(w.prefix)+len(".volumes["):], ".") &&
-		!contains(supportedVolumeKeys(), key):
+		!slices.Contains(supportedVolumeKeys(), key):
 		w.unsupported = append(w.unsupported, p)
 	}
 }

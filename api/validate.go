@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 
@@ -86,20 +87,29 @@ func (v *validator) meta(vmi *VMI) {
 
 func isDNSLabel(s string) bool { return len(s) <= 63 && dnsLabelRE().MatchString(s) }
 
+// name checks the name at index i of list: required, well-formed (valid,
+// else notValid) and not a duplicate; seen maps the names so far to their
+// index.
+func (v *validator) name(path, name string, i int, valid func(string) bool, notValid, list string, seen map[string]int) {
+	j, dup := seen[name]
+	switch {
+	case name == "":
+		v.add(path, nil, "required")
+	case !valid(name):
+		v.add(path, name, "%s", notValid)
+	case dup:
+		v.add(path, name, "duplicate of %s[%d]", list, j)
+	default:
+		seen[name] = i
+	}
+}
+
 func (v *validator) networks(vmi *VMI) {
 	seen := map[string]int{}
 	pods, defaults := 0, 0
 	for i, n := range vmi.Spec.Networks {
 		p := fmt.Sprintf("spec.networks[%d]", i)
-		if n.Name == "" {
-			v.add(p+".name", nil, "required")
-		} else if !ifaceNameRE().MatchString(n.Name) {
-			v.add(p+".name", n.Name, "not a network name (1 to 220 of A-Z, a-z, 0-9, '-' and '_')")
-		} else if j, dup := seen[n.Name]; dup {
-			v.add(p+".name", n.Name, "duplicate of spec.networks[%d]", j)
-		} else {
-			seen[n.Name] = i
-		}
+		v.name(p+".name", n.Name, i, ifaceNameRE().MatchString, "not a network name (1 to 220 of A-Z, a-z, 0-9, '-' and '_')", "spec.networks", seen)
 		if n.ResourceClaim != nil {
 			v.add(p+".resourceClaim", n.Name, "DRA networks (resourceClaim) are not supported")
 		}
@@ -209,15 +219,8 @@ func (v *validator) interfaces(vmi *VMI) {
 		iface := &vmi.Spec.Domain.Devices.Interfaces[i]
 		p := fmt.Sprintf("spec.domain.devices.interfaces[%d]", i)
 		declared[iface.Name] = true
-		if iface.Name == "" {
-			v.add(p+".name", nil, "required")
-		} else if !ifaceNameRE().MatchString(iface.Name) {
-			v.add(p+".name", iface.Name, "not an interface name (1 to 220 of A-Z, a-z, 0-9, '-' and '_')")
-		} else if j, dup := ifaces[iface.Name]; dup {
-			v.add(p+".name", iface.Name, "duplicate of spec.domain.devices.interfaces[%d]", j)
-		} else {
-			ifaces[iface.Name] = i
-		}
+		v.name(p+".name", iface.Name, i, ifaceNameRE().MatchString, "not an interface name (1 to 220 of A-Z, a-z, 0-9, '-' and '_')",
+			"spec.domain.devices.interfaces", ifaces)
 		nw := nets[iface.Name]
 		if nw == nil && iface.Name != "" {
 			v.add(p+".name", iface.Name, "no network with this name in spec.networks")
@@ -228,7 +231,7 @@ func (v *validator) interfaces(vmi *VMI) {
 			v.add(p+".binding", iface.Plugin.Name, "a binding plugin and the binding method %s at once", strings.Join(bindings, ","))
 		case iface.Plugin != nil:
 			v.plugin(p+".binding.name", iface.Plugin.Name)
-			if contains(PluginAliases(), iface.Plugin.Name) {
+			if slices.Contains(PluginAliases(), iface.Plugin.Name) {
 				v.binding(p, iface, nw)
 			}
 		case len(bindings) == 0:
@@ -251,7 +254,7 @@ func (v *validator) interfaces(vmi *VMI) {
 		if iface.IsVirtio() {
 			virtio = true
 		}
-		if iface.Model != "" && !contains(Models(), iface.Model) {
+		if iface.Model != "" && !slices.Contains(Models(), iface.Model) {
 			v.add(p+".model", iface.Model, "unknown model; one of %s", strings.Join(Models(), ", "))
 		}
 		if iface.PciAddress != "" && !pciAddressRE().MatchString(iface.PciAddress) {
@@ -409,7 +412,7 @@ func (v *validator) plugin(p, name string) {
 	switch {
 	case !pluginNameRE().MatchString(name):
 		v.add(p, name, "not a binding plugin name (a DNS subdomain: 1 to 253 of a-z, 0-9, '-' and '.')")
-	case contains(BindingMethods(), name) && !contains(PluginAliases(), name):
+	case slices.Contains(BindingMethods(), name) && !slices.Contains(PluginAliases(), name):
 		v.add(p, name, "the name of a core binding method: set %s: {} on the interface instead, or register the plugin under another name", name)
 	}
 }
@@ -427,7 +430,7 @@ func (v *validator) mac(path, s string, bindings []string) {
 	if hw[0]&1 == 1 {
 		v.add(path, s, "multicast MAC address (least significant bit of the first octet set)")
 	}
-	if strings.EqualFold(hw.String(), MasqueradeBridgeMAC) && contains(bindings, BindingMasquerade) {
+	if strings.EqualFold(hw.String(), MasqueradeBridgeMAC) && slices.Contains(bindings, BindingMasquerade) {
 		v.add(path, s, "reserved for the masquerade bridge")
 	}
 	if hw.String() == "00:00:00:00:00:00" {
@@ -558,15 +561,7 @@ func (v *validator) storage(vmi *VMI) {
 				firstCloudInit[ci.key] = i
 			}
 		}
-		if vol.Name == "" {
-			v.add(p+".name", nil, "required")
-		} else if !isDNSLabel(vol.Name) {
-			v.add(p+".name", vol.Name, "not a DNS-1123 label")
-		} else if j, dup := vols[vol.Name]; dup {
-			v.add(p+".name", vol.Name, "duplicate of spec.volumes[%d]", j)
-		} else {
-			vols[vol.Name] = i
-		}
+		v.name(p+".name", vol.Name, i, isDNSLabel, "not a DNS-1123 label", "spec.volumes", vols)
 		n := 0
 		for _, set := range []bool{vol.ContainerDisk != nil, vol.PersistentVolumeClaim != nil, vol.DataVolume != nil,
 			vol.EmptyDisk != nil, vol.HostDisk != nil, vol.CloudInitNoCloud != nil, vol.CloudInitConfigDrive != nil, vol.Sysprep != nil} {
@@ -743,7 +738,7 @@ func (v *validator) domain(vmi *VMI) {
 			if f.Name == "" {
 				v.add(p+".name", f.Name, "a CPU feature needs a name")
 			}
-			if f.Policy != "" && !contains(CPUFeaturePolicies(), f.Policy) {
+			if f.Policy != "" && !slices.Contains(CPUFeaturePolicies(), f.Policy) {
 				v.add(p+".policy", f.Policy, "one of %s", strings.Join(CPUFeaturePolicies(), ", "))
 			}
 		}
@@ -771,13 +766,4 @@ func count(bs ...bool) int {
 		}
 	}
 	return n
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
