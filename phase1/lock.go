@@ -75,18 +75,12 @@ func (l *runLocks) release() error {
 	return errors.Join(errs...)
 }
 
-// lockRun is takeLocks for Run; the returned function releases the locks
-// and reports a failure to do so into *err when it is nil.
-func lockRun(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.Store, opts Options) (*runLocks, func(*error), error) {
-	l, err := takeLocks(ctx, vmi, netnsPath, store, opts)
-	if err != nil {
-		return nil, nil, err
+// unlock releases the locks ([runLocks.release]) and reports a failure
+// to do so into *err when it is nil.
+func (l *runLocks) unlock(err *error) {
+	if uerr := l.release(); uerr != nil && *err == nil {
+		*err = &Error{Step: StepLock, Err: uerr}
 	}
-	return l, func(err *error) {
-		if uerr := l.release(); uerr != nil && *err == nil {
-			*err = &Error{Step: StepLock, Err: uerr}
-		}
-	}, nil
 }
 
 // checkNamespace refuses a namespace other than the one the VMI's

@@ -158,11 +158,11 @@ func Run(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.Store
 		}
 	}
 	uid := vmi.Metadata.UID
-	locks, unlock, err := lockRun(ctx, vmi, netnsPath, store, opts)
+	locks, err := takeLocks(ctx, vmi, netnsPath, store, opts)
 	if err != nil {
 		return err
 	}
-	defer unlock(&err)
+	defer locks.unlock(&err)
 	if err := locks.checkNamespace(store, uid); err != nil {
 		return err
 	}

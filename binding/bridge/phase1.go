@@ -421,16 +421,6 @@ func checkPodLink(d netdriver.Driver, name string, link *cache.Link) error {
 	return nil
 }
 
-// hasAddr reports whether the link holds p.
-func hasAddr(d netdriver.Driver, link string, p netip.Prefix) (bool, error) {
-	fam := netdriver.IPv4
-	if p.Addr().Is6() {
-		fam = netdriver.IPv6
-	}
-	addrs, err := d.AddrList(link, fam)
-	return slices.Contains(addrs, p), err
-}
-
 // addrNoDAD is IFA_F_NODAD.
 const addrNoDAD = 0x02
 
@@ -442,7 +432,7 @@ func ensureDummyAddr(d netdriver.Driver, dummy string, p netip.Prefix) error {
 	if p.Addr().Is4() {
 		return kernelops.EnsureAddr(d, dummy, p)
 	}
-	if has, err := hasAddr(d, dummy, p); err != nil || has {
+	if has, err := kernelops.HasAddr(d, dummy, p); err != nil || has {
 		return err
 	}
 	return d.AddrReplaceFlags(dummy, netdriver.FlaggedAddr{Prefix: p, Flags: addrNoDAD})
@@ -470,7 +460,7 @@ func moveAddressToDummy(d netdriver.Driver, in binding.Input, link *cache.Link, 
 	// keep_addr_on_down is set).
 	delAddrs := func(name string) error {
 		for _, p := range podIPs {
-			if has, err := hasAddr(d, name, p); err != nil {
+			if has, err := kernelops.HasAddr(d, name, p); err != nil {
 				return err
 			} else if has {
 				if err := d.AddrDel(name, p); err != nil {
