@@ -28,13 +28,8 @@ func takeLocks(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache
 	l := &runLocks{}
 	var dev, ino uint64
 	if netnsPath != "" {
-		f, err := openNamespace(netnsPath)
-		if err != nil {
-			return nil, &Error{Step: StepOpen, Err: err}
-		}
-		dev, ino, err = namespaceID(f)
-		f.Close()
-		if err != nil {
+		var err error
+		if dev, ino, err = namespaceID(netnsPath); err != nil {
 			return nil, &Error{Step: StepOpen, Err: err}
 		}
 	}

@@ -233,6 +233,7 @@ func Run(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.Store
 		if err := ctx.Err(); err != nil {
 			return rollback(&Error{Step: StepCanceled, Err: err})
 		}
+		txns[i].begun = true
 		w, err := txns[i].prepare(ctx, d, store, uid)
 		wrote = wrote || w
 		if err != nil {
@@ -272,7 +273,7 @@ func forgetIfEmpty(store *cache.Store, uid string) error {
 
 // ifaceTxn is one interface's transaction inside a [Run]: begun when the
 // run first writes its record or touches the namespace for it
-// ([ifaceTxn.prepare]), committed when its record says "finished"
+// ([pairRun.prepare]), committed when its record says "finished"
 // ([ifaceTxn.commit]). A failure of the run rolls back the transactions
 // it began and did not find committed ([rollbackTxns]); an interface an
 // earlier run committed is never rolled back by a later run that fails or
@@ -287,12 +288,6 @@ type ifaceTxn struct {
 	// begun: this run wrote a record of the interface or called its
 	// binding's Prepare.
 	begun bool
-}
-
-// prepare records the discovery and plan, then prepares the namespace.
-func (t *ifaceTxn) prepare(ctx context.Context, d netdriver.Driver, store *cache.Store, uid string) (wrote bool, err error) {
-	t.begun = true
-	return t.pairRun.prepare(ctx, d, store, uid)
 }
 
 // commit marks the interface finished (a no-op write for one an earlier

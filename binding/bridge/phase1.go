@@ -20,7 +20,7 @@ import (
 
 // NeedsRecord is true: Render takes the MAC, MTU, bridge and tap from
 // phase1's record.
-func (Binding) NeedsRecord() bool { return true }
+func (phase1) NeedsRecord() bool { return true }
 
 // Discover reads the pod link (`ip -d link show eth0`, `ip addr`, `ip
 // route`). A link phase1 already prepared (a dummy, bridge or tap in its
@@ -30,7 +30,7 @@ func (Binding) NeedsRecord() bool { return true }
 // A pod link with a global IPv6 address and an IPv6 default route gets
 // its router's link-local address recorded (see [findRouterIPv6]): the
 // guest's router advertisements name it.
-func (Binding) Discover(ctx context.Context, d netdriver.Driver, in binding.Input) (*cache.Link, error) {
+func (phase1) Discover(ctx context.Context, d netdriver.Driver, in binding.Input) (*cache.Link, error) {
 	link, err := kernelops.DiscoverPodLink(d, in, in.Names.NIC)
 	if err != nil {
 		return nil, err
@@ -131,7 +131,7 @@ func eui64LinkLocal(mac net.HardwareAddr) (netip.Addr, bool) {
 // DHCP server speaks from the bridge's link-local address. A clamp of
 // api.GuestMTUAnnotation is refused ([binding.RefuseGuestMTU]). Without an
 // IPv4 or IPv6 address IPAM is off: layer 2 only.
-func (Binding) Plan(in binding.Input, link *cache.Link) (*cache.Interface, error) {
+func (phase1) Plan(in binding.Input, link *cache.Link) (*cache.Interface, error) {
 	if link == nil {
 		return nil, errors.New("no discovery to plan from")
 	}
@@ -289,7 +289,7 @@ func guestRouting(podIP netip.Prefix, routes []cache.Route) (addr netip.Prefix, 
 //
 // Each line is skipped when the kernel already shows its effect, so that
 // Prepare converges from any intermediate state.
-func (Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input, link *cache.Link, rec *cache.Interface) error {
+func (phase1) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input, link *cache.Link, rec *cache.Interface) error {
 	if link == nil || rec == nil {
 		return errors.New("prepare needs the discovery and the record")
 	}
@@ -514,7 +514,7 @@ func moveAddressToDummy(d netdriver.Driver, in binding.Input, link *cache.Link, 
 // addresses and routes restored. Missing pieces are skipped; links under
 // phase1's names that phase1 did not create are left alone
 // ([kernelops.DeleteOwned]).
-func (Binding) Cleanup(ctx context.Context, d netdriver.Driver, in binding.Input, link *cache.Link, rec *cache.Interface) error {
+func (phase1) Cleanup(ctx context.Context, d netdriver.Driver, in binding.Input, link *cache.Link, rec *cache.Interface) error {
 	if err := kernelops.DeleteOwned(d, in, in.Names.Tap, netdriver.TypeTuntap); err != nil {
 		return err
 	}
