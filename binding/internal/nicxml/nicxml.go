@@ -9,6 +9,7 @@ import (
 
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/binding"
+	"github.com/virtnet/virtnet/cache"
 	"github.com/virtnet/virtnet/domxml"
 )
 
@@ -44,6 +45,30 @@ func MAC(mac string) *libvirtxml.DomainInterfaceMAC {
 		return nil
 	}
 	return &libvirtxml.DomainInterfaceMAC{Address: strings.ToLower(mac)}
+}
+
+// Recorded is the NIC of an interface on a link phase1 recorded (the
+// bridge, masquerade and macvtap bindings): <mac> and <mtu> (omitted when
+// 0) from the record, the model, the vhost <driver>, <boot order> or <rom
+// enabled='no'>, the alias, the PCI address addr, the link state and the
+// ACPI index. The caller sets the source and the target.
+func Recorded(vmi *api.VMI, iface *api.Interface, rec *cache.Interface, addr *libvirtxml.DomainAddress) *libvirtxml.DomainInterface {
+	boot, rom := BootOrROM(iface)
+	di := &libvirtxml.DomainInterface{
+		MAC:     MAC(rec.MAC.String()),
+		Model:   &libvirtxml.DomainInterfaceModel{Type: Model(vmi, iface)},
+		Driver:  Driver(vmi, iface),
+		Boot:    boot,
+		ROM:     rom,
+		Alias:   domxml.Alias(iface.Name),
+		Address: addr,
+		Link:    Link(iface),
+		ACPI:    ACPI(iface),
+	}
+	if rec.MTU > 0 {
+		di.MTU = &libvirtxml.DomainInterfaceMTU{Size: uint(rec.MTU)}
+	}
+	return di
 }
 
 // BootOrROM returns the <boot order> of an interface with a bootOrder, or
