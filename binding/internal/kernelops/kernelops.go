@@ -27,7 +27,10 @@ import (
 // so that a lost cache never makes phase1 record its own changes as the
 // CNI's.
 func DiscoverPodLink(d netdriver.Driver, in binding.Input, others ...string) (*cache.Link, error) {
-	l, err := podLink(d, in.Names.Pod)
+	l, err := d.LinkByName(in.Names.Pod)
+	if netdriver.IsLinkNotFound(err) {
+		return nil, &binding.PodLinkError{Name: in.Names.Pod, Reason: "not found in the pod namespace", Err: err}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -35,17 +38,6 @@ func DiscoverPodLink(d netdriver.Driver, in binding.Input, others ...string) (*c
 		return nil, err
 	}
 	return discover(d, l)
-}
-
-func podLink(d netdriver.Driver, name string) (*netdriver.Link, error) {
-	l, err := d.LinkByName(name)
-	if err != nil {
-		if netdriver.IsLinkNotFound(err) {
-			return nil, &binding.PodLinkError{Name: name, Reason: "not found in the pod namespace", Err: err}
-		}
-		return nil, err
-	}
-	return l, nil
 }
 
 func discover(d netdriver.Driver, l *netdriver.Link) (*cache.Link, error) {
