@@ -74,14 +74,10 @@ func (v *validator) meta(vmi *VMI) {
 	} else if len(vmi.Metadata.Name) > 253 || !dnsSubdomRE().MatchString(vmi.Metadata.Name) {
 		v.add("metadata.name", vmi.Metadata.Name, "not a DNS-1123 subdomain")
 	}
-	if ns := vmi.Metadata.Namespace; ns != "" && (len(ns) > 63 || !dnsLabelRE().MatchString(ns)) {
-		v.add("metadata.namespace", ns, "not a DNS-1123 label")
-	}
-	if h := vmi.Spec.Hostname; h != "" && (len(h) > 63 || !dnsLabelRE().MatchString(h)) {
-		v.add("spec.hostname", h, "not a DNS-1123 label")
-	}
-	if s := vmi.Spec.Subdomain; s != "" && (len(s) > 63 || !dnsLabelRE().MatchString(s)) {
-		v.add("spec.subdomain", s, "not a DNS-1123 label")
+	for _, l := range [][2]string{{"metadata.namespace", vmi.Metadata.Namespace}, {"spec.hostname", vmi.Spec.Hostname}, {"spec.subdomain", vmi.Spec.Subdomain}} {
+		if l[1] != "" && !isDNSLabel(l[1]) {
+			v.add(l[0], l[1], "not a DNS-1123 label")
+		}
 	}
 }
 
@@ -562,14 +558,8 @@ func (v *validator) storage(vmi *VMI) {
 			}
 		}
 		v.name(p+".name", vol.Name, i, isDNSLabel, "not a DNS-1123 label", "spec.volumes", vols)
-		n := 0
-		for _, set := range []bool{vol.ContainerDisk != nil, vol.PersistentVolumeClaim != nil, vol.DataVolume != nil,
-			vol.EmptyDisk != nil, vol.HostDisk != nil, vol.CloudInitNoCloud != nil, vol.CloudInitConfigDrive != nil, vol.Sysprep != nil} {
-			if set {
-				n++
-			}
-		}
-		if n > 1 {
+		if count(vol.ContainerDisk != nil, vol.PersistentVolumeClaim != nil, vol.DataVolume != nil, vol.EmptyDisk != nil,
+			vol.HostDisk != nil, vol.CloudInitNoCloud != nil, vol.CloudInitConfigDrive != nil, vol.Sysprep != nil) > 1 {
 			v.add(p, vol.Name, "more than one volume source")
 		}
 		switch {
@@ -578,9 +568,7 @@ func (v *validator) storage(vmi *VMI) {
 		case vol.PersistentVolumeClaim != nil && vol.PersistentVolumeClaim.ClaimName == "":
 			v.add(p+".persistentVolumeClaim.claimName", nil, "required")
 		case vol.EmptyDisk != nil:
-			if _, err := ParseQuantity(vol.EmptyDisk.Capacity); err != nil {
-				v.add(p+".emptyDisk.capacity", vol.EmptyDisk.Capacity, "%v", err)
-			}
+			v.quantity(p+".emptyDisk.capacity", vol.EmptyDisk.Capacity)
 		case vol.HostDisk != nil && !strings.HasPrefix(vol.HostDisk.Path, "/"):
 			v.add(p+".hostDisk.path", vol.HostDisk.Path, "not an absolute path")
 		case vol.Sysprep != nil && (vol.Sysprep.Secret == nil) == (vol.Sysprep.ConfigMap == nil):
@@ -695,16 +683,10 @@ func (v *validator) inline(rawPath, b64Path, raw, b64 string, max int, ref strin
 func (v *validator) domain(vmi *VMI) {
 	d := &vmi.Spec.Domain
 	if d.Memory != nil && d.Memory.Guest != "" {
-		if _, err := ParseQuantity(d.Memory.Guest); err != nil {
-			v.add("spec.domain.memory.guest", d.Memory.Guest, "%v", err)
-		}
+		v.quantity("spec.domain.memory.guest", d.Memory.Guest)
 	}
-	for _, k := range []string{"memory"} {
-		if q, ok := d.Resources.Requests[k]; ok {
-			if _, err := ParseQuantity(q); err != nil {
-				v.add("spec.domain.resources.requests."+k, q, "%v", err)
-			}
-		}
+	if q, ok := d.Resources.Requests["memory"]; ok {
+		v.quantity("spec.domain.resources.requests.memory", q)
 	}
 	if d.Firmware != nil {
 		if u := d.Firmware.UUID; u != "" && !uuidRE().MatchString(u) {
@@ -728,9 +710,7 @@ func (v *validator) domain(vmi *VMI) {
 		v.add("spec.domain.cpu", n, "more than %d vCPUs", MaxVCPUs)
 	}
 	if d.Memory != nil && d.Memory.Hugepages != nil {
-		if _, err := ParseQuantity(d.Memory.Hugepages.PageSize); err != nil {
-			v.add("spec.domain.memory.hugepages.pageSize", d.Memory.Hugepages.PageSize, "%v", err)
-		}
+		v.quantity("spec.domain.memory.hugepages.pageSize", d.Memory.Hugepages.PageSize)
 	}
 	if d.CPU != nil {
 		for i, f := range d.CPU.Features {
@@ -742,6 +722,13 @@ func (v *validator) domain(vmi *VMI) {
 				v.add(p+".policy", f.Policy, "one of %s", strings.Join(CPUFeaturePolicies(), ", "))
 			}
 		}
+	}
+}
+
+// quantity checks a Kubernetes quantity ([ParseQuantity]).
+func (v *validator) quantity(path, q string) {
+	if _, err := ParseQuantity(q); err != nil {
+		v.add(path, q, "%v", err)
 	}
 }
 

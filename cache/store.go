@@ -125,27 +125,24 @@ func (s *Store) InterfacePath(uid, iface string) (string, error) {
 // ReadProgress reads the progress record of an interface. A
 // record never written is an error matching [ErrNotExist].
 func (s *Store) ReadProgress(uid, iface string) (*Progress, error) {
-	p, err := s.ProgressPath(uid, iface)
-	if err != nil {
-		return nil, err
-	}
-	rec := &Progress{}
-	if err := s.read(p, rec); err != nil {
-		return nil, err
-	}
-	return rec, nil
+	return readRecord(s, &Progress{}, uid, iface, "pod-interface")
 }
 
 // ReadInterface reads the interface record of an interface. A record never
 // written is an error matching [ErrNotExist].
 func (s *Store) ReadInterface(uid, iface string) (*Interface, error) {
-	p, err := s.InterfacePath(uid, iface)
+	return readRecord(s, &Interface{}, uid, iface, "interface")
+}
+
+// readRecord reads the record of kind of an interface into rec.
+func readRecord[R versioned](s *Store, rec R, uid, iface, kind string) (R, error) {
+	var none R
+	p, err := s.path(uid, iface, kind)
 	if err != nil {
-		return nil, err
+		return none, err
 	}
-	rec := &Interface{}
 	if err := s.read(p, rec); err != nil {
-		return nil, err
+		return none, err
 	}
 	return rec, nil
 }
