@@ -328,18 +328,12 @@ func readRecords(store *cache.Store, uid string, pairs []api.Pair) ([]*cache.Pro
 	for i, p := range pairs {
 		name := p.Interface.Name
 		fail := func(err error) error { return &Error{Interface: name, Step: StepRead, Err: err} }
-		pod, err := store.ReadProgress(uid, name)
-		switch {
-		case errors.Is(err, cache.ErrNotExist):
-			pod = nil
-		case err != nil:
+		pod, err := store.ReadProgress(uid, name) // nil when never written
+		if err != nil && !errors.Is(err, cache.ErrNotExist) {
 			return nil, nil, fail(err)
 		}
-		rec, err := store.ReadInterface(uid, name)
-		switch {
-		case errors.Is(err, cache.ErrNotExist):
-			rec = nil
-		case err != nil:
+		rec, err := store.ReadInterface(uid, name) // nil when never written
+		if err != nil && !errors.Is(err, cache.ErrNotExist) {
 			return nil, nil, fail(err)
 		}
 		if pod != nil && pod.Binding == p.Binding() && pod.PodInterface != p.PodInterface && !p.Primary() {
