@@ -210,7 +210,6 @@ func (v *validator) interfaces(vmi *VMI) {
 	declared := map[string]bool{}
 	portNames := map[string]string{}
 	macs := map[string]int{}
-	virtio := false
 	for i := range vmi.Spec.Domain.Devices.Interfaces {
 		iface := &vmi.Spec.Domain.Devices.Interfaces[i]
 		p := fmt.Sprintf("spec.domain.devices.interfaces[%d]", i)
@@ -247,9 +246,6 @@ func (v *validator) interfaces(vmi *VMI) {
 				}
 			}
 		}
-		if iface.IsVirtio() {
-			virtio = true
-		}
 		if iface.Model != "" && !slices.Contains(Models(), iface.Model) {
 			v.add(p+".model", iface.Model, "unknown model; one of %s", strings.Join(Models(), ", "))
 		}
@@ -273,6 +269,7 @@ func (v *validator) interfaces(vmi *VMI) {
 			v.add(fmt.Sprintf("spec.networks[%d].name", i), n.Name, "no interface with this name in spec.domain.devices.interfaces")
 		}
 	}
+	virtio := slices.ContainsFunc(vmi.Spec.Domain.Devices.Interfaces, func(i Interface) bool { return i.IsVirtio() })
 	if mq := vmi.Spec.Domain.Devices.NetworkInterfaceMultiQueue; mq != nil && *mq && !virtio && len(vmi.Spec.Domain.Devices.Interfaces) > 0 {
 		v.add("spec.domain.devices.networkInterfaceMultiqueue", true, "virtio-net multiqueue requested, but no interface uses the virtio model")
 	}

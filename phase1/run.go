@@ -199,10 +199,8 @@ func Run(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.Store
 	// An absent interface (KubeVirt 1.x's hot-unplug) loses what an
 	// earlier run prepared for it, its pod link possibly gone already;
 	// one never prepared has no record and is skipped.
-	if len(absent) > 0 {
-		if err := cleanupPairs(ctx, d, vmi, absent, store, opts, func(int) bool { return true }); err != nil {
-			return err
-		}
+	if err := cleanupPairs(ctx, d, vmi, absent, store, opts, func(int) bool { return true }); err != nil {
+		return err
 	}
 	rollback := func(err error) error {
 		if opts.KeepOnFailure {

@@ -339,7 +339,8 @@ func (phase1) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input,
 		return err
 	}
 	mac := names.BridgeMAC(in.VMI.Metadata.UID, in.Pair.Interface.Name)
-	if _, err := kernelops.EnsureBridge(d, in, rec.Bridge, rec.MTU, mac); err != nil {
+	br, err := kernelops.EnsureBridge(d, in, rec.Bridge, rec.MTU, mac)
+	if err != nil {
 		return err
 	}
 	nicLink, err := d.LinkByName(nic)
@@ -365,10 +366,6 @@ func (phase1) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input,
 		if err := d.SetMaster(nic, rec.Bridge); err != nil {
 			return err
 		}
-	}
-	br, err := d.LinkByName(rec.Bridge)
-	if err != nil {
-		return err
 	}
 	if !br.Up {
 		if err := d.SetUp(rec.Bridge); err != nil {
