@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -452,10 +453,7 @@ func (v *validator) ports(p string, iface *Interface, names map[string]string) {
 		if port.Port < 1 || port.Port > 65535 {
 			v.add(pp+".port", port.Port, "outside 1-65535")
 		}
-		proto := port.Protocol
-		if proto == "" {
-			proto = DefaultProtocol
-		}
+		proto := cmp.Or(port.Protocol, DefaultProtocol)
 		if proto != "TCP" && proto != "UDP" {
 			v.add(pp+".protocol", port.Protocol, "neither TCP nor UDP")
 		}

@@ -1,6 +1,7 @@
 package phase1
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -123,9 +124,7 @@ func (o *Options) fill() {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	if o.PrimaryPodIP == "" {
-		o.PrimaryPodIP = os.Getenv(PodIPEnv)
-	}
+	o.PrimaryPodIP = cmp.Or(o.PrimaryPodIP, os.Getenv(PodIPEnv))
 }
 
 // Run runs phase1 for every interface of a validated VMI in the network

@@ -318,9 +318,10 @@ func (phase1) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input,
 	if err := kernelops.CheckAddressFree(d, ll.Addr(), rec.Bridge, rec.Bridge); err != nil {
 		return err
 	}
+	var podIPs []netip.Prefix
 	if !rec.IPAMDisabled {
-		podIPs, err := podAddresses(link)
-		if err != nil {
+		var err error
+		if podIPs, err = podAddresses(link); err != nil {
 			return err
 		}
 		for _, podIP := range podIPs {
@@ -332,7 +333,7 @@ func (phase1) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input,
 	nic := in.Names.Pod
 	if !rec.IPAMDisabled {
 		nic = rec.NIC
-		if err := moveAddressToDummy(d, in, link, rec); err != nil {
+		if err := moveAddressToDummy(d, in, link, rec, podIPs); err != nil {
 			return err
 		}
 	} else if err := checkPodLink(d, nic, link); err != nil {
@@ -436,13 +437,10 @@ func ensureDummyAddr(d netdriver.Driver, dummy string, p netip.Prefix) error {
 }
 
 // moveAddressToDummy renames the pod link to the NIC name and gives its
-// IPv4 and IPv6 addresses to a dummy under the pod link's name, so that
-// the kubelet keeps seeing the pod IPs on eth0 after a restart.
-func moveAddressToDummy(d netdriver.Driver, in binding.Input, link *cache.Link, rec *cache.Interface) error {
-	podIPs, err := podAddresses(link)
-	if err != nil {
-		return err
-	}
+// IPv4 and IPv6 addresses podIPs ([podAddresses]) to a dummy under the pod
+// link's name, so that the kubelet keeps seeing the pod IPs on eth0 after
+// a restart.
+func moveAddressToDummy(d netdriver.Driver, in binding.Input, link *cache.Link, rec *cache.Interface, podIPs []netip.Prefix) error {
 	pod, nic := in.Names.Pod, rec.NIC
 	nicLink, err := kernelops.Lookup(d, nic)
 	if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"embed"
 	"errors"
@@ -192,9 +193,7 @@ func loadVMI(file string) (*api.VMI, error) {
 // printLoadError prints every validation error on its own line, or the one
 // decoding error.
 func printLoadError(w io.Writer, file string, err error) {
-	if file == "" {
-		file = "embedded VMI"
-	}
+	file = cmp.Or(file, "embedded VMI")
 	fes := api.FieldErrors(err)
 	if len(fes) == 0 {
 		fmt.Fprintf(w, "virtnet-xml: %s: %v\n", file, err)

@@ -1,6 +1,7 @@
 package nicxml
 
 import (
+	"cmp"
 	"fmt"
 	"strconv"
 	"strings"
@@ -18,10 +19,7 @@ import (
 // useVirtioTransitional) so that the device is a modern virtio 1.0 PCI
 // device; other models are passed as they are. An empty model is virtio.
 func Model(vmi *api.VMI, iface *api.Interface) string {
-	m := iface.Model
-	if m == "" {
-		m = api.DefaultModel
-	}
+	m := cmp.Or(iface.Model, api.DefaultModel)
 	if m != "virtio" {
 		return m
 	}
@@ -172,10 +170,7 @@ func ACPI(iface *api.Interface) *libvirtxml.DomainDeviceACPI {
 // user-space network forwards (tcp when unset); a port it cannot forward
 // is a [*binding.PortError].
 func ForwardProtocol(iface *api.Interface, p api.Port) (string, error) {
-	proto := strings.ToLower(p.Protocol)
-	if proto == "" {
-		proto = "tcp"
-	}
+	proto := cmp.Or(strings.ToLower(p.Protocol), "tcp")
 	if (proto != "tcp" && proto != "udp") || p.Port < 1 || p.Port > 65535 {
 		return "", &binding.PortError{Interface: iface.Name, Protocol: p.Protocol, Port: p.Port}
 	}
