@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -143,26 +144,17 @@ func decodeManifest(data []byte, lenient bool) (decoded, error) {
 			return decoded{}, &DecodeError{Reason: "VirtualMachine has no spec.template.spec"}
 		}
 		vmi.Metadata, vmi.Spec = t.Metadata, *t.Spec
-		if vmi.Metadata.Name == "" {
-			vmi.Metadata.Name = vm.Metadata.Name
-		}
-		if vmi.Metadata.Namespace == "" {
-			vmi.Metadata.Namespace = vm.Metadata.Namespace
-		}
-		if vmi.Metadata.UID == "" {
-			vmi.Metadata.UID = vm.Metadata.UID
-		}
+		vmi.Metadata.Name = cmp.Or(vmi.Metadata.Name, vm.Metadata.Name)
+		vmi.Metadata.Namespace = cmp.Or(vmi.Metadata.Namespace, vm.Metadata.Namespace)
+		vmi.Metadata.UID = cmp.Or(vmi.Metadata.UID, vm.Metadata.UID)
 		// KubeVirt's VM controller: a stable firmware UUID from the VM's
 		// name, unless the template sets one.
 		if vmi.Spec.Domain.Firmware == nil {
 			vmi.Spec.Domain.Firmware = &Firmware{}
 		}
 		if vmi.Spec.Domain.Firmware.UUID == "" {
-			name := vm.Metadata.Name // the VMI KubeVirt starts is named after the VM
-			if name == "" {
-				name = vmi.Metadata.Name
-			}
-			vmi.Spec.Domain.Firmware.UUID = VMFirmwareUUID(name)
+			// The VMI KubeVirt starts is named after the VM.
+			vmi.Spec.Domain.Firmware.UUID = VMFirmwareUUID(cmp.Or(vm.Metadata.Name, vmi.Metadata.Name))
 		}
 	} else if err := kjson.UnmarshalCaseSensitivePreserveInts(js, &vmi); err != nil && !tolerated(err) {
 		if len(errs) > 0 {

@@ -1,6 +1,10 @@
 package api
 
-import "github.com/virtnet/virtnet/internal/uuidv5"
+import (
+	"cmp"
+
+	"github.com/virtnet/virtnet/internal/uuidv5"
+)
 
 // QemuID is the uid and gid of the qemu user of KubeVirt's launcher
 // images: QEMU of a non-root VMI runs as it, so it owns that VMI's taps
@@ -55,9 +59,7 @@ func VMFirmwareUUID(name string) string {
 // It is idempotent. (A VirtualMachine's stable firmware UUID is set by
 // [Decode], which knows the manifest's kind.)
 func SetDefaults(vmi *VMI) {
-	if vmi.Metadata.Namespace == "" {
-		vmi.Metadata.Namespace = "default"
-	}
+	vmi.Metadata.Namespace = cmp.Or(vmi.Metadata.Namespace, "default")
 	for i := range vmi.Spec.Domain.Devices.Disks {
 		d := &vmi.Spec.Domain.Devices.Disks[i]
 		switch {
@@ -66,21 +68,15 @@ func SetDefaults(vmi *VMI) {
 		case d.Disk != nil && d.Disk.Bus == "":
 			d.Disk.Bus = DefaultDiskBus
 		case d.CDRom != nil:
-			if d.CDRom.Bus == "" {
-				d.CDRom.Bus = DefaultDiskBus
-			}
-			if d.CDRom.Tray == "" {
-				d.CDRom.Tray = "closed"
-			}
+			d.CDRom.Bus = cmp.Or(d.CDRom.Bus, DefaultDiskBus)
+			d.CDRom.Tray = cmp.Or(d.CDRom.Tray, "closed")
 		case d.LUN != nil && d.LUN.Bus == "":
 			d.LUN.Bus = DefaultDiskBus
 		}
 	}
 	if c := vmi.Spec.Domain.CPU; c != nil {
 		for i := range c.Features {
-			if c.Features[i].Policy == "" {
-				c.Features[i].Policy = "require"
-			}
+			c.Features[i].Policy = cmp.Or(c.Features[i].Policy, "require")
 		}
 	}
 	d := &vmi.Spec.Domain.Devices
@@ -91,13 +87,9 @@ func SetDefaults(vmi *VMI) {
 	}
 	for i := range d.Interfaces {
 		iface := &d.Interfaces[i]
-		if iface.Model == "" {
-			iface.Model = DefaultModel
-		}
+		iface.Model = cmp.Or(iface.Model, DefaultModel)
 		for j := range iface.Ports {
-			if iface.Ports[j].Protocol == "" {
-				iface.Ports[j].Protocol = DefaultProtocol
-			}
+			iface.Ports[j].Protocol = cmp.Or(iface.Ports[j].Protocol, DefaultProtocol)
 		}
 	}
 }

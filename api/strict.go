@@ -2,13 +2,15 @@ package api
 
 import (
 	"bytes"
+	"cmp"
 	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"reflect"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -114,16 +116,11 @@ func (n schemaNode) elem() schemaNode {
 
 // keys are the field names known at n (for suggestions).
 func (n schemaNode) keys() []string {
-	var out []string
-	if f, ok := kubevirtSchema().Types[n.kv]; ok {
-		for k := range f {
-			out = append(out, k)
-		}
-	}
+	out := slices.Collect(maps.Keys(kubevirtSchema().Types[n.kv]))
 	if t := deref(n.gt); t != nil && t.Kind() == reflect.Struct {
 		out = append(out, jsonFields(t)...)
 	}
-	sort.Strings(out)
+	slices.Sort(out)
 	return out
 }
 
@@ -364,12 +361,12 @@ func kindName(t reflect.Type) string {
 // parent).
 func (w *strictWalk) note(parent, p, key string, empty bool) {
 	switch {
-	case parent == w.prefix+".domain" && contains(unsupportedDomainKeys(), key):
+	case parent == w.prefix+".domain" && slices.Contains(unsupportedDomainKeys(), key):
 		w.unsupported = append(w.unsupported, p)
-	case parent == w.prefix+".domain.devices" && contains(unsupportedDeviceKeys(), key) && !empty:
+	case parent == w.prefix+".domain.devices" && slices.Contains(unsupportedDeviceKeys(), key) && !empty:
 		w.unsupported = append(w.unsupported, p)
 	case strings.HasPrefix(parent, w.prefix+".volumes[") && !strings.Contains(parent[len(w.prefix)+len(".volumes["):], ".") &&
-		!contains(supportedVolumeKeys(), key):
+		!slices.Contains(supportedVolumeKeys(), key):
 		w.unsupported = append(w.unsupported, p)
 	}
 }
@@ -410,12 +407,7 @@ func orderUnsupported(found []string, prefix string) []string {
 		n, _ := strconv.Atoi(i)
 		vols = append(vols, vol{n, p})
 	}
-	sort.Slice(vols, func(a, b int) bool {
-		if vols[a].index != vols[b].index {
-			return vols[a].index < vols[b].index
-		}
-		return vols[a].path < vols[b].path
-	})
+	slices.SortFunc(vols, func(a, b vol) int { return cmp.Or(cmp.Compare(a.index, b.index), strings.Compare(a.path, b.path)) })
 	for _, v := range vols {
 		out = append(out, v.path)
 	}

@@ -1,12 +1,14 @@
 package api
 
 import (
+	"cmp"
 	"encoding/base64"
 	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 
@@ -73,33 +75,38 @@ func (v *validator) meta(vmi *VMI) {
 	} else if len(vmi.Metadata.Name) > 253 || !dnsSubdomRE().MatchString(vmi.Metadata.Name) {
 		v.add("metadata.name", vmi.Metadata.Name, "not a DNS-1123 subdomain")
 	}
-	if ns := vmi.Metadata.Namespace; ns != "" && (len(ns) > 63 || !dnsLabelRE().MatchString(ns)) {
-		v.add("metadata.namespace", ns, "not a DNS-1123 label")
-	}
-	if h := vmi.Spec.Hostname; h != "" && (len(h) > 63 || !dnsLabelRE().MatchString(h)) {
-		v.add("spec.hostname", h, "not a DNS-1123 label")
-	}
-	if s := vmi.Spec.Subdomain; s != "" && (len(s) > 63 || !dnsLabelRE().MatchString(s)) {
-		v.add("spec.subdomain", s, "not a DNS-1123 label")
+	for _, l := range [][2]string{{"metadata.namespace", vmi.Metadata.Namespace}, {"spec.hostname", vmi.Spec.Hostname}, {"spec.subdomain", vmi.Spec.Subdomain}} {
+		if l[1] != "" && !isDNSLabel(l[1]) {
+			v.add(l[0], l[1], "not a DNS-1123 label")
+		}
 	}
 }
 
 func isDNSLabel(s string) bool { return len(s) <= 63 && dnsLabelRE().MatchString(s) }
+
+// name checks the name at index i of list: required, well-formed (valid,
+// else notValid) and not a duplicate; seen maps the names so far to their
+// index.
+func (v *validator) name(path, name string, i int, valid func(string) bool, notValid, list string, seen map[string]int) {
+	j, dup := seen[name]
+	switch {
+	case name == "":
+		v.add(path, nil, "required")
+	case !valid(name):
+		v.add(path, name, "%s", notValid)
+	case dup:
+		v.add(path, name, "duplicate of %s[%d]", list, j)
+	default:
+		seen[name] = i
+	}
+}
 
 func (v *validator) networks(vmi *VMI) {
 	seen := map[string]int{}
 	pods, defaults := 0, 0
 	for i, n := range vmi.Spec.Networks {
 		p := fmt.Sprintf("spec.networks[%d]", i)
-		if n.Name == "" {
-			v.add(p+".name", nil, "required")
-		} else if !ifaceNameRE().MatchString(n.Name) {
-			v.add(p+".name", n.Name, "not a network name (1 to 220 of A-Z, a-z, 0-9, '-' and '_')")
-		} else if j, dup := seen[n.Name]; dup {
-			v.add(p+".name", n.Name, "duplicate of spec.networks[%d]", j)
-		} else {
-			seen[n.Name] = i
-		}
+		v.name(p+".name", n.Name, i, ifaceNameRE().MatchString, "not a network name (1 to 220 of A-Z, a-z, 0-9, '-' and '_')", "spec.networks", seen)
 		if n.ResourceClaim != nil {
 			v.add(p+".resourceClaim", n.Name, "DRA networks (resourceClaim) are not supported")
 		}
@@ -204,20 +211,12 @@ func (v *validator) interfaces(vmi *VMI) {
 	declared := map[string]bool{}
 	portNames := map[string]string{}
 	macs := map[string]int{}
-	virtio := false
 	for i := range vmi.Spec.Domain.Devices.Interfaces {
 		iface := &vmi.Spec.Domain.Devices.Interfaces[i]
 		p := fmt.Sprintf("spec.domain.devices.interfaces[%d]", i)
 		declared[iface.Name] = true
-		if iface.Name == "" {
-			v.add(p+".name", nil, "required")
-		} else if !ifaceNameRE().MatchString(iface.Name) {
-			v.add(p+".name", iface.Name, "not an interface name (1 to 220 of A-Z, a-z, 0-9, '-' and '_')")
-		} else if j, dup := ifaces[iface.Name]; dup {
-			v.add(p+".name", iface.Name, "duplicate of spec.domain.devices.interfaces[%d]", j)
-		} else {
-			ifaces[iface.Name] = i
-		}
+		v.name(p+".name", iface.Name, i, ifaceNameRE().MatchString, "not an interface name (1 to 220 of A-Z, a-z, 0-9, '-' and '_')",
+			"spec.domain.devices.interfaces", ifaces)
 		nw := nets[iface.Name]
 		if nw == nil && iface.Name != "" {
 			v.add(p+".name", iface.Name, "no network with this name in spec.networks")
@@ -228,7 +227,7 @@ func (v *validator) interfaces(vmi *VMI) {
 			v.add(p+".binding", iface.Plugin.Name, "a binding plugin and the binding method %s at once", strings.Join(bindings, ","))
 		case iface.Plugin != nil:
 			v.plugin(p+".binding.name", iface.Plugin.Name)
-			if contains(PluginAliases(), iface.Plugin.Name) {
+			if slices.Contains(PluginAliases(), iface.Plugin.Name) {
 				v.binding(p, iface, nw)
 			}
 		case len(bindings) == 0:
@@ -248,10 +247,7 @@ func (v *validator) interfaces(vmi *VMI) {
 				}
 			}
 		}
-		if iface.IsVirtio() {
-			virtio = true
-		}
-		if iface.Model != "" && !contains(Models(), iface.Model) {
+		if iface.Model != "" && !slices.Contains(Models(), iface.Model) {
 			v.add(p+".model", iface.Model, "unknown model; one of %s", strings.Join(Models(), ", "))
 		}
 		if iface.PciAddress != "" && !pciAddressRE().MatchString(iface.PciAddress) {
@@ -274,6 +270,7 @@ func (v *validator) interfaces(vmi *VMI) {
 			v.add(fmt.Sprintf("spec.networks[%d].name", i), n.Name, "no interface with this name in spec.domain.devices.interfaces")
 		}
 	}
+	virtio := slices.ContainsFunc(vmi.Spec.Domain.Devices.Interfaces, func(i Interface) bool { return i.IsVirtio() })
 	if mq := vmi.Spec.Domain.Devices.NetworkInterfaceMultiQueue; mq != nil && *mq && !virtio && len(vmi.Spec.Domain.Devices.Interfaces) > 0 {
 		v.add("spec.domain.devices.networkInterfaceMultiqueue", true, "virtio-net multiqueue requested, but no interface uses the virtio model")
 	}
@@ -409,7 +406,7 @@ func (v *validator) plugin(p, name string) {
 	switch {
 	case !pluginNameRE().MatchString(name):
 		v.add(p, name, "not a binding plugin name (a DNS subdomain: 1 to 253 of a-z, 0-9, '-' and '.')")
-	case contains(BindingMethods(), name) && !contains(PluginAliases(), name):
+	case slices.Contains(BindingMethods(), name) && !slices.Contains(PluginAliases(), name):
 		v.add(p, name, "the name of a core binding method: set %s: {} on the interface instead, or register the plugin under another name", name)
 	}
 }
@@ -427,7 +424,7 @@ func (v *validator) mac(path, s string, bindings []string) {
 	if hw[0]&1 == 1 {
 		v.add(path, s, "multicast MAC address (least significant bit of the first octet set)")
 	}
-	if strings.EqualFold(hw.String(), MasqueradeBridgeMAC) && contains(bindings, BindingMasquerade) {
+	if strings.EqualFold(hw.String(), MasqueradeBridgeMAC) && slices.Contains(bindings, BindingMasquerade) {
 		v.add(path, s, "reserved for the masquerade bridge")
 	}
 	if hw.String() == "00:00:00:00:00:00" {
@@ -456,10 +453,7 @@ func (v *validator) ports(p string, iface *Interface, names map[string]string) {
 		if port.Port < 1 || port.Port > 65535 {
 			v.add(pp+".port", port.Port, "outside 1-65535")
 		}
-		proto := port.Protocol
-		if proto == "" {
-			proto = DefaultProtocol
-		}
+		proto := cmp.Or(port.Protocol, DefaultProtocol)
 		if proto != "TCP" && proto != "UDP" {
 			v.add(pp+".protocol", port.Protocol, "neither TCP nor UDP")
 		}
@@ -558,23 +552,9 @@ func (v *validator) storage(vmi *VMI) {
 				firstCloudInit[ci.key] = i
 			}
 		}
-		if vol.Name == "" {
-			v.add(p+".name", nil, "required")
-		} else if !isDNSLabel(vol.Name) {
-			v.add(p+".name", vol.Name, "not a DNS-1123 label")
-		} else if j, dup := vols[vol.Name]; dup {
-			v.add(p+".name", vol.Name, "duplicate of spec.volumes[%d]", j)
-		} else {
-			vols[vol.Name] = i
-		}
-		n := 0
-		for _, set := range []bool{vol.ContainerDisk != nil, vol.PersistentVolumeClaim != nil, vol.DataVolume != nil,
-			vol.EmptyDisk != nil, vol.HostDisk != nil, vol.CloudInitNoCloud != nil, vol.CloudInitConfigDrive != nil, vol.Sysprep != nil} {
-			if set {
-				n++
-			}
-		}
-		if n > 1 {
+		v.name(p+".name", vol.Name, i, isDNSLabel, "not a DNS-1123 label", "spec.volumes", vols)
+		if count(vol.ContainerDisk != nil, vol.PersistentVolumeClaim != nil, vol.DataVolume != nil, vol.EmptyDisk != nil,
+			vol.HostDisk != nil, vol.CloudInitNoCloud != nil, vol.CloudInitConfigDrive != nil, vol.Sysprep != nil) > 1 {
 			v.add(p, vol.Name, "more than one volume source")
 		}
 		switch {
@@ -583,9 +563,7 @@ func (v *validator) storage(vmi *VMI) {
 		case vol.PersistentVolumeClaim != nil && vol.PersistentVolumeClaim.ClaimName == "":
 			v.add(p+".persistentVolumeClaim.claimName", nil, "required")
 		case vol.EmptyDisk != nil:
-			if _, err := ParseQuantity(vol.EmptyDisk.Capacity); err != nil {
-				v.add(p+".emptyDisk.capacity", vol.EmptyDisk.Capacity, "%v", err)
-			}
+			v.quantity(p+".emptyDisk.capacity", vol.EmptyDisk.Capacity)
 		case vol.HostDisk != nil && !strings.HasPrefix(vol.HostDisk.Path, "/"):
 			v.add(p+".hostDisk.path", vol.HostDisk.Path, "not an absolute path")
 		case vol.Sysprep != nil && (vol.Sysprep.Secret == nil) == (vol.Sysprep.ConfigMap == nil):
@@ -700,16 +678,10 @@ func (v *validator) inline(rawPath, b64Path, raw, b64 string, max int, ref strin
 func (v *validator) domain(vmi *VMI) {
 	d := &vmi.Spec.Domain
 	if d.Memory != nil && d.Memory.Guest != "" {
-		if _, err := ParseQuantity(d.Memory.Guest); err != nil {
-			v.add("spec.domain.memory.guest", d.Memory.Guest, "%v", err)
-		}
+		v.quantity("spec.domain.memory.guest", d.Memory.Guest)
 	}
-	for _, k := range []string{"memory"} {
-		if q, ok := d.Resources.Requests[k]; ok {
-			if _, err := ParseQuantity(q); err != nil {
-				v.add("spec.domain.resources.requests."+k, q, "%v", err)
-			}
-		}
+	if q, ok := d.Resources.Requests["memory"]; ok {
+		v.quantity("spec.domain.resources.requests.memory", q)
 	}
 	if d.Firmware != nil {
 		if u := d.Firmware.UUID; u != "" && !uuidRE().MatchString(u) {
@@ -733,9 +705,7 @@ func (v *validator) domain(vmi *VMI) {
 		v.add("spec.domain.cpu", n, "more than %d vCPUs", MaxVCPUs)
 	}
 	if d.Memory != nil && d.Memory.Hugepages != nil {
-		if _, err := ParseQuantity(d.Memory.Hugepages.PageSize); err != nil {
-			v.add("spec.domain.memory.hugepages.pageSize", d.Memory.Hugepages.PageSize, "%v", err)
-		}
+		v.quantity("spec.domain.memory.hugepages.pageSize", d.Memory.Hugepages.PageSize)
 	}
 	if d.CPU != nil {
 		for i, f := range d.CPU.Features {
@@ -743,10 +713,17 @@ func (v *validator) domain(vmi *VMI) {
 			if f.Name == "" {
 				v.add(p+".name", f.Name, "a CPU feature needs a name")
 			}
-			if f.Policy != "" && !contains(CPUFeaturePolicies(), f.Policy) {
+			if f.Policy != "" && !slices.Contains(CPUFeaturePolicies(), f.Policy) {
 				v.add(p+".policy", f.Policy, "one of %s", strings.Join(CPUFeaturePolicies(), ", "))
 			}
 		}
+	}
+}
+
+// quantity checks a Kubernetes quantity ([ParseQuantity]).
+func (v *validator) quantity(path, q string) {
+	if _, err := ParseQuantity(q); err != nil {
+		v.add(path, q, "%v", err)
 	}
 }
 
@@ -771,13 +748,4 @@ func count(bs ...bool) int {
 		}
 	}
 	return n
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

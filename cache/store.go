@@ -125,27 +125,24 @@ func (s *Store) InterfacePath(uid, iface string) (string, error) {
 // ReadProgress reads the progress record of an interface. A
 // record never written is an error matching [ErrNotExist].
 func (s *Store) ReadProgress(uid, iface string) (*Progress, error) {
-	p, err := s.ProgressPath(uid, iface)
-	if err != nil {
-		return nil, err
-	}
-	rec := &Progress{}
-	if err := s.read(p, rec); err != nil {
-		return nil, err
-	}
-	return rec, nil
+	return readRecord(s, &Progress{}, uid, iface, "pod-interface")
 }
 
 // ReadInterface reads the interface record of an interface. A record never
 // written is an error matching [ErrNotExist].
 func (s *Store) ReadInterface(uid, iface string) (*Interface, error) {
-	p, err := s.InterfacePath(uid, iface)
+	return readRecord(s, &Interface{}, uid, iface, "interface")
+}
+
+// readRecord reads the record of kind of an interface into rec.
+func readRecord[R versioned](s *Store, rec R, uid, iface, kind string) (R, error) {
+	var none R
+	p, err := s.path(uid, iface, kind)
 	if err != nil {
-		return nil, err
+		return none, err
 	}
-	rec := &Interface{}
 	if err := s.read(p, rec); err != nil {
-		return nil, err
+		return none, err
 	}
 	return rec, nil
 }
@@ -326,57 +323,48 @@ func trustedOwner(fi fs.FileInfo) (uint32, bool) {
 	return uid, !ok || uid == 0 || int(uid) == os.Geteuid()
 }
 
-func checkDir(d string) error {
-	fi, err := os.Lstat(d)
-	if err != nil {
-		return fmt.Errorf("cache: %w", err)
-	}
-	if fi.Mode()&fs.ModeSymlink != 0 {
-		return &UnsafeError{Path: d, Reason: "directory is a symlink"}
-	}
-	if !fi.IsDir() {
-		return &UnsafeError{Path: d, Reason: "not a directory"}
-	}
-	// Sticky or not: in a world-writable directory (even /tmp's 1777)
-	// another user can take the names of records, directories and lock
-	// files first.
-	if fi.Mode().Perm()&0o002 != 0 {
-		return &UnsafeError{Path: d, Reason: fmt.Sprintf("directory is world-writable (mode %s)", fi.Mode())}
-	}
-	if uid, ok := trustedOwner(fi); !ok {
-		return &UnsafeError{Path: d, Reason: fmt.Sprintf("directory is owned by uid %d, neither root nor us", uid)}
-	}
-	return nil
-}
+func checkDir(d string) error { return checkPath(d, true) }
 
-func checkFile(p string) error {
+func checkFile(p string) error { return checkPath(p, false) }
+
+// checkPath refuses a directory (dir) or a regular file that another user
+// could control: a symlink, another type, world-writable, or owned by
+// neither root nor us.
+func checkPath(p string, dir bool) error {
 	fi, err := os.Lstat(p)
-	if err != nil {
-		return err
+	if err != nil && dir {
+		return fmt.Errorf("cache: %w", err)
+	} else if err != nil {
+		return err // the callers ask os.IsNotExist
 	}
-	if fi.Mode()&fs.ModeSymlink != 0 {
-		return &UnsafeError{Path: p, Reason: "file is a symlink"}
+	kind, mode := "file", fmt.Sprintf("%04o", fi.Mode().Perm())
+	if dir {
+		kind, mode = "directory", fi.Mode().String()
 	}
-	if !fi.Mode().IsRegular() {
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return &UnsafeError{Path: p, Reason: kind + " is a symlink"}
+	case dir && !fi.IsDir():
+		return &UnsafeError{Path: p, Reason: "not a directory"}
+	case !dir && !fi.Mode().IsRegular():
 		return &UnsafeError{Path: p, Reason: "not a regular file"}
-	}
-	if fi.Mode().Perm()&0o002 != 0 {
-		return &UnsafeError{Path: p, Reason: fmt.Sprintf("file is world-writable (mode %04o)", fi.Mode().Perm())}
+	case fi.Mode().Perm()&0o002 != 0:
+		// Sticky or not: in a world-writable directory (even /tmp's
+		// 1777) another user can take the names of records,
+		// directories and lock files first.
+		return &UnsafeError{Path: p, Reason: fmt.Sprintf("%s is world-writable (mode %s)", kind, mode)}
 	}
 	if uid, ok := trustedOwner(fi); !ok {
-		return &UnsafeError{Path: p, Reason: fmt.Sprintf("file is owned by uid %d, neither root nor us", uid)}
+		return &UnsafeError{Path: p, Reason: fmt.Sprintf("%s is owned by uid %d, neither root nor us", kind, uid)}
 	}
 	return nil
 }
 
+// read reads and decodes the record at path; a missing directory, like a
+// missing file, is a [*NotExistError].
 func (s *Store) read(path string, rec versioned) error {
-	for _, d := range []string{s.root, filepath.Dir(path)} {
-		if _, err := os.Lstat(d); os.IsNotExist(err) {
-			return &NotExistError{Path: path}
-		}
-		if err := checkDir(d); err != nil {
-			return err
-		}
+	if err := checkExistingDirs(s.root, filepath.Dir(path)); err != nil {
+		return err
 	}
 	if err := checkFile(path); err != nil {
 		if os.IsNotExist(err) {

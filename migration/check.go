@@ -2,6 +2,7 @@ package migration
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/virtnet/virtnet/api"
 )
@@ -130,7 +131,7 @@ func Check(vmi *api.VMI, plugins map[string]Plugin) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkPodNetwork(vmi, plugins); err != nil {
+	if err := checkPodNetwork(vmi, pairs, plugins); err != nil {
 		return nil, err
 	}
 	present, _ := api.Present(pairs)
@@ -163,33 +164,13 @@ func actionOf(iface *api.Interface, plugins map[string]Plugin) Action {
 
 // checkPodNetwork is KubeVirt v1.9.0's decision: only the interface of the
 // pod network (the first network with pod: {}) counts.
-func checkPodNetwork(vmi *api.VMI, plugins map[string]Plugin) error {
-	ifaces := vmi.Spec.Domain.Devices.Interfaces
-	if len(ifaces) == 0 {
+func checkPodNetwork(vmi *api.VMI, pairs []api.Pair, plugins map[string]Plugin) error {
+	i := slices.IndexFunc(pairs, func(p api.Pair) bool { return p.Network.Pod != nil })
+	if i < 0 {
 		return nil
 	}
-	var podNet *api.Network
-	for i := range vmi.Spec.Networks {
-		if vmi.Spec.Networks[i].Pod != nil {
-			podNet = &vmi.Spec.Networks[i]
-			break
-		}
-	}
-	if podNet == nil {
-		return nil
-	}
-	idx := -1
-	for i := range ifaces {
-		if ifaces[i].Name == podNet.Name {
-			idx = i
-			break
-		}
-	}
-	if idx < 0 {
-		return &NotMigratableError{Interface: podNet.Name, Field: "spec.networks", Why: "the pod network has no interface"}
-	}
-	iface := &ifaces[idx]
-	field := fmt.Sprintf("spec.domain.devices.interfaces[%d]", idx)
+	iface := pairs[i].Interface
+	field := fmt.Sprintf("spec.domain.devices.interfaces[%d]", pairs[i].Index)
 	block := func(why string) error {
 		return &NotMigratableError{Interface: iface.Name, Binding: iface.Binding(), Field: field, Why: why}
 	}

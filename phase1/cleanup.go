@@ -26,11 +26,7 @@ func Cleanup(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.S
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if uerr := locks.release(); uerr != nil && err == nil {
-			err = &Error{Step: StepLock, Err: uerr}
-		}
-	}()
+	defer locks.unlock(&err)
 	if err := locks.checkNamespace(store, vmi.Metadata.UID); err != nil {
 		return err
 	}

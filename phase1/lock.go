@@ -28,13 +28,8 @@ func takeLocks(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache
 	l := &runLocks{}
 	var dev, ino uint64
 	if netnsPath != "" {
-		f, err := openNamespace(netnsPath)
-		if err != nil {
-			return nil, &Error{Step: StepOpen, Err: err}
-		}
-		dev, ino, err = namespaceID(f)
-		f.Close()
-		if err != nil {
+		var err error
+		if dev, ino, err = namespaceID(netnsPath); err != nil {
 			return nil, &Error{Step: StepOpen, Err: err}
 		}
 	}
@@ -75,18 +70,12 @@ func (l *runLocks) release() error {
 	return errors.Join(errs...)
 }
 
-// lockRun is takeLocks for Run; the returned function releases the locks
-// and reports a failure to do so into *err when it is nil.
-func lockRun(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.Store, opts Options) (*runLocks, func(*error), error) {
-	l, err := takeLocks(ctx, vmi, netnsPath, store, opts)
-	if err != nil {
-		return nil, nil, err
+// unlock releases the locks ([runLocks.release]) and reports a failure
+// to do so into *err when it is nil.
+func (l *runLocks) unlock(err *error) {
+	if uerr := l.release(); uerr != nil && *err == nil {
+		*err = &Error{Step: StepLock, Err: uerr}
 	}
-	return l, func(err *error) {
-		if uerr := l.release(); uerr != nil && *err == nil {
-			*err = &Error{Step: StepLock, Err: uerr}
-		}
-	}, nil
 }
 
 // checkNamespace refuses a namespace other than the one the VMI's

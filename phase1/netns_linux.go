@@ -7,44 +7,37 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// openNamespace opens path after checking that it is a network namespace
-// (an nsfs file of type CLONE_NEWNET); anything else gets a
-// [*NotNamespaceError] saying what the path is. Every path of one
-// namespace (/proc/<pid>/ns/net, a bind mount under /var/run/netns) is the
-// same nsfs inode, so a flock on the file locks the namespace.
-func openNamespace(path string) (f *os.File, err error) {
-	f, err = os.OpenFile(path, os.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+// namespaceID checks that path is a network namespace (an nsfs file of
+// type CLONE_NEWNET; anything else gets a [*NotNamespaceError] saying what
+// the path is) and returns the device and inode of its file. Every path of
+// one namespace (/proc/<pid>/ns/net, a bind mount under /var/run/netns) is
+// the same nsfs inode, so the pair identifies the namespace and a lock
+// named after it locks the namespace.
+func namespaceID(path string) (dev, ino uint64, err error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, fmt.Errorf("open network namespace %s: %w", path, err)
+		return 0, 0, fmt.Errorf("open network namespace %s: %w", path, err)
 	}
-	defer func() {
-		if err != nil {
-			f.Close()
-		}
-	}()
-	return f, checkNamespace(f, path)
-}
-
-func checkNamespace(f *os.File, path string) error {
+	defer f.Close()
 	var st unix.Stat_t
 	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
-		return fmt.Errorf("open network namespace %s: %w", path, err)
+		return 0, 0, fmt.Errorf("open network namespace %s: %w", path, err)
 	}
 	var fs unix.Statfs_t
 	if err := unix.Fstatfs(int(f.Fd()), &fs); err != nil {
-		return fmt.Errorf("open network namespace %s: %w", path, err)
+		return 0, 0, fmt.Errorf("open network namespace %s: %w", path, err)
 	}
 	if fs.Type != unix.NSFS_MAGIC {
-		return &NotNamespaceError{Path: path, What: fileKind(st.Mode)}
+		return 0, 0, &NotNamespaceError{Path: path, What: fileKind(st.Mode)}
 	}
 	typ, err := unix.IoctlRetInt(int(f.Fd()), unix.NS_GET_NSTYPE)
 	if err != nil {
-		return fmt.Errorf("open network namespace %s: namespace type: %w", path, err)
+		return 0, 0, fmt.Errorf("open network namespace %s: namespace type: %w", path, err)
 	}
 	if typ != unix.CLONE_NEWNET {
-		return &NotNamespaceError{Path: path, What: namespaceKind(typ)}
+		return 0, 0, &NotNamespaceError{Path: path, What: namespaceKind(typ)}
 	}
-	return nil
+	return uint64(st.Dev), st.Ino, nil
 }
 
 func fileKind(mode uint32) string {
@@ -80,14 +73,4 @@ func namespaceKind(typ int) string {
 		}
 	}
 	return fmt.Sprintf("a namespace of type %#x", typ)
-}
-
-// namespaceID is the device and inode of an open namespace file: the same
-// for every path of one namespace.
-func namespaceID(f *os.File) (dev, ino uint64, err error) {
-	var st unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
-		return 0, 0, fmt.Errorf("network namespace %s: %w", f.Name(), err)
-	}
-	return uint64(st.Dev), st.Ino, nil
 }

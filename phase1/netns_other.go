@@ -2,13 +2,7 @@
 
 package phase1
 
-import (
-	"os"
+import "github.com/virtnet/virtnet/netdriver"
 
-	"github.com/virtnet/virtnet/netdriver"
-)
-
-// openNamespace needs Linux; elsewhere no namespace can be opened.
-func openNamespace(path string) (*os.File, error) { return nil, netdriver.ErrNotSupported }
-
-func namespaceID(f *os.File) (dev, ino uint64, err error) { return 0, 0, netdriver.ErrNotSupported }
+// namespaceID needs Linux; elsewhere no namespace can be opened.
+func namespaceID(path string) (dev, ino uint64, err error) { return 0, 0, netdriver.ErrNotSupported }

@@ -1,6 +1,7 @@
 package phase1
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -123,9 +124,7 @@ func (o *Options) fill() {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	if o.PrimaryPodIP == "" {
-		o.PrimaryPodIP = os.Getenv(PodIPEnv)
-	}
+	o.PrimaryPodIP = cmp.Or(o.PrimaryPodIP, os.Getenv(PodIPEnv))
 }
 
 // Run runs phase1 for every interface of a validated VMI in the network
@@ -158,11 +157,11 @@ func Run(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.Store
 		}
 	}
 	uid := vmi.Metadata.UID
-	locks, unlock, err := lockRun(ctx, vmi, netnsPath, store, opts)
+	locks, err := takeLocks(ctx, vmi, netnsPath, store, opts)
 	if err != nil {
 		return err
 	}
-	defer unlock(&err)
+	defer locks.unlock(&err)
 	if err := locks.checkNamespace(store, uid); err != nil {
 		return err
 	}
@@ -199,10 +198,8 @@ func Run(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.Store
 	// An absent interface (KubeVirt 1.x's hot-unplug) loses what an
 	// earlier run prepared for it, its pod link possibly gone already;
 	// one never prepared has no record and is skipped.
-	if len(absent) > 0 {
-		if err := cleanupPairs(ctx, d, vmi, absent, store, opts, func(int) bool { return true }); err != nil {
-			return err
-		}
+	if err := cleanupPairs(ctx, d, vmi, absent, store, opts, func(int) bool { return true }); err != nil {
+		return err
 	}
 	rollback := func(err error) error {
 		if opts.KeepOnFailure {
@@ -233,6 +230,7 @@ func Run(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.Store
 		if err := ctx.Err(); err != nil {
 			return rollback(&Error{Step: StepCanceled, Err: err})
 		}
+		txns[i].begun = true
 		w, err := txns[i].prepare(ctx, d, store, uid)
 		wrote = wrote || w
 		if err != nil {
@@ -272,7 +270,7 @@ func forgetIfEmpty(store *cache.Store, uid string) error {
 
 // ifaceTxn is one interface's transaction inside a [Run]: begun when the
 // run first writes its record or touches the namespace for it
-// ([ifaceTxn.prepare]), committed when its record says "finished"
+// ([pairRun.prepare]), committed when its record says "finished"
 // ([ifaceTxn.commit]). A failure of the run rolls back the transactions
 // it began and did not find committed ([rollbackTxns]); an interface an
 // earlier run committed is never rolled back by a later run that fails or
@@ -287,12 +285,6 @@ type ifaceTxn struct {
 	// begun: this run wrote a record of the interface or called its
 	// binding's Prepare.
 	begun bool
-}
-
-// prepare records the discovery and plan, then prepares the namespace.
-func (t *ifaceTxn) prepare(ctx context.Context, d netdriver.Driver, store *cache.Store, uid string) (wrote bool, err error) {
-	t.begun = true
-	return t.pairRun.prepare(ctx, d, store, uid)
 }
 
 // commit marks the interface finished (a no-op write for one an earlier
@@ -333,18 +325,12 @@ func readRecords(store *cache.Store, uid string, pairs []api.Pair) ([]*cache.Pro
 	for i, p := range pairs {
 		name := p.Interface.Name
 		fail := func(err error) error { return &Error{Interface: name, Step: StepRead, Err: err} }
-		pod, err := store.ReadProgress(uid, name)
-		switch {
-		case errors.Is(err, cache.ErrNotExist):
-			pod = nil
-		case err != nil:
+		pod, err := store.ReadProgress(uid, name) // nil when never written
+		if err != nil && !errors.Is(err, cache.ErrNotExist) {
 			return nil, nil, fail(err)
 		}
-		rec, err := store.ReadInterface(uid, name)
-		switch {
-		case errors.Is(err, cache.ErrNotExist):
-			rec = nil
-		case err != nil:
+		rec, err := store.ReadInterface(uid, name) // nil when never written
+		if err != nil && !errors.Is(err, cache.ErrNotExist) {
 			return nil, nil, fail(err)
 		}
 		if pod != nil && pod.Binding == p.Binding() && pod.PodInterface != p.PodInterface && !p.Primary() {

@@ -7,7 +7,11 @@ import (
 )
 
 // Binding is the bridge binding method. Its zero value is ready to use.
-type Binding struct{}
+type Binding struct{ phase1 }
+
+// phase1 is what the bridge binding and [ManagedTap] share: the bridge,
+// the tap and, with IPAM, the dummy keeping the pod's addresses.
+type phase1 struct{}
 
 var _ binding.DHCPServer = Binding{}
 

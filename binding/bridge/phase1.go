@@ -20,7 +20,7 @@ import (
 
 // NeedsRecord is true: Render takes the MAC, MTU, bridge and tap from
 // phase1's record.
-func (Binding) NeedsRecord() bool { return true }
+func (phase1) NeedsRecord() bool { return true }
 
 // Discover reads the pod link (`ip -d link show eth0`, `ip addr`, `ip
 // route`). A link phase1 already prepared (a dummy, bridge or tap in its
@@ -30,7 +30,7 @@ func (Binding) NeedsRecord() bool { return true }
 // A pod link with a global IPv6 address and an IPv6 default route gets
 // its router's link-local address recorded (see [findRouterIPv6]): the
 // guest's router advertisements name it.
-func (Binding) Discover(ctx context.Context, d netdriver.Driver, in binding.Input) (*cache.Link, error) {
+func (phase1) Discover(ctx context.Context, d netdriver.Driver, in binding.Input) (*cache.Link, error) {
 	link, err := kernelops.DiscoverPodLink(d, in, in.Names.NIC)
 	if err != nil {
 		return nil, err
@@ -131,7 +131,7 @@ func eui64LinkLocal(mac net.HardwareAddr) (netip.Addr, bool) {
 // DHCP server speaks from the bridge's link-local address. A clamp of
 // api.GuestMTUAnnotation is refused ([binding.RefuseGuestMTU]). Without an
 // IPv4 or IPv6 address IPAM is off: layer 2 only.
-func (Binding) Plan(in binding.Input, link *cache.Link) (*cache.Interface, error) {
+func (phase1) Plan(in binding.Input, link *cache.Link) (*cache.Interface, error) {
 	if link == nil {
 		return nil, errors.New("no discovery to plan from")
 	}
@@ -289,7 +289,7 @@ func guestRouting(podIP netip.Prefix, routes []cache.Route) (addr netip.Prefix, 
 //
 // Each line is skipped when the kernel already shows its effect, so that
 // Prepare converges from any intermediate state.
-func (Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input, link *cache.Link, rec *cache.Interface) error {
+func (phase1) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input, link *cache.Link, rec *cache.Interface) error {
 	if link == nil || rec == nil {
 		return errors.New("prepare needs the discovery and the record")
 	}
@@ -318,9 +318,10 @@ func (Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input
 	if err := kernelops.CheckAddressFree(d, ll.Addr(), rec.Bridge, rec.Bridge); err != nil {
 		return err
 	}
+	var podIPs []netip.Prefix
 	if !rec.IPAMDisabled {
-		podIPs, err := podAddresses(link)
-		if err != nil {
+		var err error
+		if podIPs, err = podAddresses(link); err != nil {
 			return err
 		}
 		for _, podIP := range podIPs {
@@ -332,14 +333,15 @@ func (Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input
 	nic := in.Names.Pod
 	if !rec.IPAMDisabled {
 		nic = rec.NIC
-		if err := moveAddressToDummy(d, in, link, rec); err != nil {
+		if err := moveAddressToDummy(d, in, link, rec, podIPs); err != nil {
 			return err
 		}
 	} else if err := checkPodLink(d, nic, link); err != nil {
 		return err
 	}
 	mac := names.BridgeMAC(in.VMI.Metadata.UID, in.Pair.Interface.Name)
-	if _, err := kernelops.EnsureBridge(d, in, rec.Bridge, rec.MTU, mac); err != nil {
+	br, err := kernelops.EnsureBridge(d, in, rec.Bridge, rec.MTU, mac)
+	if err != nil {
 		return err
 	}
 	nicLink, err := d.LinkByName(nic)
@@ -365,10 +367,6 @@ func (Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input
 		if err := d.SetMaster(nic, rec.Bridge); err != nil {
 			return err
 		}
-	}
-	br, err := d.LinkByName(rec.Bridge)
-	if err != nil {
-		return err
 	}
 	if !br.Up {
 		if err := d.SetUp(rec.Bridge); err != nil {
@@ -421,21 +419,6 @@ func checkPodLink(d netdriver.Driver, name string, link *cache.Link) error {
 	return nil
 }
 
-// hasAddr reports whether the link holds p.
-func hasAddr(d netdriver.Driver, link string, p netip.Prefix) (bool, error) {
-	fam := netdriver.IPv4
-	if p.Addr().Is6() {
-		fam = netdriver.IPv6
-	}
-	addrs, err := d.AddrList(link, fam)
-	return slices.Contains(addrs, p), err
-}
-
-// flagSetter is the part of the real driver that sets address flags.
-type flagSetter interface {
-	AddrReplaceFlags(name string, a netdriver.FlaggedAddr) error
-}
-
 // addrNoDAD is IFA_F_NODAD.
 const addrNoDAD = 0x02
 
@@ -444,24 +427,20 @@ const addrNoDAD = 0x02
 // pod link to the dummy (duplicate address detection on a dummy would
 // only delay it: the dummy has no neighbours).
 func ensureDummyAddr(d netdriver.Driver, dummy string, p netip.Prefix) error {
-	fs, ok := d.(flagSetter)
-	if p.Addr().Is4() || !ok {
+	if p.Addr().Is4() {
 		return kernelops.EnsureAddr(d, dummy, p)
 	}
-	if has, err := hasAddr(d, dummy, p); err != nil || has {
+	if has, err := kernelops.HasAddr(d, dummy, p); err != nil || has {
 		return err
 	}
-	return fs.AddrReplaceFlags(dummy, netdriver.FlaggedAddr{Prefix: p, Flags: addrNoDAD})
+	return d.AddrReplaceFlags(dummy, netdriver.FlaggedAddr{Prefix: p, Flags: addrNoDAD})
 }
 
 // moveAddressToDummy renames the pod link to the NIC name and gives its
-// IPv4 and IPv6 addresses to a dummy under the pod link's name, so that
-// the kubelet keeps seeing the pod IPs on eth0 after a restart.
-func moveAddressToDummy(d netdriver.Driver, in binding.Input, link *cache.Link, rec *cache.Interface) error {
-	podIPs, err := podAddresses(link)
-	if err != nil {
-		return err
-	}
+// IPv4 and IPv6 addresses podIPs ([podAddresses]) to a dummy under the pod
+// link's name, so that the kubelet keeps seeing the pod IPs on eth0 after
+// a restart.
+func moveAddressToDummy(d netdriver.Driver, in binding.Input, link *cache.Link, rec *cache.Interface, podIPs []netip.Prefix) error {
 	pod, nic := in.Names.Pod, rec.NIC
 	nicLink, err := kernelops.Lookup(d, nic)
 	if err != nil {
@@ -476,7 +455,7 @@ func moveAddressToDummy(d netdriver.Driver, in binding.Input, link *cache.Link, 
 	// keep_addr_on_down is set).
 	delAddrs := func(name string) error {
 		for _, p := range podIPs {
-			if has, err := hasAddr(d, name, p); err != nil {
+			if has, err := kernelops.HasAddr(d, name, p); err != nil {
 				return err
 			} else if has {
 				if err := d.AddrDel(name, p); err != nil {
@@ -530,7 +509,7 @@ func moveAddressToDummy(d netdriver.Driver, in binding.Input, link *cache.Link, 
 // addresses and routes restored. Missing pieces are skipped; links under
 // phase1's names that phase1 did not create are left alone
 // ([kernelops.DeleteOwned]).
-func (Binding) Cleanup(ctx context.Context, d netdriver.Driver, in binding.Input, link *cache.Link, rec *cache.Interface) error {
+func (phase1) Cleanup(ctx context.Context, d netdriver.Driver, in binding.Input, link *cache.Link, rec *cache.Interface) error {
 	if err := kernelops.DeleteOwned(d, in, in.Names.Tap, netdriver.TypeTuntap); err != nil {
 		return err
 	}

@@ -2,22 +2,12 @@ package bridge
 
 // Phase 2 of the bridge binding: the VM's NIC on the in-pod bridge
 // k6t-<pod> that phase1 made, with the pod link's MAC (or the VMI's
-// macAddress) and MTU from the interface record.
-//
-// Two forms, chosen by binding.RenderOptions.InterfaceType:
-//
-//   - bridge (the default, the source document's form):
-//     <interface type='bridge'><source bridge='k6t-eth0'/> and no <target>:
-//     libvirt creates a tap vnetN and enslaves it. Use it when libvirt runs
-//     with CAP_NET_ADMIN in the pod. phase1's tap0 is then an idle port.
-//   - ethernet (KubeVirt v0.53's form): <interface type='ethernet'>
-//     <target dev='tap0' managed='no'/>: libvirt only opens the tap phase1
-//     made (owned by the qemu user), so an unprivileged virt-launcher works.
-//
-// Both get <mac>, <mtu>, <model> (virtio → virtio-non-transitional, as
-// KubeVirt renders it), <alias name='ua-<interface>'>, the VMI's PCI
-// address, <boot order> or <rom enabled='no'>, and <driver name='vhost'
-// queues='N'> with multiqueue; see tapnic.Interface.
+// macAddress) and MTU from the interface record, in one of the two forms
+// binding.RenderOptions.InterfaceType chooses: type='bridge' (the
+// default, the source document's form; libvirt creates the tap, which
+// needs CAP_NET_ADMIN in the pod) or type='ethernet' (KubeVirt v0.53's
+// form; libvirt only opens phase1's tap, so an unprivileged
+// virt-launcher works). See tapnic.Interface for the elements.
 
 import (
 	"libvirt.org/go/libvirtxml"

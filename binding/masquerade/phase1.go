@@ -166,10 +166,7 @@ func (Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input
 			return err
 		}
 	}
-	mac, err := net.ParseMAC(api.MasqueradeBridgeMAC)
-	if err != nil {
-		return fmt.Errorf("masquerade bridge MAC: %w", err)
-	}
+	mac, _ := net.ParseMAC(api.MasqueradeBridgeMAC) // a constant that parses
 	br, err := kernelops.EnsureBridge(d, in, rec.Bridge, rec.MTU, mac)
 	if err != nil {
 		return err
@@ -245,8 +242,6 @@ func (Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Input
 	return nil
 }
 
-// natPorts are the declared ports, each once (KubeVirt v0.53 accepts a
-// port declared twice).
 // PlanNAT is the rule set of one family for the VM at vm behind gateway
 // gw on bridge, after KubeVirt v0.53:
 //
@@ -315,6 +310,8 @@ func natPortRanges(ranges []api.PortRange) []netdriver.NATPort {
 	return out
 }
 
+// natPorts are the declared ports, each once (KubeVirt v0.53 accepts a
+// port declared twice).
 func natPorts(ports []api.Port) []netdriver.NATPort {
 	var out []netdriver.NATPort
 	for _, p := range ports {

@@ -20,39 +20,8 @@ const LogFile = "/var/run/kubevirt/passt.log"
 // 1.x's passtBinding gets the vhost-user form v1.9 renders, with shared
 // memfd memory; passt: {} and binding: {name: passt} the older
 // type='user' form.
-func (Binding) Render(in binding.RenderInput, dom *libvirtxml.Domain) error {
-	iface := in.Pair.Interface
-	if iface.PasstBinding != nil {
-		return renderVhostUser(in, dom)
-	}
-	pfs, err := PortForwards(iface)
-	if err != nil {
-		return err
-	}
-	addr, err := nicxml.GuestAddress(iface)
-	if err != nil {
-		return fmt.Errorf("pciAddress: %w", err)
-	}
-	boot, rom := nicxml.BootOrROM(iface)
-	di := libvirtxml.DomainInterface{
-		MAC:         nicxml.MAC(iface.MacAddress),
-		Source:      &libvirtxml.DomainInterfaceSource{User: &libvirtxml.DomainInterfaceSourceUser{Dev: in.Pair.PodInterface}},
-		PortForward: pfs,
-		Model:       &libvirtxml.DomainInterfaceModel{Type: nicxml.Model(in.VMI, iface)},
-		Backend:     &libvirtxml.DomainInterfaceBackend{Type: "passt"},
-		Boot:        boot,
-		ROM:         rom,
-		Alias:       domxml.Alias(iface.Name),
-		Address:     addr,
-		Link:        nicxml.Link(iface),
-		ACPI:        nicxml.ACPI(iface),
-	}
-	devs := nicxml.Devices(dom)
-	devs.Interfaces = append(devs.Interfaces, di)
-	return nil
-}
-
-// renderVhostUser is KubeVirt v1.9's passtBinding device
+//
+// The vhost-user form is KubeVirt v1.9's passtBinding device
 // (converter/network configurator.go passtBindingOptions): <interface
 // type='vhostuser'> on the pod interface, <backend type='passt'
 // logFile=[LogFile]>, the port forwards (Istio's reserved ports excluded
@@ -61,14 +30,11 @@ func (Binding) Render(in binding.RenderInput, dom *libvirtxml.Domain) error {
 // (vhost-user needs guest memory QEMU can share with passt): memfd
 // source, shared access and, unless there is one, a NUMA cell of all the
 // vCPUs and memory.
-func renderVhostUser(in binding.RenderInput, dom *libvirtxml.Domain) error {
+func (Binding) Render(in binding.RenderInput, dom *libvirtxml.Domain) error {
 	iface := in.Pair.Interface
 	pfs, err := PortForwards(iface)
 	if err != nil {
 		return err
-	}
-	if in.VMI.IstioProxy() {
-		pfs = istioForwards(iface, pfs)
 	}
 	addr, err := nicxml.GuestAddress(iface)
 	if err != nil {
@@ -76,20 +42,29 @@ func renderVhostUser(in binding.RenderInput, dom *libvirtxml.Domain) error {
 	}
 	di := libvirtxml.DomainInterface{
 		MAC:         nicxml.MAC(iface.MacAddress),
-		Source:      &libvirtxml.DomainInterfaceSource{VHostUser: &libvirtxml.DomainInterfaceSourceVHostUser{Dev: in.Pair.PodInterface}},
 		PortForward: pfs,
 		Model:       &libvirtxml.DomainInterfaceModel{Type: nicxml.Model(in.VMI, iface)},
-		Driver:      nicxml.Driver(in.VMI, iface),
-		Backend:     &libvirtxml.DomainInterfaceBackend{Type: "passt", LogFile: LogFile},
-		Boot:        nicxml.Boot(iface),
+		Backend:     &libvirtxml.DomainInterfaceBackend{Type: "passt"},
 		Alias:       domxml.Alias(iface.Name),
 		Address:     addr,
 		Link:        nicxml.Link(iface),
 		ACPI:        nicxml.ACPI(iface),
 	}
+	if iface.PasstBinding != nil {
+		if in.VMI.IstioProxy() {
+			di.PortForward = istioForwards(iface, pfs)
+		}
+		di.Source = &libvirtxml.DomainInterfaceSource{VHostUser: &libvirtxml.DomainInterfaceSourceVHostUser{Dev: in.Pair.PodInterface}}
+		di.Driver = nicxml.Driver(in.VMI, iface)
+		di.Backend.LogFile = LogFile
+		di.Boot = nicxml.Boot(iface)
+		SharedMemory(in.VMI, dom)
+	} else {
+		di.Source = &libvirtxml.DomainInterfaceSource{User: &libvirtxml.DomainInterfaceSourceUser{Dev: in.Pair.PodInterface}}
+		di.Boot, di.ROM = nicxml.BootOrROM(iface)
+	}
 	devs := nicxml.Devices(dom)
 	devs.Interfaces = append(devs.Interfaces, di)
-	SharedMemory(in.VMI, dom)
 	return nil
 }
 

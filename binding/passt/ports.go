@@ -2,12 +2,11 @@ package passt
 
 import (
 	"slices"
-	"strings"
 
 	"libvirt.org/go/libvirtxml"
 
 	"github.com/virtnet/virtnet/api"
-	"github.com/virtnet/virtnet/binding"
+	"github.com/virtnet/virtnet/binding/internal/nicxml"
 )
 
 // PortForwards are the <portForward> elements of an interface: one per
@@ -20,12 +19,9 @@ func PortForwards(iface *api.Interface) ([]libvirtxml.DomainInterfaceSourcePortF
 	}
 	byProto := map[string][]uint{}
 	for _, p := range iface.Ports {
-		proto := strings.ToLower(p.Protocol)
-		if proto == "" {
-			proto = "tcp"
-		}
-		if (proto != "tcp" && proto != "udp") || p.Port < 1 || p.Port > 65535 {
-			return nil, &binding.PortError{Interface: iface.Name, Protocol: p.Protocol, Port: p.Port}
+		proto, err := nicxml.ForwardProtocol(iface, p)
+		if err != nil {
+			return nil, err
 		}
 		byProto[proto] = append(byProto[proto], uint(p.Port))
 	}

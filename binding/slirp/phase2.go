@@ -11,6 +11,7 @@ import (
 
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/binding"
+	"github.com/virtnet/virtnet/binding/internal/nicxml"
 	"github.com/virtnet/virtnet/domxml"
 )
 
@@ -73,12 +74,9 @@ func Args(pair api.Pair, search []string) ([]string, error) {
 		netdev = append(netdev, "dnssearch="+d)
 	}
 	for _, p := range iface.Ports {
-		proto := strings.ToLower(p.Protocol)
-		if proto == "" {
-			proto = "tcp"
-		}
-		if (proto != "tcp" && proto != "udp") || p.Port < 1 || p.Port > 65535 {
-			return nil, &binding.PortError{Interface: iface.Name, Protocol: p.Protocol, Port: p.Port}
+		proto, err := nicxml.ForwardProtocol(iface, p)
+		if err != nil {
+			return nil, err
 		}
 		port := strconv.Itoa(int(p.Port))
 		netdev = append(netdev, "hostfwd="+proto+"::"+port+"-:"+port)

@@ -71,24 +71,6 @@ type assignment struct {
 	err     error
 }
 
-// Addresses returns the host PCI address of every SR-IOV interface of
-// vmi, keyed by interface name, following the package doc's precedence.
-// An interface whose address cannot be found is left out and its error
-// is in the returned map of errors; an unparsable network-status
-// annotation fails every interface.
-func Addresses(vmi *api.VMI, env map[string]string, netInfo []byte) (map[string]string, map[string]error) {
-	as := allocate(vmi, env, netInfo)
-	addrs, errs := map[string]string{}, map[string]error{}
-	for name, a := range as {
-		if a.err != nil {
-			errs[name] = a.err
-		} else {
-			addrs[name] = a.address
-		}
-	}
-	return addrs, errs
-}
-
 func allocate(vmi *api.VMI, env map[string]string, netInfo []byte) map[string]assignment {
 	out := map[string]assignment{}
 	pairs, err := api.Pairs(vmi)
@@ -107,76 +89,29 @@ func allocate(vmi *api.VMI, env map[string]string, netInfo []byte) map[string]as
 	// 0. KubeVirt 1.x's network-info, by network name.
 	if len(bytes.TrimSpace(netInfo)) > 0 {
 		var ni networkInfo
-		if err := json.Unmarshal(netInfo, &ni); err != nil {
-			for _, p := range sriov {
-				out[p.Interface.Name] = assignment{err: &AddressError{Interface: p.Interface.Name,
-					Variable: NetworkInfoFile, Value: string(netInfo), Err: fmt.Errorf("%w: %w", ErrBadNetworkStatus, err)}}
-			}
-			return out
-		}
+		err := json.Unmarshal(netInfo, &ni)
 		byNet := map[string]string{}
 		for _, e := range ni.Interfaces {
 			if e.Network != "" && e.DeviceInfo != nil && e.DeviceInfo.PCI != nil && e.DeviceInfo.PCI.Address != "" {
 				byNet[e.Network] = e.DeviceInfo.PCI.Address
 			}
 		}
-		for _, p := range sriov {
-			a, ok := byNet[p.Network.Name]
-			if !ok {
-				continue
-			}
-			if _, err := nicxml.ParsePCIAddress(a); err != nil {
-				out[p.Interface.Name] = assignment{err: &AddressError{Interface: p.Interface.Name,
-					Variable: NetworkInfoFile, Value: a, Err: fmt.Errorf("%w: %w", ErrBadAddress, err)}}
-				continue
-			}
-			key := strings.ToLower(a)
-			if taken[key] {
-				out[p.Interface.Name] = assignment{err: &AddressError{Interface: p.Interface.Name,
-					Variable: NetworkInfoFile, Value: a, Err: ErrAddressTwice}}
-				continue
-			}
-			out[p.Interface.Name] = assignment{address: key}
-			taken[key] = true
+		if !assign(out, taken, sriov, NetworkInfoFile, string(netInfo), err, func(p api.Pair) string { return byNet[p.Network.Name] }) {
+			return out
 		}
 	}
 	// 1. Multus network-status.
 	if raw, ok := vmi.Metadata.Annotations[NetworkStatusAnnotation]; ok {
 		var entries []networkStatus
-		if err := json.Unmarshal([]byte(raw), &entries); err != nil {
-			for _, p := range sriov {
-				out[p.Interface.Name] = assignment{err: &AddressError{Interface: p.Interface.Name,
-					Variable: NetworkStatusAnnotation, Value: raw, Err: fmt.Errorf("%w: %w", ErrBadNetworkStatus, err)}}
-			}
-			return out
-		}
+		err := json.Unmarshal([]byte(raw), &entries)
 		byPod := map[string]string{}
 		for _, e := range entries {
 			if e.Interface != "" && e.DeviceInfo != nil && e.DeviceInfo.PCI != nil && e.DeviceInfo.PCI.Address != "" {
 				byPod[e.Interface] = e.DeviceInfo.PCI.Address
 			}
 		}
-		for _, p := range sriov {
-			if _, done := out[p.Interface.Name]; done {
-				continue
-			}
-			a, ok := byPod[p.PodInterface]
-			if !ok {
-				continue
-			}
-			key := strings.ToLower(a)
-			if _, err := nicxml.ParsePCIAddress(a); err != nil {
-				out[p.Interface.Name] = assignment{err: &AddressError{Interface: p.Interface.Name,
-					Variable: NetworkStatusAnnotation, Value: a, Err: fmt.Errorf("%w: %w", ErrBadAddress, err)}}
-				continue
-			}
-			if taken[key] {
-				out[p.Interface.Name] = assignment{err: &AddressError{Interface: p.Interface.Name,
-					Variable: NetworkStatusAnnotation, Value: a, Err: ErrAddressTwice}}
-				continue
-			}
-			out[p.Interface.Name] = assignment{address: key}
-			taken[key] = true
+		if !assign(out, taken, sriov, NetworkStatusAnnotation, raw, err, func(p api.Pair) string { return byPod[p.PodInterface] }) {
+			return out
 		}
 	}
 	// 2. Device plugin environment, in interface order.
@@ -188,6 +123,38 @@ func allocate(vmi *api.VMI, env map[string]string, netInfo []byte) map[string]as
 		out[name] = fromEnv(name, env, taken)
 	}
 	return out
+}
+
+// assign gives each pair not yet assigned the address addressOf finds for
+// it in one source (variable, whose raw content is raw). A source that did
+// not parse (perr) fails every pair, and assign reports false: no later
+// source is read.
+func assign(out map[string]assignment, taken map[string]bool, pairs []api.Pair, variable, raw string, perr error, addressOf func(api.Pair) string) bool {
+	fail := func(p api.Pair, value string, err error) {
+		out[p.Interface.Name] = assignment{err: &AddressError{Interface: p.Interface.Name, Variable: variable, Value: value, Err: err}}
+	}
+	if perr != nil {
+		for _, p := range pairs {
+			fail(p, raw, fmt.Errorf("%w: %w", ErrBadNetworkStatus, perr))
+		}
+		return false
+	}
+	for _, p := range pairs {
+		a := addressOf(p)
+		if _, done := out[p.Interface.Name]; done || a == "" {
+			continue
+		}
+		key := strings.ToLower(a)
+		if _, err := nicxml.ParsePCIAddress(a); err != nil {
+			fail(p, a, fmt.Errorf("%w: %w", ErrBadAddress, err))
+		} else if taken[key] {
+			fail(p, a, ErrAddressTwice)
+		} else {
+			out[p.Interface.Name] = assignment{address: key}
+			taken[key] = true
+		}
+	}
+	return true
 }
 
 func fromEnv(name string, env map[string]string, taken map[string]bool) assignment {

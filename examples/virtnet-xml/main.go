@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"embed"
 	"errors"
@@ -118,49 +119,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			"and creates links, addresses, routes and NAT rules there (CAP_NET_ADMIN); run it with sudo, or drop -netns to simulate the pod")
 		return 1
 	}
-	store, cleanup, err := prepareCache(ctx, c, vmi, logger)
-	if cleanup != nil {
-		defer cleanup()
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "virtnet-xml: %v\n", err)
-		return 1
-	}
-
-	var out string
-	if c.plan {
-		items, err := phase2.ReadRecords(ctx, vmi, store, phase2.Options{Registry: previewRegistry()})
-		if err != nil {
-			fmt.Fprintf(stderr, "virtnet-xml: %v\n", err)
-			return 1
-		}
-		out = renderPlan(vmi, store, items, c.source())
-	} else {
-		render := binding.RenderOptions{InterfaceType: it, Env: prestart.Environ()}
-		if c.netns == "" && c.cacheDir == "" {
-			// The simulated pod also stands in for the SR-IOV device
-			// plugin: its VFs come from made-up PCIDEVICE_* variables,
-			// unless the environment already has them.
-			for k, v := range sriov.SimulatedEnv(vmi) {
-				if _, set := render.Env[k]; !set {
-					render.Env[k] = v
-				}
-			}
-		}
-		dom, err := phase2.Domain(ctx, vmi, store, phase2.Options{Render: render, Registry: previewRegistry()})
-		if err != nil {
-			fmt.Fprintf(stderr, "virtnet-xml: %v\n", err)
-			return 1
-		}
-		if out, err = dom.Marshal(); err != nil {
-			fmt.Fprintf(stderr, "virtnet-xml: %v\n", err)
-			return 1
-		}
-		out += "\n"
-	}
-	if c.out == "" {
+	out, err := output(ctx, c, vmi, it, logger)
+	if err == nil && c.out == "" {
 		_, err = io.WriteString(stdout, out)
-	} else {
+	} else if err == nil {
 		err = os.WriteFile(c.out, []byte(out), 0o644)
 	}
 	if err != nil {
@@ -168,6 +130,42 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// output is the domain XML of vmi, or with -plan its diagram.
+func output(ctx context.Context, c config, vmi *api.VMI, it binding.InterfaceType, logger *slog.Logger) (string, error) {
+	store, cleanup, err := prepareCache(ctx, c, vmi, logger)
+	if cleanup != nil {
+		defer cleanup()
+	}
+	if err != nil {
+		return "", err
+	}
+	opts := phase2.Options{Registry: previewRegistry()}
+	if c.plan {
+		items, err := phase2.ReadRecords(ctx, vmi, store, opts)
+		if err != nil {
+			return "", err
+		}
+		return renderPlan(vmi, store, items, c.source()), nil
+	}
+	opts.Render = binding.RenderOptions{InterfaceType: it, Env: prestart.Environ()}
+	if c.netns == "" && c.cacheDir == "" {
+		// The simulated pod also stands in for the SR-IOV device
+		// plugin: its VFs come from made-up PCIDEVICE_* variables,
+		// unless the environment already has them.
+		for k, v := range sriov.SimulatedEnv(vmi) {
+			if _, set := opts.Render.Env[k]; !set {
+				opts.Render.Env[k] = v
+			}
+		}
+	}
+	dom, err := phase2.Domain(ctx, vmi, store, opts)
+	if err != nil {
+		return "", err
+	}
+	xml, err := dom.Marshal()
+	return xml + "\n", err
 }
 
 func loadVMI(file string) (*api.VMI, error) {
@@ -195,9 +193,7 @@ func loadVMI(file string) (*api.VMI, error) {
 // printLoadError prints every validation error on its own line, or the one
 // decoding error.
 func printLoadError(w io.Writer, file string, err error) {
-	if file == "" {
-		file = "embedded VMI"
-	}
+	file = cmp.Or(file, "embedded VMI")
 	fes := api.FieldErrors(err)
 	if len(fes) == 0 {
 		fmt.Fprintf(w, "virtnet-xml: %s: %v\n", file, err)
@@ -257,10 +253,7 @@ func prepareCache(ctx context.Context, c config, vmi *api.VMI, logger *slog.Logg
 	if err != nil && !errors.As(err, &pe) {
 		err = fmt.Errorf("phase1: %w", err) // a *phase1.Error says so itself
 	}
-	if err != nil {
-		return nil, cleanup, err
-	}
-	return store, cleanup, nil
+	return store, cleanup, err
 }
 
 // copyEmbedded writes the embedded records under dir.
@@ -287,8 +280,6 @@ func copyEmbedded(dir string) error {
 		return os.WriteFile(dst, data, cache.FileMode)
 	})
 }
-
-var errNoUID = errors.New("the VMI has no metadata.uid, which names its cache directory")
 
 // previewRegistry is the default registry plus virtnet's KubeVirt 1.x
 // binding plugin names (virtnet-bridge, virtnet-masquerade, virtnet-slirp,

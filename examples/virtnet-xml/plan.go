@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/virtnet/virtnet/api"
@@ -35,7 +36,7 @@ func renderPlan(vmi *api.VMI, store *cache.Store, items []phase2.Item, source st
 }
 
 func row(b *strings.Builder, label, name string, details ...string) {
-	line := fmt.Sprintf("    %-10s %-10s %s", label, name, strings.Join(nonEmpty(details), "  "))
+	line := fmt.Sprintf("    %-10s %-10s %s", label, name, strings.Join(slices.DeleteFunc(details, func(s string) bool { return s == "" }), "  "))
 	b.WriteString(strings.TrimRight(line, " ") + "\n")
 }
 
@@ -45,16 +46,6 @@ func arrow(b *strings.Builder, note string) {
 		return
 	}
 	fmt.Fprintf(b, "        │  %s\n", note)
-}
-
-func nonEmpty(ss []string) []string {
-	out := ss[:0:0]
-	for _, s := range ss {
-		if s != "" {
-			out = append(out, s)
-		}
-	}
-	return out
 }
 
 func kv(k string, v any) string {

@@ -63,11 +63,9 @@ func simulatedPod(vmi *api.VMI) (*netdrivertest.Fake, error) {
 	return fake, nil
 }
 
-// simulatePhase1 runs phase1 against the simulated pod.
+// simulatePhase1 runs phase1 against the simulated pod (vmi has its uid:
+// loadVMI fills it in).
 func simulatePhase1(ctx context.Context, vmi *api.VMI, store *cache.Store, logger *slog.Logger) error {
-	if vmi.Metadata.UID == "" {
-		return errNoUID
-	}
 	fake, err := simulatedPod(vmi)
 	if err != nil {
 		return fmt.Errorf("simulated pod: %w", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/netip"
 	"slices"
@@ -26,7 +27,10 @@ import (
 // so that a lost cache never makes phase1 record its own changes as the
 // CNI's.
 func DiscoverPodLink(d netdriver.Driver, in binding.Input, others ...string) (*cache.Link, error) {
-	l, err := podLink(d, in.Names.Pod)
+	l, err := d.LinkByName(in.Names.Pod)
+	if netdriver.IsLinkNotFound(err) {
+		return nil, &binding.PodLinkError{Name: in.Names.Pod, Reason: "not found in the pod namespace", Err: err}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -34,17 +38,6 @@ func DiscoverPodLink(d netdriver.Driver, in binding.Input, others ...string) (*c
 		return nil, err
 	}
 	return discover(d, l)
-}
-
-func podLink(d netdriver.Driver, name string) (*netdriver.Link, error) {
-	l, err := d.LinkByName(name)
-	if err != nil {
-		if netdriver.IsLinkNotFound(err) {
-			return nil, &binding.PodLinkError{Name: name, Reason: "not found in the pod namespace", Err: err}
-		}
-		return nil, err
-	}
-	return l, nil
 }
 
 func discover(d netdriver.Driver, l *netdriver.Link) (*cache.Link, error) {
@@ -117,15 +110,8 @@ func Lookup(d netdriver.Driver, name string) (*netdriver.Link, error) {
 // under that name that is not phase1's for this interface is a
 // [*binding.ForeignLinkError].
 func EnsureBridge(d netdriver.Driver, in binding.Input, name string, mtu int, mac net.HardwareAddr) (*netdriver.Link, error) {
-	l, err := Lookup(d, name)
+	l, err := ensure(d, in, name, netdriver.TypeBridge, func() error { return d.AddBridge(name, mtu, mac) })
 	if err != nil {
-		return nil, err
-	}
-	if l == nil {
-		if l, err = create(d, in, name, netdriver.TypeBridge, func() error { return d.AddBridge(name, mtu, mac) }); err != nil {
-			return nil, err
-		}
-	} else if err := own(d, in, l, netdriver.TypeBridge); err != nil {
 		return nil, err
 	}
 	if mtu > 0 && l.MTU != mtu {
@@ -146,15 +132,8 @@ func EnsureBridge(d netdriver.Driver, in binding.Input, name string, mtu int, ma
 // up; a link under that name that is not phase1's for this interface, or
 // a tap owned by someone else, is a [*binding.ForeignLinkError].
 func EnsureTap(d netdriver.Driver, in binding.Input, tap netdriver.Tap, bridge string) error {
-	l, err := Lookup(d, tap.Name)
+	l, err := ensure(d, in, tap.Name, netdriver.TypeTuntap, func() error { return d.AddTap(tap) })
 	if err != nil {
-		return err
-	}
-	if l == nil {
-		if l, err = create(d, in, tap.Name, netdriver.TypeTuntap, func() error { return d.AddTap(tap) }); err != nil {
-			return err
-		}
-	} else if err := own(d, in, l, netdriver.TypeTuntap); err != nil {
 		return err
 	}
 	if l.TapOwner >= 0 && l.TapOwner != tap.Owner || l.TapGroup >= 0 && l.TapGroup != tap.Group {
@@ -191,15 +170,6 @@ func EnsureTXChecksumOff(d netdriver.Driver, name string) error {
 		return d.SetTXChecksum(name, false)
 	}
 	return nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // dadWait bounds the wait for the restored addresses' duplicate address
@@ -342,7 +312,7 @@ func CheckAddressFree(d netdriver.Driver, addr netip.Addr, want string, allowed 
 		return err
 	}
 	for _, o := range owners {
-		if !contains(allowed, o) {
+		if !slices.Contains(allowed, o) {
 			return &binding.AddressInUseError{Addr: addr, Link: o, Want: want}
 		}
 	}
@@ -365,18 +335,20 @@ func EnsureSysctl(d netdriver.Driver, key, value string) error {
 // EnsureAddr is `ip addr replace PREFIX dev LINK`, skipped when the link
 // already holds the address.
 func EnsureAddr(d netdriver.Driver, link string, p netip.Prefix) error {
+	if has, err := HasAddr(d, link, p); err != nil || has {
+		return err
+	}
+	return d.AddrReplace(link, p)
+}
+
+// HasAddr reports whether the link holds p.
+func HasAddr(d netdriver.Driver, link string, p netip.Prefix) (bool, error) {
 	fam := netdriver.IPv4
 	if p.Addr().Is6() {
 		fam = netdriver.IPv6
 	}
 	addrs, err := d.AddrList(link, fam)
-	if err != nil {
-		return err
-	}
-	if slices.Contains(addrs, p) {
-		return nil
-	}
-	return d.AddrReplace(link, p)
+	return slices.Contains(addrs, p), err
 }
 
 // ownership is what a link found under one of phase1's names is to it.
@@ -488,12 +460,7 @@ func create(d netdriver.Driver, in binding.Input, name, typ string, add func() e
 // (see [Mark]), so that a foreign link is refused with nothing
 // half-applied. Names are checked in order.
 func Preflight(d netdriver.Driver, in binding.Input, want map[string]string) error {
-	names := make([]string, 0, len(want))
-	for n := range want {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(want)) {
 		l, err := Lookup(d, name)
 		if err != nil {
 			return err
@@ -515,14 +482,20 @@ func Preflight(d netdriver.Driver, in binding.Input, want map[string]string) err
 // EnsureDummy makes phase1's dummy named name (`ip link add NAME type
 // dummy`, marked) or checks that the one there is phase1's.
 func EnsureDummy(d netdriver.Driver, in binding.Input, name string) (*netdriver.Link, error) {
+	return ensure(d, in, name, netdriver.TypeDummy, func() error { return d.AddDummy(name) })
+}
+
+// ensure creates the link of type typ named name with add, marked, or
+// checks that the one there is phase1's ([own]).
+func ensure(d netdriver.Driver, in binding.Input, name, typ string, add func() error) (*netdriver.Link, error) {
 	l, err := Lookup(d, name)
 	if err != nil {
 		return nil, err
 	}
 	if l == nil {
-		return create(d, in, name, netdriver.TypeDummy, func() error { return d.AddDummy(name) })
+		return create(d, in, name, typ, add)
 	}
-	return l, own(d, in, l, netdriver.TypeDummy)
+	return l, own(d, in, l, typ)
 }
 
 // DeleteOwned deletes a link if it is phase1's for this interface with

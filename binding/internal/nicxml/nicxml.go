@@ -1,6 +1,7 @@
 package nicxml
 
 import (
+	"cmp"
 	"fmt"
 	"strconv"
 	"strings"
@@ -8,6 +9,8 @@ import (
 	"libvirt.org/go/libvirtxml"
 
 	"github.com/virtnet/virtnet/api"
+	"github.com/virtnet/virtnet/binding"
+	"github.com/virtnet/virtnet/cache"
 	"github.com/virtnet/virtnet/domxml"
 )
 
@@ -16,10 +19,7 @@ import (
 // useVirtioTransitional) so that the device is a modern virtio 1.0 PCI
 // device; other models are passed as they are. An empty model is virtio.
 func Model(vmi *api.VMI, iface *api.Interface) string {
-	m := iface.Model
-	if m == "" {
-		m = api.DefaultModel
-	}
+	m := cmp.Or(iface.Model, api.DefaultModel)
 	if m != "virtio" {
 		return m
 	}
@@ -43,6 +43,30 @@ func MAC(mac string) *libvirtxml.DomainInterfaceMAC {
 		return nil
 	}
 	return &libvirtxml.DomainInterfaceMAC{Address: strings.ToLower(mac)}
+}
+
+// Recorded is the NIC of an interface on a link phase1 recorded (the
+// bridge, masquerade and macvtap bindings): <mac> and <mtu> (omitted when
+// 0) from the record, the model, the vhost <driver>, <boot order> or <rom
+// enabled='no'>, the alias, the PCI address addr, the link state and the
+// ACPI index. The caller sets the source and the target.
+func Recorded(vmi *api.VMI, iface *api.Interface, rec *cache.Interface, addr *libvirtxml.DomainAddress) *libvirtxml.DomainInterface {
+	boot, rom := BootOrROM(iface)
+	di := &libvirtxml.DomainInterface{
+		MAC:     MAC(rec.MAC.String()),
+		Model:   &libvirtxml.DomainInterfaceModel{Type: Model(vmi, iface)},
+		Driver:  Driver(vmi, iface),
+		Boot:    boot,
+		ROM:     rom,
+		Alias:   domxml.Alias(iface.Name),
+		Address: addr,
+		Link:    Link(iface),
+		ACPI:    ACPI(iface),
+	}
+	if rec.MTU > 0 {
+		di.MTU = &libvirtxml.DomainInterfaceMTU{Size: uint(rec.MTU)}
+	}
+	return di
 }
 
 // BootOrROM returns the <boot order> of an interface with a bootOrder, or
@@ -140,4 +164,15 @@ func ACPI(iface *api.Interface) *libvirtxml.DomainDeviceACPI {
 		return nil
 	}
 	return &libvirtxml.DomainDeviceACPI{Index: uint(iface.ACPIIndex)}
+}
+
+// ForwardProtocol is the lower-case protocol of a declared port that a
+// user-space network forwards (tcp when unset); a port it cannot forward
+// is a [*binding.PortError].
+func ForwardProtocol(iface *api.Interface, p api.Port) (string, error) {
+	proto := cmp.Or(strings.ToLower(p.Protocol), "tcp")
+	if (proto != "tcp" && proto != "udp") || p.Port < 1 || p.Port > 65535 {
+		return "", &binding.PortError{Interface: iface.Name, Protocol: p.Protocol, Port: p.Port}
+	}
+	return proto, nil
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/virtnet/virtnet/binding"
 	"github.com/virtnet/virtnet/binding/internal/nicxml"
 	"github.com/virtnet/virtnet/cache"
-	"github.com/virtnet/virtnet/domxml"
 )
 
 // Interface renders a VM NIC on the in-pod bridge and tap phase1 made
@@ -32,7 +31,6 @@ import (
 //     unprivileged libvirt can do (KubeVirt v0.53's form).
 func Interface(vmi *api.VMI, p api.Pair, rec *cache.Interface, ifaceType binding.InterfaceType) (*libvirtxml.DomainInterface, error) {
 	iface := p.Interface
-	name := iface.Name
 	var ethernet bool
 	switch ifaceType {
 	case "", binding.InterfaceBridge:
@@ -51,21 +49,7 @@ func Interface(vmi *api.VMI, p api.Pair, rec *cache.Interface, ifaceType binding
 	if err != nil {
 		return nil, fmt.Errorf("spec.domain.devices.interfaces[%d].pciAddress: %w", p.Index, err)
 	}
-	boot, rom := nicxml.BootOrROM(iface)
-	di := &libvirtxml.DomainInterface{
-		MAC:     nicxml.MAC(rec.MAC.String()),
-		Model:   &libvirtxml.DomainInterfaceModel{Type: nicxml.Model(vmi, iface)},
-		Driver:  nicxml.Driver(vmi, iface),
-		Boot:    boot,
-		ROM:     rom,
-		Alias:   domxml.Alias(name),
-		Address: addr,
-		Link:    nicxml.Link(iface),
-		ACPI:    nicxml.ACPI(iface),
-	}
-	if rec.MTU > 0 {
-		di.MTU = &libvirtxml.DomainInterfaceMTU{Size: uint(rec.MTU)}
-	}
+	di := nicxml.Recorded(vmi, iface, rec, addr)
 	if ethernet {
 		if rec.Tap == "" {
 			return nil, fmt.Errorf("%w field tap: empty", binding.ErrIncompleteRecord)
