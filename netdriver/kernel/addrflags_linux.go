@@ -41,10 +41,8 @@ func (n *Netlink) AddrReplaceFlags(name string, a netdriver.FlaggedAddr) error {
 // main table; a missing route is not an error.
 func (n *Netlink) RouteDel(r netdriver.Route) error {
 	err := n.set(r.Link, "delete route "+r.Dst.String(), func(l netlink.Link) error {
-		nr := &netlink.Route{LinkIndex: l.Attrs().Index, Dst: ipNet(r.Dst), Priority: r.Priority, Table: unix.RT_TABLE_MAIN}
-		if r.Gateway.IsValid() {
-			nr.Gw = r.Gateway.AsSlice()
-		}
+		nr := nlRoute(l, r)
+		nr.Table = unix.RT_TABLE_MAIN
 		if r.Kernel {
 			nr.Protocol = unix.RTPROT_KERNEL
 		}

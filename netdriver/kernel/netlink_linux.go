@@ -591,10 +591,8 @@ func (n *Netlink) RouteList(name string, family netdriver.Family) ([]netdriver.R
 // RouteReplace implements [netdriver.Driver].
 func (n *Netlink) RouteReplace(r netdriver.Route) error {
 	return n.set(r.Link, "replace route "+r.Dst.String(), func(l netlink.Link) error {
-		nr := &netlink.Route{LinkIndex: l.Attrs().Index, Dst: ipNet(r.Dst), Priority: r.Priority}
-		if r.Gateway.IsValid() {
-			nr.Gw = r.Gateway.AsSlice()
-		} else {
+		nr := nlRoute(l, r)
+		if !r.Gateway.IsValid() {
 			nr.Scope = netlink.SCOPE_LINK
 		}
 		if r.Src.IsValid() {
@@ -602,6 +600,15 @@ func (n *Netlink) RouteReplace(r netdriver.Route) error {
 		}
 		return n.h.RouteReplace(nr)
 	})
+}
+
+// nlRoute is r's destination, gateway and metric on link l.
+func nlRoute(l netlink.Link, r netdriver.Route) *netlink.Route {
+	nr := &netlink.Route{LinkIndex: l.Attrs().Index, Dst: ipNet(r.Dst), Priority: r.Priority}
+	if r.Gateway.IsValid() {
+		nr.Gw = r.Gateway.AsSlice()
+	}
+	return nr
 }
 
 // Sysctl implements [netdriver.Driver].
