@@ -293,20 +293,20 @@ func (n *Netlink) LinkList() ([]*netdriver.Link, error) {
 func (n *Netlink) AddBridge(name string, mtu int, mac net.HardwareAddr) error {
 	attrs := netlink.NewLinkAttrs()
 	attrs.Name, attrs.MTU, attrs.HardwareAddr = name, mtu, mac
-	n.count(1)
-	if err := n.h.LinkAdd(&netlink.Bridge{LinkAttrs: attrs}); err != nil {
-		return fmt.Errorf("add bridge %q: %w", name, err)
-	}
-	return nil
+	return n.addLink(&netlink.Bridge{LinkAttrs: attrs})
 }
 
 // AddDummy implements [netdriver.Driver].
 func (n *Netlink) AddDummy(name string) error {
 	attrs := netlink.NewLinkAttrs()
 	attrs.Name = name
+	return n.addLink(&netlink.Dummy{LinkAttrs: attrs})
+}
+
+func (n *Netlink) addLink(l netlink.Link) error {
 	n.count(1)
-	if err := n.h.LinkAdd(&netlink.Dummy{LinkAttrs: attrs}); err != nil {
-		return fmt.Errorf("add dummy %q: %w", name, err)
+	if err := n.h.LinkAdd(l); err != nil {
+		return fmt.Errorf("add %s %q: %w", l.Type(), l.Attrs().Name, err)
 	}
 	return nil
 }
@@ -742,19 +742,24 @@ func (n *Netlink) nftDo(fn func(*nftables.Conn) error) error {
 		return err
 	}
 	n.count(1)
-	if err := fn(c); err != nil {
-		n.nftc, n.nftnl = nil, nil
-		go func() { _ = c.CloseLasting() }()
-		return err
+	err = fn(c)
+	if err != nil {
+		n.dropNFT()
 	}
-	return nil
+	return err
 }
 
-// closeNFT releases the netfilter socket without waiting for the kernel
-// (see nftConn): the release runs on its own goroutine.
+// closeNFT releases the netfilter socket.
 func (n *Netlink) closeNFT() {
 	n.nftMu.Lock()
 	defer n.nftMu.Unlock()
+	n.dropNFT()
+}
+
+// dropNFT forgets the netfilter socket and releases it without waiting
+// for the kernel (see nftConn): the release runs on its own goroutine.
+// The caller holds nftMu.
+func (n *Netlink) dropNFT() {
 	if c := n.nftc; c != nil {
 		n.nftc, n.nftnl = nil, nil
 		go func() { _ = c.CloseLasting() }()
