@@ -129,9 +129,6 @@ func (h *Handler4) fit(req *dhcpv4.DHCPv4, used int) ([]dhcpv4.Option, []int) {
 // Options4 returns the options every OFFER and ACK carries besides the
 // message type, in option-code order.
 func Options4(c *Config) []dhcpv4.Option {
-	gen := func(code dhcpv4.OptionCode, v interface{ ToBytes() []byte }) dhcpv4.Option {
-		return dhcpv4.OptGeneric(code, v.ToBytes())
-	}
 	var o []dhcpv4.Option
 	o = append(o, dhcpv4.OptSubnetMask(net.CIDRMask(c.Address.Bits(), 32)))
 	if c.Router.IsValid() {
@@ -171,7 +168,7 @@ func Options4(c *Config) []dhcpv4.Option {
 				Router: r.Gateway.AsSlice(),
 			})
 		}
-		o = append(o, gen(dhcpv4.OptionClasslessStaticRoute, rs))
+		o = append(o, dhcpv4.OptClasslessStaticRoute(rs...))
 	}
 	for _, p := range c.Private {
 		o = append(o, dhcpv4.OptGeneric(dhcpv4.GenericOptionCode(p.Code), []byte(p.Value)))
