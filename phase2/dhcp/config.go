@@ -205,7 +205,9 @@ func NewConfigFor(vmi *api.VMI, iface *api.Interface, rec *cache.Interface, reso
 		return nil, &FieldError{Field: "resolv.conf search", Value: strings.Join(c.Search, " "),
 			Reason: fmt.Sprintf("encodes to %d bytes, over the 255 of one DHCP option", n)}
 	}
-	c.DomainName = longest(c.Search)
+	if len(c.Search) > 0 { // the longest, the first of equals
+		c.DomainName = slices.MaxFunc(c.Search, func(a, b string) int { return cmp.Compare(len(a), len(b)) })
+	}
 
 	if iface != nil && iface.DHCPOptions != nil {
 		if err := c.dhcpOptions(iface.DHCPOptions); err != nil {
@@ -365,17 +367,6 @@ func WithSubdomain(search []string, subdomain string) []string {
 	}
 	full := sub + "." + svc
 	return append([]string{full}, search...)
-}
-
-// longest returns the longest domain, the first of equals.
-func longest(ds []string) string {
-	var l string
-	for _, d := range ds {
-		if len(d) > len(l) {
-			l = d
-		}
-	}
-	return l
 }
 
 // checkDomain accepts a DNS name of letters, digits and hyphens, labels of

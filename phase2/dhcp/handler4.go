@@ -113,14 +113,11 @@ func (h *Handler4) fit(req *dhcpv4.DHCPv4, used int) ([]dhcpv4.Option, []int) {
 			dropped = append(dropped, int(o.Code.Code()))
 		}
 	}
-	for _, o := range h.opts {
-		if rank4(o.Code.Code()) == 0 || requested[o.Code.Code()] {
-			take(o)
-		}
-	}
-	for _, o := range h.opts {
-		if rank4(o.Code.Code()) != 0 && !requested[o.Code.Code()] {
-			take(o)
+	for _, first := range []bool{true, false} {
+		for _, o := range h.opts {
+			if (rank4(o.Code.Code()) == 0 || requested[o.Code.Code()]) == first {
+				take(o)
+			}
 		}
 	}
 	return out, dropped
