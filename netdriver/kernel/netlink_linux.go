@@ -445,14 +445,11 @@ func (n *Netlink) SetMaster(name, bridge string) error {
 // Learning implements [netdriver.Driver].
 func (n *Netlink) Learning(name string) (bool, error) {
 	var on bool
-	err := n.withRef(name, func(l netlink.Link) (err error) {
+	err := n.set(name, "bridge port flags", func(l netlink.Link) (err error) {
 		on, err = n.portLearning(l.Attrs().Index)
 		return err
 	})
-	if err != nil {
-		return false, fmt.Errorf("bridge port flags of %q: %w", name, err)
-	}
-	return on, nil
+	return on, err
 }
 
 // SetLearning implements [netdriver.Driver].

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strings"
 	"syscall"
 
 	"github.com/virtnet/virtnet/netdriver"
@@ -169,7 +170,7 @@ func (n *Netlink) portLearning(idx int) (bool, error) {
 			_ = attrs(b, func(typ uint16, b []byte) {
 				switch typ {
 				case unix.IFLA_INFO_SLAVE_KIND:
-					kind = string(trimNUL(b))
+					kind = strings.TrimRight(string(b), "\x00")
 				case unix.IFLA_INFO_SLAVE_DATA:
 					data = b
 				}
@@ -195,13 +196,6 @@ func (n *Netlink) portLearning(idx int) (bool, error) {
 		return learning, nil
 	}
 	return false, fmt.Errorf("link %d: no link in the kernel's reply", idx)
-}
-
-func trimNUL(b []byte) []byte {
-	for len(b) > 0 && b[len(b)-1] == 0 {
-		b = b[:len(b)-1]
-	}
-	return b
 }
 
 // linkAddrs returns the addresses of the link of index idx in family
