@@ -156,7 +156,6 @@ func NewConfigFor(vmi *api.VMI, iface *api.Interface, rec *cache.Interface, reso
 	}
 	c := &Config{Interface: rec.Interface, Bridge: rec.Bridge, Lease: InfiniteLease}
 
-	var err error
 	if rec.MAC.IsValid() {
 		c.MAC = rec.MAC.HardwareAddr()
 	} else if svc.RequireMAC {
@@ -216,13 +215,11 @@ func NewConfigFor(vmi *api.VMI, iface *api.Interface, rec *cache.Interface, reso
 	}
 
 	if rec.IPv6.IsValid() {
+		var err error
 		if !svc.IPv6 {
 			c.Ignored = append(c.Ignored, fmt.Sprintf("IPv6 %q: the %s binding asks for no DHCPv6", rec.IPv6, rec.Binding))
-		} else if c.IPv6, err = newConfig6(rec); err != nil {
+		} else if c.IPv6, err = newConfig6(rec, dns6, svc.RequireMAC); err != nil {
 			return nil, err
-		} else {
-			c.IPv6.DNS = dns6
-			c.IPv6.Shared = svc.RequireMAC
 		}
 	}
 	return c, nil
@@ -250,8 +247,11 @@ func (c *Config) ipv4(rec *cache.Interface) error {
 // the pod is single-stack IPv6).
 func (c *Config) HasIPv4() bool { return c.Address.IsValid() }
 
-func newConfig6(rec *cache.Interface) (*Config6, error) {
-	c := &Config6{Address: rec.IPv6, Gateway: rec.GatewayIPv6, Server: rec.ServerIPv6, Router: rec.RouterIPv6, OnLink: rec.OnLinkIPv6}
+// newConfig6 is the IPv6 part, with the pod's IPv6 nameservers dns and
+// shared for [Config6.Shared].
+func newConfig6(rec *cache.Interface, dns []netip.Addr, shared bool) (*Config6, error) {
+	c := &Config6{Address: rec.IPv6, Gateway: rec.GatewayIPv6, Server: rec.ServerIPv6, Router: rec.RouterIPv6, OnLink: rec.OnLinkIPv6,
+		DNS: dns, Shared: shared}
 	if a := c.Address.Addr(); !a.Is6() || a.Is4In6() {
 		return nil, &FieldError{Field: "IPv6", Value: rec.IPv6.String(), Reason: "not an IPv6 address with prefix"}
 	}

@@ -94,23 +94,18 @@ func (h *Handler6) Handle(peer netip.Addr, msg dhcpv6.DHCPv6) dhcpv6.DHCPv6 {
 			mods = append(mods, dhcpv6.WithDomainSearchList(h.cfg.Search...))
 		}
 	}
-	var (
-		r   *dhcpv6.Message
-		err error
-	)
+	build := dhcpv6.NewReplyFromMessage
 	switch m.MessageType {
 	case dhcpv6.MessageTypeSolicit:
-		if m.GetOneOption(dhcpv6.OptionRapidCommit) != nil {
-			r, err = dhcpv6.NewReplyFromMessage(m, mods...)
-		} else {
-			r, err = dhcpv6.NewAdvertiseFromSolicit(m, mods...)
+		if m.GetOneOption(dhcpv6.OptionRapidCommit) == nil {
+			build = dhcpv6.NewAdvertiseFromSolicit
 		}
 	case dhcpv6.MessageTypeRequest, dhcpv6.MessageTypeRenew, dhcpv6.MessageTypeRebind,
 		dhcpv6.MessageTypeConfirm, dhcpv6.MessageTypeRelease, dhcpv6.MessageTypeInformationRequest:
-		r, err = dhcpv6.NewReplyFromMessage(m, mods...)
 	default:
 		return nil
 	}
+	r, err := build(m, mods...)
 	if err != nil {
 		h.log.Debug("dhcpv6: no reply", "interface", h.cfg.Bridge, "type", m.MessageType.String(), "err", err)
 		return nil
