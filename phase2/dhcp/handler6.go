@@ -116,21 +116,12 @@ func (h *Handler6) Handle(peer netip.Addr, msg dhcpv6.DHCPv6) dhcpv6.DHCPv6 {
 
 // fromVM reports whether the client is the VM: see [Handler6].
 func (h *Handler6) fromVM(peer netip.Addr, cid dhcpv6.DUID) bool {
-	if h.cfg.MAC == nil {
+	vm := h.cfg.MAC
+	if vm == nil || bytes.Equal(duidMAC(cid), vm) || bytes.Equal(eui64MAC(peer), vm) {
 		return true
 	}
-	if hw := duidMAC(cid); hw != nil && bytes.Equal(hw, h.cfg.MAC) {
-		return true
-	}
-	if hw := eui64MAC(peer); hw != nil && bytes.Equal(hw, h.cfg.MAC) {
-		return true
-	}
-	if h.neigh != nil && peer.IsValid() {
-		if hw := h.neigh(peer); hw != nil && bytes.Equal(hw, h.cfg.MAC) {
-			return true
-		}
-	}
-	return false
+	// nil (no MAC found) never equals the VM's 6 bytes.
+	return h.neigh != nil && peer.IsValid() && bytes.Equal(h.neigh(peer), vm)
 }
 
 // duidMAC is the Ethernet address of a DUID-LL or DUID-LLT, else nil.
