@@ -562,15 +562,10 @@ func (n *Netlink) RouteList(name string, family netdriver.Family) ([]netdriver.R
 	}
 	var out []netdriver.Route
 	for _, r := range rs {
+		// vishvananda/netlink gives a default route its Dst (0.0.0.0/0,
+		// ::/0) as iproute2 does, so every route of the family has one.
 		dst, ok := prefixOf(r.Dst)
-		if !ok {
-			if family == netdriver.IPv6 {
-				dst = netip.MustParsePrefix("::/0")
-			} else {
-				dst = netip.MustParsePrefix("0.0.0.0/0")
-			}
-		}
-		if dst.Addr().IsLinkLocalUnicast() && dst.Addr().Is6() || dst.Addr().IsMulticast() {
+		if !ok || dst.Addr().IsLinkLocalUnicast() && dst.Addr().Is6() || dst.Addr().IsMulticast() {
 			continue
 		}
 		rt := netdriver.Route{Dst: dst, Link: name, Priority: r.Priority, Kernel: r.Protocol == unix.RTPROT_KERNEL}
