@@ -2,7 +2,6 @@ package kernel
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/virtnet/virtnet/netdriver"
 
@@ -15,17 +14,11 @@ import (
 // scope, from one dump of the link's addresses.
 func (n *Netlink) AddrListFlags(name string, family netdriver.Family) ([]netdriver.FlaggedAddr, error) {
 	var out []netdriver.FlaggedAddr
-	err := n.withRef(name, func(l netlink.Link) (err error) {
+	err := n.set(name, "list addresses", func(l netlink.Link) (err error) {
 		out, err = n.linkAddrs(l.Attrs().Index, nlFamily(family))
 		return err
 	})
-	if err != nil {
-		if netdriver.IsLinkNotFound(err) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("list addresses of %q: %w", name, err)
-	}
-	return out, nil
+	return out, err
 }
 
 // AddrReplaceFlags is `ip addr replace PREFIX dev NAME` with exactly the
@@ -41,10 +34,8 @@ func (n *Netlink) AddrReplaceFlags(name string, a netdriver.FlaggedAddr) error {
 // main table; a missing route is not an error.
 func (n *Netlink) RouteDel(r netdriver.Route) error {
 	err := n.set(r.Link, "delete route "+r.Dst.String(), func(l netlink.Link) error {
-		nr := &netlink.Route{LinkIndex: l.Attrs().Index, Dst: ipNet(r.Dst), Priority: r.Priority, Table: unix.RT_TABLE_MAIN}
-		if r.Gateway.IsValid() {
-			nr.Gw = r.Gateway.AsSlice()
-		}
+		nr := nlRoute(l, r)
+		nr.Table = unix.RT_TABLE_MAIN
 		if r.Kernel {
 			nr.Protocol = unix.RTPROT_KERNEL
 		}

@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -412,10 +413,7 @@ func listNAT(conn *nftables.Conn, family netdriver.Family) ([]string, error) {
 	}
 	chains = slices.DeleteFunc(chains, func(c *nftables.Chain) bool { return c.Table.Name != netdriver.NATTable })
 	slices.SortStableFunc(chains, func(a, b *nftables.Chain) int {
-		if ra, rb := rank(a.Name), rank(b.Name); ra != rb {
-			return ra - rb
-		}
-		return strings.Compare(a.Name, b.Name)
+		return cmp.Or(cmp.Compare(rank(a.Name), rank(b.Name)), strings.Compare(a.Name, b.Name))
 	})
 	lines := []string{}
 	for _, c := range chains {
@@ -504,20 +502,11 @@ func natRuleText(conn *nftables.Conn, table *nftables.Table, family netdriver.Fa
 			a, _ := netip.AddrFromSlice(imm)
 			out = append(out, verb+" to "+a.String())
 		case *expr.Verdict:
-			switch x.Kind {
-			case expr.VerdictJump:
-				out = append(out, "jump "+x.Chain)
-			case expr.VerdictGoto:
-				out = append(out, "goto "+x.Chain)
-			case expr.VerdictReturn:
-				out = append(out, "return")
-			case expr.VerdictAccept:
-				out = append(out, "accept")
-			case expr.VerdictDrop:
-				out = append(out, "drop")
-			default:
-				out = append(out, "verdict "+strconv.Itoa(int(x.Kind)))
+			v := cmp.Or(verdicts[x.Kind], "verdict "+strconv.Itoa(int(x.Kind)))
+			if x.Kind == expr.VerdictJump || x.Kind == expr.VerdictGoto {
+				v += " " + x.Chain
 			}
+			out = append(out, v)
 		default:
 			out = append(out, fmt.Sprintf("<%T>", x))
 		}
@@ -525,6 +514,10 @@ func natRuleText(conn *nftables.Conn, table *nftables.Table, family netdriver.Fa
 	flushProto()
 	return strings.Join(out, " "), nil
 }
+
+// verdicts are the nft names of the verdicts.
+var verdicts = map[expr.VerdictKind]string{expr.VerdictJump: "jump", expr.VerdictGoto: "goto",
+	expr.VerdictReturn: "return", expr.VerdictAccept: "accept", expr.VerdictDrop: "drop"}
 
 // payloadText names a payload load in nft syntax.
 func payloadText(l3 string, p *expr.Payload, proto string) string {

@@ -293,20 +293,20 @@ func (n *Netlink) LinkList() ([]*netdriver.Link, error) {
 func (n *Netlink) AddBridge(name string, mtu int, mac net.HardwareAddr) error {
 	attrs := netlink.NewLinkAttrs()
 	attrs.Name, attrs.MTU, attrs.HardwareAddr = name, mtu, mac
-	n.count(1)
-	if err := n.h.LinkAdd(&netlink.Bridge{LinkAttrs: attrs}); err != nil {
-		return fmt.Errorf("add bridge %q: %w", name, err)
-	}
-	return nil
+	return n.addLink(&netlink.Bridge{LinkAttrs: attrs})
 }
 
 // AddDummy implements [netdriver.Driver].
 func (n *Netlink) AddDummy(name string) error {
 	attrs := netlink.NewLinkAttrs()
 	attrs.Name = name
+	return n.addLink(&netlink.Dummy{LinkAttrs: attrs})
+}
+
+func (n *Netlink) addLink(l netlink.Link) error {
 	n.count(1)
-	if err := n.h.LinkAdd(&netlink.Dummy{LinkAttrs: attrs}); err != nil {
-		return fmt.Errorf("add dummy %q: %w", name, err)
+	if err := n.h.LinkAdd(l); err != nil {
+		return fmt.Errorf("add %s %q: %w", l.Type(), l.Attrs().Name, err)
 	}
 	return nil
 }
@@ -445,14 +445,11 @@ func (n *Netlink) SetMaster(name, bridge string) error {
 // Learning implements [netdriver.Driver].
 func (n *Netlink) Learning(name string) (bool, error) {
 	var on bool
-	err := n.withRef(name, func(l netlink.Link) (err error) {
+	err := n.set(name, "bridge port flags", func(l netlink.Link) (err error) {
 		on, err = n.portLearning(l.Attrs().Index)
 		return err
 	})
-	if err != nil {
-		return false, fmt.Errorf("bridge port flags of %q: %w", name, err)
-	}
-	return on, nil
+	return on, err
 }
 
 // SetLearning implements [netdriver.Driver].
@@ -565,15 +562,10 @@ func (n *Netlink) RouteList(name string, family netdriver.Family) ([]netdriver.R
 	}
 	var out []netdriver.Route
 	for _, r := range rs {
+		// vishvananda/netlink gives a default route its Dst (0.0.0.0/0,
+		// ::/0) as iproute2 does, so every route of the family has one.
 		dst, ok := prefixOf(r.Dst)
-		if !ok {
-			if family == netdriver.IPv6 {
-				dst = netip.MustParsePrefix("::/0")
-			} else {
-				dst = netip.MustParsePrefix("0.0.0.0/0")
-			}
-		}
-		if dst.Addr().IsLinkLocalUnicast() && dst.Addr().Is6() || dst.Addr().IsMulticast() {
+		if !ok || dst.Addr().IsLinkLocalUnicast() && dst.Addr().Is6() || dst.Addr().IsMulticast() {
 			continue
 		}
 		rt := netdriver.Route{Dst: dst, Link: name, Priority: r.Priority, Kernel: r.Protocol == unix.RTPROT_KERNEL}
@@ -591,10 +583,8 @@ func (n *Netlink) RouteList(name string, family netdriver.Family) ([]netdriver.R
 // RouteReplace implements [netdriver.Driver].
 func (n *Netlink) RouteReplace(r netdriver.Route) error {
 	return n.set(r.Link, "replace route "+r.Dst.String(), func(l netlink.Link) error {
-		nr := &netlink.Route{LinkIndex: l.Attrs().Index, Dst: ipNet(r.Dst), Priority: r.Priority}
-		if r.Gateway.IsValid() {
-			nr.Gw = r.Gateway.AsSlice()
-		} else {
+		nr := nlRoute(l, r)
+		if !r.Gateway.IsValid() {
 			nr.Scope = netlink.SCOPE_LINK
 		}
 		if r.Src.IsValid() {
@@ -602,6 +592,15 @@ func (n *Netlink) RouteReplace(r netdriver.Route) error {
 		}
 		return n.h.RouteReplace(nr)
 	})
+}
+
+// nlRoute is r's destination, gateway and metric on link l.
+func nlRoute(l netlink.Link, r netdriver.Route) *netlink.Route {
+	nr := &netlink.Route{LinkIndex: l.Attrs().Index, Dst: ipNet(r.Dst), Priority: r.Priority}
+	if r.Gateway.IsValid() {
+		nr.Gw = r.Gateway.AsSlice()
+	}
+	return nr
 }
 
 // Sysctl implements [netdriver.Driver].
@@ -735,19 +734,24 @@ func (n *Netlink) nftDo(fn func(*nftables.Conn) error) error {
 		return err
 	}
 	n.count(1)
-	if err := fn(c); err != nil {
-		n.nftc, n.nftnl = nil, nil
-		go func() { _ = c.CloseLasting() }()
-		return err
+	err = fn(c)
+	if err != nil {
+		n.dropNFT()
 	}
-	return nil
+	return err
 }
 
-// closeNFT releases the netfilter socket without waiting for the kernel
-// (see nftConn): the release runs on its own goroutine.
+// closeNFT releases the netfilter socket.
 func (n *Netlink) closeNFT() {
 	n.nftMu.Lock()
 	defer n.nftMu.Unlock()
+	n.dropNFT()
+}
+
+// dropNFT forgets the netfilter socket and releases it without waiting
+// for the kernel (see nftConn): the release runs on its own goroutine.
+// The caller holds nftMu.
+func (n *Netlink) dropNFT() {
 	if c := n.nftc; c != nil {
 		n.nftc, n.nftnl = nil, nil
 		go func() { _ = c.CloseLasting() }()

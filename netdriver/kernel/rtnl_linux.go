@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strings"
 	"syscall"
 
 	"github.com/virtnet/virtnet/netdriver"
 
 	mdnetlink "github.com/mdlayher/netlink"
+	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
 
@@ -33,14 +35,14 @@ const rtRecvSize = 64 << 10
 
 // rtRequest sends one request on the driver's second rtnetlink socket and
 // returns the replies of its sequence number, up to NLMSG_DONE for a dump
-// and the first reply otherwise; a kernel error is returned as its errno.
-// interrupted reports a dump the kernel marked inconsistent
-// (NLM_F_DUMP_INTR). The socket is a plain blocking file descriptor
+// and the first reply otherwise; a kernel error is returned as its errno,
+// a dump the kernel marked inconsistent (NLM_F_DUMP_INTR) as
+// [netlink.ErrDumpInterrupted], for [retryDump]. The socket is a plain blocking file descriptor
 // (made on the namespace's thread on first use, with strict checking of
 // dump requests on so that a dump honours its filters): the kernel
 // answers within the send, and a netlink library's dial costs 10× more
 // than the socket.
-func (n *Netlink) rtRequest(typ uint16, dump bool, body []byte) (msgs []syscall.NetlinkMessage, interrupted bool, err error) {
+func (n *Netlink) rtRequest(typ uint16, dump bool, body []byte) (msgs []syscall.NetlinkMessage, err error) {
 	n.rtMu.Lock()
 	defer n.rtMu.Unlock()
 	if n.rtfd < 0 {
@@ -57,7 +59,7 @@ func (n *Netlink) rtRequest(typ uint16, dump bool, body []byte) (msgs []syscall.
 			return nil
 		})
 		if err != nil {
-			return nil, false, fmt.Errorf("rtnetlink socket in %s: %w", n.nsPath, err)
+			return nil, fmt.Errorf("rtnetlink socket in %s: %w", n.nsPath, err)
 		}
 	}
 	n.rtseq++
@@ -73,7 +75,7 @@ func (n *Netlink) rtRequest(typ uint16, dump bool, body []byte) (msgs []syscall.
 	binary.NativeEndian.PutUint32(req[8:12], seq)
 	copy(req[unix.NLMSG_HDRLEN:], body)
 	if err := unix.Sendto(n.rtfd, req, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	if n.rtbuf == nil {
 		n.rtbuf = make([]byte, rtRecvSize)
@@ -85,36 +87,36 @@ func (n *Netlink) rtRequest(typ uint16, dump bool, body []byte) (msgs []syscall.
 			continue
 		}
 		if err != nil {
-			return nil, false, err
+			return nil, err
 		}
 		if rflags&unix.MSG_TRUNC != 0 {
-			return nil, false, fmt.Errorf("rtnetlink reply larger than %d bytes", rtRecvSize)
+			return nil, fmt.Errorf("rtnetlink reply larger than %d bytes", rtRecvSize)
 		}
 		parts, err := syscall.ParseNetlinkMessage(buf[:nr])
 		if err != nil {
-			return nil, false, err
+			return nil, err
 		}
 		for _, m := range parts {
 			if m.Header.Seq != seq {
 				continue // a reply to an earlier request
 			}
 			if m.Header.Flags&unix.NLM_F_DUMP_INTR != 0 {
-				interrupted = true
+				err = netlink.ErrDumpInterrupted
 			}
 			switch m.Header.Type {
 			case unix.NLMSG_ERROR, unix.NLMSG_DONE:
 				if len(m.Data) >= 4 {
 					if e := int32(binary.NativeEndian.Uint32(m.Data[:4])); e < 0 {
-						return nil, false, syscall.Errno(-e)
+						return nil, syscall.Errno(-e)
 					}
 				}
-				return msgs, interrupted, nil
+				return msgs, err
 			}
 			// Copied: buf is reused by the next read.
 			m.Data = append([]byte(nil), m.Data...)
 			msgs = append(msgs, m)
 			if !dump {
-				return msgs, false, nil
+				return msgs, nil
 			}
 		}
 	}
@@ -151,7 +153,7 @@ func (n *Netlink) portLearning(idx int) (bool, error) {
 	req := make([]byte, unix.SizeofIfInfomsg)
 	req[0] = unix.AF_UNSPEC
 	binary.NativeEndian.PutUint32(req[4:8], uint32(idx))
-	msgs, _, err := n.rtRequest(unix.RTM_GETLINK, false, req)
+	msgs, err := n.rtRequest(unix.RTM_GETLINK, false, req)
 	if err != nil {
 		return false, err
 	}
@@ -168,7 +170,7 @@ func (n *Netlink) portLearning(idx int) (bool, error) {
 			_ = attrs(b, func(typ uint16, b []byte) {
 				switch typ {
 				case unix.IFLA_INFO_SLAVE_KIND:
-					kind = string(trimNUL(b))
+					kind = strings.TrimRight(string(b), "\x00")
 				case unix.IFLA_INFO_SLAVE_DATA:
 					data = b
 				}
@@ -196,13 +198,6 @@ func (n *Netlink) portLearning(idx int) (bool, error) {
 	return false, fmt.Errorf("link %d: no link in the kernel's reply", idx)
 }
 
-func trimNUL(b []byte) []byte {
-	for len(b) > 0 && b[len(b)-1] == 0 {
-		b = b[:len(b)-1]
-	}
-	return b
-}
-
 // linkAddrs returns the addresses of the link of index idx in family
 // (unix.AF_INET or AF_INET6) of universe scope with their flags, from a
 // dump the kernel filters by link (strict checking). Each address reads as
@@ -214,57 +209,47 @@ func (n *Netlink) linkAddrs(idx int, family int) ([]netdriver.FlaggedAddr, error
 	req := make([]byte, unix.SizeofIfAddrmsg)
 	req[0] = byte(family)
 	binary.NativeEndian.PutUint32(req[4:8], uint32(idx))
-	var out []netdriver.FlaggedAddr
-	for range dumpRetries {
-		msgs, interrupted, err := n.rtRequest(unix.RTM_GETADDR, true, req)
-		if err != nil {
-			return nil, err
-		}
-		out = out[:0]
-		for _, m := range msgs {
-			if m.Header.Type != unix.RTM_NEWADDR || len(m.Data) < unix.SizeofIfAddrmsg {
-				continue
-			}
-			fam, plen, flags, scope := int(m.Data[0]), int(m.Data[1]), uint32(m.Data[2]), m.Data[3]
-			if fam != family || int(binary.NativeEndian.Uint32(m.Data[4:8])) != idx || scope != unix.RT_SCOPE_UNIVERSE {
-				continue
-			}
-			var local, addr []byte
-			if err := attrs(m.Data[unix.SizeofIfAddrmsg:], func(typ uint16, b []byte) {
-				switch typ {
-				case unix.IFA_LOCAL:
-					local = b
-				case unix.IFA_ADDRESS:
-					addr = b
-				case unix.IFA_FLAGS:
-					if len(b) == 4 {
-						flags = binary.NativeEndian.Uint32(b)
-					}
-				}
-			}); err != nil {
-				return nil, fmt.Errorf("decode address of link %d: %w", idx, err)
-			}
-			ip, host := addr, false
-			if local != nil && !(family == unix.AF_INET && addr != nil && net.IP(local).Equal(net.IP(addr))) {
-				ip, host = local, true
-			}
-			a, ok := netip.AddrFromSlice(ip) // not ok for nil too
-			if !ok {
-				continue
-			}
-			a = a.Unmap()
-			if host {
-				plen = a.BitLen()
-			}
-			out = append(out, netdriver.FlaggedAddr{Prefix: netip.PrefixFrom(a, plen), Flags: flags})
-		}
-		if !interrupted {
-			return out, nil
-		}
+	msgs, err := retryDump(func() ([]syscall.NetlinkMessage, error) { return n.rtRequest(unix.RTM_GETADDR, true, req) })
+	if err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("address dump of link %d: %w", idx, errDumpInterrupted)
+	var out []netdriver.FlaggedAddr
+	for _, m := range msgs {
+		if m.Header.Type != unix.RTM_NEWADDR || len(m.Data) < unix.SizeofIfAddrmsg {
+			continue
+		}
+		fam, plen, flags, scope := int(m.Data[0]), int(m.Data[1]), uint32(m.Data[2]), m.Data[3]
+		if fam != family || int(binary.NativeEndian.Uint32(m.Data[4:8])) != idx || scope != unix.RT_SCOPE_UNIVERSE {
+			continue
+		}
+		var local, addr []byte
+		if err := attrs(m.Data[unix.SizeofIfAddrmsg:], func(typ uint16, b []byte) {
+			switch typ {
+			case unix.IFA_LOCAL:
+				local = b
+			case unix.IFA_ADDRESS:
+				addr = b
+			case unix.IFA_FLAGS:
+				if len(b) == 4 {
+					flags = binary.NativeEndian.Uint32(b)
+				}
+			}
+		}); err != nil {
+			return nil, fmt.Errorf("decode address of link %d: %w", idx, err)
+		}
+		ip, host := addr, false
+		if local != nil && !(family == unix.AF_INET && addr != nil && net.IP(local).Equal(net.IP(addr))) {
+			ip, host = local, true
+		}
+		a, ok := netip.AddrFromSlice(ip) // not ok for nil too
+		if !ok {
+			continue
+		}
+		a = a.Unmap()
+		if host {
+			plen = a.BitLen()
+		}
+		out = append(out, netdriver.FlaggedAddr{Prefix: netip.PrefixFrom(a, plen), Flags: flags})
+	}
+	return out, nil
 }
-
-// errDumpInterrupted reports a dump the kernel interrupted
-// dumpRetries times in a row.
-var errDumpInterrupted = errors.New("dump interrupted (NLM_F_DUMP_INTR) on every try")

@@ -156,7 +156,6 @@ func NewConfigFor(vmi *api.VMI, iface *api.Interface, rec *cache.Interface, reso
 	}
 	c := &Config{Interface: rec.Interface, Bridge: rec.Bridge, Lease: InfiniteLease}
 
-	var err error
 	if rec.MAC.IsValid() {
 		c.MAC = rec.MAC.HardwareAddr()
 	} else if svc.RequireMAC {
@@ -205,7 +204,9 @@ func NewConfigFor(vmi *api.VMI, iface *api.Interface, rec *cache.Interface, reso
 		return nil, &FieldError{Field: "resolv.conf search", Value: strings.Join(c.Search, " "),
 			Reason: fmt.Sprintf("encodes to %d bytes, over the 255 of one DHCP option", n)}
 	}
-	c.DomainName = longest(c.Search)
+	if len(c.Search) > 0 { // the longest, the first of equals
+		c.DomainName = slices.MaxFunc(c.Search, func(a, b string) int { return cmp.Compare(len(a), len(b)) })
+	}
 
 	if iface != nil && iface.DHCPOptions != nil {
 		if err := c.dhcpOptions(iface.DHCPOptions); err != nil {
@@ -214,13 +215,11 @@ func NewConfigFor(vmi *api.VMI, iface *api.Interface, rec *cache.Interface, reso
 	}
 
 	if rec.IPv6.IsValid() {
+		var err error
 		if !svc.IPv6 {
 			c.Ignored = append(c.Ignored, fmt.Sprintf("IPv6 %q: the %s binding asks for no DHCPv6", rec.IPv6, rec.Binding))
-		} else if c.IPv6, err = newConfig6(rec); err != nil {
+		} else if c.IPv6, err = newConfig6(rec, dns6, svc.RequireMAC); err != nil {
 			return nil, err
-		} else {
-			c.IPv6.DNS = dns6
-			c.IPv6.Shared = svc.RequireMAC
 		}
 	}
 	return c, nil
@@ -248,8 +247,11 @@ func (c *Config) ipv4(rec *cache.Interface) error {
 // the pod is single-stack IPv6).
 func (c *Config) HasIPv4() bool { return c.Address.IsValid() }
 
-func newConfig6(rec *cache.Interface) (*Config6, error) {
-	c := &Config6{Address: rec.IPv6, Gateway: rec.GatewayIPv6, Server: rec.ServerIPv6, Router: rec.RouterIPv6, OnLink: rec.OnLinkIPv6}
+// newConfig6 is the IPv6 part, with the pod's IPv6 nameservers dns and
+// shared for [Config6.Shared].
+func newConfig6(rec *cache.Interface, dns []netip.Addr, shared bool) (*Config6, error) {
+	c := &Config6{Address: rec.IPv6, Gateway: rec.GatewayIPv6, Server: rec.ServerIPv6, Router: rec.RouterIPv6, OnLink: rec.OnLinkIPv6,
+		DNS: dns, Shared: shared}
 	if a := c.Address.Addr(); !a.Is6() || a.Is4In6() {
 		return nil, &FieldError{Field: "IPv6", Value: rec.IPv6.String(), Reason: "not an IPv6 address with prefix"}
 	}
@@ -365,17 +367,6 @@ func WithSubdomain(search []string, subdomain string) []string {
 	}
 	full := sub + "." + svc
 	return append([]string{full}, search...)
-}
-
-// longest returns the longest domain, the first of equals.
-func longest(ds []string) string {
-	var l string
-	for _, d := range ds {
-		if len(d) > len(l) {
-			l = d
-		}
-	}
-	return l
 }
 
 // checkDomain accepts a DNS name of letters, digits and hyphens, labels of

@@ -113,14 +113,11 @@ func (h *Handler4) fit(req *dhcpv4.DHCPv4, used int) ([]dhcpv4.Option, []int) {
 			dropped = append(dropped, int(o.Code.Code()))
 		}
 	}
-	for _, o := range h.opts {
-		if rank4(o.Code.Code()) == 0 || requested[o.Code.Code()] {
-			take(o)
-		}
-	}
-	for _, o := range h.opts {
-		if rank4(o.Code.Code()) != 0 && !requested[o.Code.Code()] {
-			take(o)
+	for _, first := range []bool{true, false} {
+		for _, o := range h.opts {
+			if (rank4(o.Code.Code()) == 0 || requested[o.Code.Code()]) == first {
+				take(o)
+			}
 		}
 	}
 	return out, dropped
@@ -129,9 +126,6 @@ func (h *Handler4) fit(req *dhcpv4.DHCPv4, used int) ([]dhcpv4.Option, []int) {
 // Options4 returns the options every OFFER and ACK carries besides the
 // message type, in option-code order.
 func Options4(c *Config) []dhcpv4.Option {
-	gen := func(code dhcpv4.OptionCode, v interface{ ToBytes() []byte }) dhcpv4.Option {
-		return dhcpv4.OptGeneric(code, v.ToBytes())
-	}
 	var o []dhcpv4.Option
 	o = append(o, dhcpv4.OptSubnetMask(net.CIDRMask(c.Address.Bits(), 32)))
 	if c.Router.IsValid() {
@@ -171,7 +165,7 @@ func Options4(c *Config) []dhcpv4.Option {
 				Router: r.Gateway.AsSlice(),
 			})
 		}
-		o = append(o, gen(dhcpv4.OptionClasslessStaticRoute, rs))
+		o = append(o, dhcpv4.OptClasslessStaticRoute(rs...))
 	}
 	for _, p := range c.Private {
 		o = append(o, dhcpv4.OptGeneric(dhcpv4.GenericOptionCode(p.Code), []byte(p.Value)))

@@ -22,14 +22,11 @@ import (
 // modified EUI-64 interface identifier), or the namespace's neighbour
 // entry for that source address (see [Handler6.SetNeighbors]).
 type Handler6 struct {
-	cfg      *Config6
+	cfg      *Config
 	log      *slog.Logger
-	bridge   string
-	mac      net.HardwareAddr
 	serverID dhcpv6.DUID
 	lifetime dhcpv6.OptIAAddress
 	dns      []net.IP
-	search   []string
 	neigh    func(netip.Addr) net.HardwareAddr
 	foreign  foreignClients
 }
@@ -40,18 +37,15 @@ type Handler6 struct {
 // one per reply at debug level; nil discards.
 func NewHandler6(cfg *Config, serverMAC net.HardwareAddr, log *slog.Logger) *Handler6 {
 	return &Handler6{
-		cfg:      cfg.IPv6,
+		cfg:      cfg,
 		log:      limited(log),
-		bridge:   cfg.Bridge,
-		mac:      cfg.MAC,
 		serverID: &dhcpv6.DUIDLL{HWType: iana.HWTypeEthernet, LinkLayerAddr: serverMAC},
 		lifetime: dhcpv6.OptIAAddress{
 			IPv6Addr:          cfg.IPv6.Address.Addr().AsSlice(),
 			PreferredLifetime: cfg.Lease,
 			ValidLifetime:     cfg.Lease,
 		},
-		dns:    ips(cfg.IPv6.DNS),
-		search: cfg.Search,
+		dns: ips(cfg.IPv6.DNS),
 	}
 }
 
@@ -78,7 +72,7 @@ func (h *Handler6) Handle(peer netip.Addr, msg dhcpv6.DHCPv6) dhcpv6.DHCPv6 {
 		return nil
 	}
 	if !h.fromVM(peer, cid) {
-		h.foreign.log(h.log, "dhcpv6", h.bridge, string(cid.ToBytes()), "peer", peer.String(), "duid", cid.String(), "vmMAC", h.mac.String())
+		h.foreign.log(h.log, "dhcpv6", h.cfg.Bridge, string(cid.ToBytes()), "peer", peer.String(), "duid", cid.String(), "vmMAC", h.cfg.MAC.String())
 		return nil
 	}
 	if sid := m.Options.ServerID(); sid != nil && !sid.Equal(h.serverID) {
@@ -96,52 +90,38 @@ func (h *Handler6) Handle(peer netip.Addr, msg dhcpv6.DHCPv6) dhcpv6.DHCPv6 {
 		if len(h.dns) > 0 {
 			mods = append(mods, dhcpv6.WithDNS(h.dns...))
 		}
-		if len(h.search) > 0 {
-			mods = append(mods, dhcpv6.WithDomainSearchList(h.search...))
+		if len(h.cfg.Search) > 0 {
+			mods = append(mods, dhcpv6.WithDomainSearchList(h.cfg.Search...))
 		}
 	}
-	var (
-		r   *dhcpv6.Message
-		err error
-	)
+	build := dhcpv6.NewReplyFromMessage
 	switch m.MessageType {
 	case dhcpv6.MessageTypeSolicit:
-		if m.GetOneOption(dhcpv6.OptionRapidCommit) != nil {
-			r, err = dhcpv6.NewReplyFromMessage(m, mods...)
-		} else {
-			r, err = dhcpv6.NewAdvertiseFromSolicit(m, mods...)
+		if m.GetOneOption(dhcpv6.OptionRapidCommit) == nil {
+			build = dhcpv6.NewAdvertiseFromSolicit
 		}
 	case dhcpv6.MessageTypeRequest, dhcpv6.MessageTypeRenew, dhcpv6.MessageTypeRebind,
 		dhcpv6.MessageTypeConfirm, dhcpv6.MessageTypeRelease, dhcpv6.MessageTypeInformationRequest:
-		r, err = dhcpv6.NewReplyFromMessage(m, mods...)
 	default:
 		return nil
 	}
+	r, err := build(m, mods...)
 	if err != nil {
-		h.log.Debug("dhcpv6: no reply", "interface", h.bridge, "type", m.MessageType.String(), "err", err)
+		h.log.Debug("dhcpv6: no reply", "interface", h.cfg.Bridge, "type", m.MessageType.String(), "err", err)
 		return nil
 	}
-	h.log.Debug("dhcpv6: reply", "interface", h.bridge, "request", m.MessageType.String(), "reply", r.MessageType.String())
+	h.log.Debug("dhcpv6: reply", "interface", h.cfg.Bridge, "request", m.MessageType.String(), "reply", r.MessageType.String())
 	return r
 }
 
 // fromVM reports whether the client is the VM: see [Handler6].
 func (h *Handler6) fromVM(peer netip.Addr, cid dhcpv6.DUID) bool {
-	if h.mac == nil {
+	vm := h.cfg.MAC
+	if vm == nil || bytes.Equal(duidMAC(cid), vm) || bytes.Equal(eui64MAC(peer), vm) {
 		return true
 	}
-	if hw := duidMAC(cid); hw != nil && bytes.Equal(hw, h.mac) {
-		return true
-	}
-	if hw := eui64MAC(peer); hw != nil && bytes.Equal(hw, h.mac) {
-		return true
-	}
-	if h.neigh != nil && peer.IsValid() {
-		if hw := h.neigh(peer); hw != nil && bytes.Equal(hw, h.mac) {
-			return true
-		}
-	}
-	return false
+	// nil (no MAC found) never equals the VM's 6 bytes.
+	return h.neigh != nil && peer.IsValid() && bytes.Equal(h.neigh(peer), vm)
 }
 
 // duidMAC is the Ethernet address of a DUID-LL or DUID-LLT, else nil.

@@ -202,14 +202,16 @@ func (s *Server) advertise(ctx context.Context, c *ndp.Conn, mac net.HardwareAdd
 		mu   sync.Mutex
 		last time.Time
 	)
-	send := func(solicited bool) error {
+	send := func(solicited bool) {
 		mu.Lock()
 		defer mu.Unlock()
 		if solicited && time.Since(last) < minSolicitedGap {
-			return nil
+			return
 		}
 		last = time.Now()
-		return write(ra)
+		if err := write(ra); err != nil {
+			s.log.Warn("dhcp: router advertisement", "interface", s.cfg.Bridge, "err", err)
+		}
 	}
 	readErr := make(chan error, 1)
 	go func() {
@@ -228,15 +230,11 @@ func (s *Server) advertise(ctx context.Context, c *ndp.Conn, mac net.HardwareAdd
 				continue // a malformed message the library did not filter
 			}
 			if _, ok := m.(*ndp.RouterSolicitation); ok {
-				if err := send(true); err != nil {
-					s.log.Warn("dhcp: router advertisement", "interface", s.cfg.Bridge, "err", err)
-				}
+				send(true)
 			}
 		}
 	}()
-	if err := send(false); err != nil {
-		s.log.Warn("dhcp: router advertisement", "interface", s.cfg.Bridge, "err", err)
-	}
+	send(false)
 	t := time.NewTicker(s.raInterval)
 	defer t.Stop()
 	for {
@@ -251,9 +249,7 @@ func (s *Server) advertise(ctx context.Context, c *ndp.Conn, mac net.HardwareAdd
 			}
 			return err
 		case <-t.C:
-			if err := send(false); err != nil {
-				s.log.Warn("dhcp: router advertisement", "interface", s.cfg.Bridge, "err", err)
-			}
+			send(false)
 		}
 	}
 }

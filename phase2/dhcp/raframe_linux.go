@@ -50,10 +50,7 @@ func (s *Server) openFrameSender(ifi *net.Interface) (*frameSender, error) {
 }
 
 func (f *frameSender) close() {
-	if f.fd >= 0 {
-		_ = unix.Close(f.fd)
-		f.fd = -1
-	}
+	_ = unix.Close(f.fd)
 	if f.fdb != nil {
 		f.fdb.Close()
 	}

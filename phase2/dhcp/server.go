@@ -72,17 +72,16 @@ type sockets struct {
 	closeNeigh func()
 }
 
-func (k *sockets) close() {
+// close closes the sockets, then, once wait has returned (no handler
+// runs), the neighbour table handle.
+func (k *sockets) close(wait func()) {
 	if k.v4 != nil {
 		k.v4.Close()
 	}
 	if k.v6 != nil {
 		k.v6.Close()
 	}
-}
-
-// release closes the neighbour table handle, once no handler runs.
-func (k *sockets) release() {
+	wait()
 	if k.closeNeigh != nil {
 		k.closeNeigh()
 	}
@@ -109,8 +108,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 	var k sockets
 	if err := nsexec.Do(s.netns, func() error { return s.open(&k) }); err != nil {
-		k.close()
-		k.release()
+		k.close(func() {})
 		var be *BindError
 		if !errors.As(err, &be) {
 			err = &BindError{Interface: s.cfg.Bridge, Op: "enter namespace", Err: err}
@@ -153,12 +151,12 @@ func (s *Server) Serve(ctx context.Context) error {
 	close(s.ready)
 
 	<-ctx.Done()
-	k.close()
-	wg.Wait()
-	for range maxInFlight { // wait for handlers in flight
-		s.sem <- struct{}{}
-	}
-	k.release()
+	k.close(func() {
+		wg.Wait()
+		for range maxInFlight { // wait for handlers in flight
+			s.sem <- struct{}{}
+		}
+	})
 	if p := s.lim.pending(); len(p) > 0 {
 		s.raw.LogAttrs(context.Background(), slog.LevelInfo, "dhcp: log lines suppressed by the rate limit",
 			slog.String("interface", s.cfg.Bridge), slog.Any("lines", slog.GroupValue(p...)))
@@ -205,56 +203,49 @@ func (s *Server) open(k *sockets) error {
 	return nil
 }
 
-// acquire takes an in-flight slot, or reports that the packet must be
-// dropped.
-func (s *Server) acquire() bool {
+// reply writes the reply handle makes (nil: none) to dst, in an
+// in-flight slot; without a free slot the packet is dropped.
+func (s *Server) reply(conn net.PacketConn, dst net.Addr, proto string, handle func() []byte) {
 	select {
 	case s.sem <- struct{}{}:
-		return true
+		defer func() { <-s.sem }()
 	default:
 		s.log.Warn("dhcp: dropping requests: too many in flight", "interface", s.cfg.Bridge, "limit", maxInFlight)
-		return false
+		return
+	}
+	if b := handle(); b != nil {
+		if _, err := conn.WriteTo(b, dst); err != nil {
+			s.log.Warn(proto+": send reply", "interface", s.cfg.Bridge, "peer", dst.String(), "err", err)
+		}
 	}
 }
-
-func (s *Server) release() { <-s.sem }
 
 func (s *Server) handle4(h *Handler4) server4.Handler {
 	// Replies are broadcast: with the bridge binding the VM's address is
 	// local to the pod namespace too, so a unicast would stay inside it.
 	dst := &net.UDPAddr{IP: net.IPv4bcast, Port: dhcpv4.ClientPort}
 	return func(conn net.PacketConn, _ net.Addr, m *dhcpv4.DHCPv4) {
-		if !s.acquire() {
-			return
-		}
-		defer s.release()
-		r := h.Handle(m)
-		if r == nil {
-			return
-		}
-		if _, err := conn.WriteTo(r.ToBytes(), dst); err != nil {
-			s.log.Warn("dhcp: send reply", "interface", s.cfg.Bridge, "err", err)
-		}
+		s.reply(conn, dst, "dhcp", func() []byte {
+			if r := h.Handle(m); r != nil {
+				return r.ToBytes()
+			}
+			return nil
+		})
 	}
 }
 
 func (s *Server) handle6(h *Handler6) server6.Handler {
 	return func(conn net.PacketConn, peer net.Addr, m dhcpv6.DHCPv6) {
-		if !s.acquire() {
-			return
-		}
-		defer s.release()
-		var from netip.Addr
-		if u, ok := peer.(*net.UDPAddr); ok {
-			from, _ = netip.AddrFromSlice(u.IP)
-			from = from.Unmap()
-		}
-		r := h.Handle(from, m)
-		if r == nil {
-			return
-		}
-		if _, err := conn.WriteTo(r.ToBytes(), peer); err != nil {
-			s.log.Warn("dhcpv6: send reply", "interface", s.cfg.Bridge, "peer", peer.String(), "err", err)
-		}
+		s.reply(conn, peer, "dhcpv6", func() []byte {
+			var from netip.Addr
+			if u, ok := peer.(*net.UDPAddr); ok {
+				from, _ = netip.AddrFromSlice(u.IP)
+				from = from.Unmap()
+			}
+			if r := h.Handle(from, m); r != nil {
+				return r.ToBytes()
+			}
+			return nil
+		})
 	}
 }
