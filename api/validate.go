@@ -538,11 +538,12 @@ func (v *validator) storage(vmi *VMI) {
 	firstCloudInit := map[string]int{}
 	for i, vol := range vmi.Spec.Volumes {
 		p := fmt.Sprintf("spec.volumes[%d]", i)
-		for _, ci := range []struct {
+		cloudInits := []struct {
 			key string
-			set bool
-		}{{"cloudInitNoCloud", vol.CloudInitNoCloud != nil}, {"cloudInitConfigDrive", vol.CloudInitConfigDrive != nil}} {
-			if !ci.set {
+			src *CloudInitSource
+		}{{"cloudInitNoCloud", vol.CloudInitNoCloud}, {"cloudInitConfigDrive", vol.CloudInitConfigDrive}}
+		for _, ci := range cloudInits {
+			if ci.src == nil {
 				continue
 			}
 			if j, dup := firstCloudInit[ci.key]; dup {
@@ -569,10 +570,7 @@ func (v *validator) storage(vmi *VMI) {
 		case vol.Sysprep != nil && (vol.Sysprep.Secret == nil) == (vol.Sysprep.ConfigMap == nil):
 			v.add(p+".sysprep", vol.Name, "needs exactly one of secret or configMap")
 		}
-		for _, ci := range []struct {
-			key string
-			src *CloudInitSource
-		}{{"cloudInitNoCloud", vol.CloudInitNoCloud}, {"cloudInitConfigDrive", vol.CloudInitConfigDrive}} {
+		for _, ci := range cloudInits {
 			if ci.src == nil {
 				continue
 			}
