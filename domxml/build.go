@@ -384,12 +384,8 @@ func VirtioModel(vmi *api.VMI) string {
 
 func uintp(u uint) *uint { return &u }
 
-func isTrue(b *bool, def bool) bool {
-	if b == nil {
-		return def
-	}
-	return *b
-}
+// unlessFalse is an optional switch that is on by default.
+func unlessFalse(b *bool) bool { return b == nil || *b }
 
 func devices(vmi *api.VMI, o Options, d *libvirtxml.DomainDeviceList) error {
 	vd := &vmi.Spec.Domain.Devices
@@ -402,7 +398,7 @@ func devices(vmi *api.VMI, o Options, d *libvirtxml.DomainDeviceList) error {
 	if err := disks(vmi, o, d); err != nil {
 		return err
 	}
-	if isTrue(vd.AutoattachSerialConsole, true) {
+	if unlessFalse(vd.AutoattachSerialConsole) {
 		// KubeVirt adds the virtio-serial controller with the console
 		// only; without it libvirt adds one for the agent channel.
 		d.Controllers = append(d.Controllers, libvirtxml.DomainController{Type: "virtio-serial", Index: uintp(0), Model: VirtioModel(vmi)})
@@ -423,7 +419,7 @@ func devices(vmi *api.VMI, o Options, d *libvirtxml.DomainDeviceList) error {
 		Source: &libvirtxml.DomainChardevSource{UNIX: &libvirtxml.DomainChardevSourceUNIX{Mode: "bind"}},
 		Target: &libvirtxml.DomainChannelTarget{VirtIO: &libvirtxml.DomainChannelTargetVirtIO{Name: GuestAgentChannel}},
 	}}
-	if isTrue(vd.AutoattachGraphicsDevice, true) {
+	if unlessFalse(vd.AutoattachGraphicsDevice) {
 		d.Graphics = []libvirtxml.DomainGraphic{{VNC: &libvirtxml.DomainGraphicVNC{
 			Listeners: []libvirtxml.DomainGraphicListener{{Socket: &libvirtxml.DomainGraphicListenerSocket{
 				Socket: filepath.Join(o.PrivateDir, instanceKey(vmi), "virt-vnc"),
@@ -437,7 +433,7 @@ func devices(vmi *api.VMI, o Options, d *libvirtxml.DomainDeviceList) error {
 			Backend: &libvirtxml.DomainTPMBackend{Emulator: &libvirtxml.DomainTPMBackendEmulator{Version: "2.0"}},
 		}}
 	}
-	if isTrue(vd.AutoattachMemBalloon, true) {
+	if unlessFalse(vd.AutoattachMemBalloon) {
 		d.MemBalloon = &libvirtxml.DomainMemBalloon{Model: VirtioModel(vmi), Stats: &libvirtxml.DomainMemBalloonStats{Period: 10}}
 	} else {
 		d.MemBalloon = &libvirtxml.DomainMemBalloon{Model: "none"}
