@@ -459,12 +459,7 @@ const GuestAgentChannel = "org.qemu.guest_agent.0"
 
 // instanceKey names the VMI's private directory: its uid, as KubeVirt's,
 // else "<namespace>_<name>".
-func instanceKey(vmi *api.VMI) string {
-	if vmi.Metadata.UID != "" {
-		return vmi.Metadata.UID
-	}
-	return DomainName(vmi)
-}
+func instanceKey(vmi *api.VMI) string { return cmp.Or(vmi.Metadata.UID, DomainName(vmi)) }
 
 func isQ35(m string) bool {
 	return m == "q35" || (len(m) > 7 && m[:7] == "pc-q35-")
