@@ -499,11 +499,10 @@ func (v *validator) dhcp(p string, o *DHCPOptions) {
 			v.add(fmt.Sprintf("%s.privateOptions[%d].value", p, i), len(po.Value), "longer than 255 bytes")
 		}
 	}
-	if len(o.BootFileName) > 255 {
-		v.add(p+".bootFileName", len(o.BootFileName), "longer than 255 bytes")
-	}
-	if len(o.TFTPServerName) > 255 {
-		v.add(p+".tftpServerName", len(o.TFTPServerName), "longer than 255 bytes")
+	for _, f := range []struct{ key, s string }{{"bootFileName", o.BootFileName}, {"tftpServerName", o.TFTPServerName}} {
+		if len(f.s) > 255 {
+			v.add(p+"."+f.key, len(f.s), "longer than 255 bytes")
+		}
 	}
 }
 

@@ -85,21 +85,18 @@ func Build(vmi *api.VMI, opts Options) (*libvirtxml.Domain, error) {
 // mutating webhook requests that much), else DefaultMemory.
 func guestMemory(vmi *api.VMI) (uint64, error) {
 	d := &vmi.Spec.Domain
+	var guest, pageSize string
+	if m := d.Memory; m != nil {
+		guest = m.Guest
+		if m.Hugepages != nil {
+			pageSize = m.Hugepages.PageSize
+		}
+	}
 	for _, c := range []struct{ path, q string }{
-		{"spec.domain.memory.guest", func() string {
-			if d.Memory != nil {
-				return d.Memory.Guest
-			}
-			return ""
-		}()},
+		{"spec.domain.memory.guest", guest},
 		{"spec.domain.resources.requests.memory", d.Resources.Requests["memory"]},
 		{"spec.domain.resources.limits.memory", d.Resources.Limits["memory"]},
-		{"spec.domain.memory.hugepages.pageSize", func() string {
-			if d.Memory != nil && d.Memory.Hugepages != nil {
-				return d.Memory.Hugepages.PageSize
-			}
-			return ""
-		}()},
+		{"spec.domain.memory.hugepages.pageSize", pageSize},
 	} {
 		if c.q == "" {
 			continue
