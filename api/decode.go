@@ -78,13 +78,6 @@ type decoded struct {
 	fieldErrs []error
 }
 
-// isTypeError reports an error of the JSON decoder about a mistyped value,
-// after which it has decoded the rest of the document.
-func isTypeError(err error) bool {
-	var te *json.UnmarshalTypeError
-	return errors.As(err, &te)
-}
-
 func decodeManifest(data []byte, lenient bool) (decoded, error) {
 	if len(data) > MaxManifestSize {
 		return decoded{}, &DecodeError{Reason: fmt.Sprintf("manifest is %d bytes, more than %d", len(data), MaxManifestSize)}
@@ -114,9 +107,13 @@ func decodeManifest(data []byte, lenient bool) (decoded, error) {
 		return decoded{}, &DecodeError{Reason: "not a Kubernetes object", Err: err}
 	}
 	errs = append(strictErrs, errs...)
-	// The decoder skips a mistyped value and decodes the rest: with the
-	// mistyped fields already reported, its error adds nothing.
-	tolerated := func(err error) bool { return len(errs) > 0 && isTypeError(err) }
+	// The decoder skips a mistyped value (an *UnmarshalTypeError) and
+	// decodes the rest: with the mistyped fields already reported, its
+	// error adds nothing.
+	tolerated := func(err error) bool {
+		var te *json.UnmarshalTypeError
+		return len(errs) > 0 && errors.As(err, &te)
+	}
 	var vmi VMI
 	var vm vmManifest
 	target, what := any(&vmi), "VirtualMachineInstance"
