@@ -348,13 +348,10 @@ func kindName(t reflect.Type) string {
 // note records an unsupported KubeVirt feature at path p (key under
 // parent).
 func (w *strictWalk) note(parent, p, key string, empty bool) {
-	switch {
-	case parent == w.prefix+".domain" && slices.Contains(unsupportedDomainKeys(), key):
-		w.unsupported = append(w.unsupported, p)
-	case parent == w.prefix+".domain.devices" && slices.Contains(unsupportedDeviceKeys(), key) && !empty:
-		w.unsupported = append(w.unsupported, p)
-	case strings.HasPrefix(parent, w.prefix+".volumes[") && !strings.Contains(parent[len(w.prefix)+len(".volumes["):], ".") &&
-		!slices.Contains(supportedVolumeKeys(), key):
+	if parent == w.prefix+".domain" && slices.Contains(unsupportedDomainKeys(), key) ||
+		parent == w.prefix+".domain.devices" && slices.Contains(unsupportedDeviceKeys(), key) && !empty ||
+		strings.HasPrefix(parent, w.prefix+".volumes[") && !strings.Contains(parent[len(w.prefix)+len(".volumes["):], ".") &&
+			!slices.Contains(supportedVolumeKeys(), key) {
 		w.unsupported = append(w.unsupported, p)
 	}
 }
