@@ -78,13 +78,6 @@ type decoded struct {
 	fieldErrs []error
 }
 
-// isTypeError reports an error of the JSON decoder about a mistyped value,
-// after which it has decoded the rest of the document.
-func isTypeError(err error) bool {
-	var te *json.UnmarshalTypeError
-	return errors.As(err, &te)
-}
-
 func decodeManifest(data []byte, lenient bool) (decoded, error) {
 	if len(data) > MaxManifestSize {
 		return decoded{}, &DecodeError{Reason: fmt.Sprintf("manifest is %d bytes, more than %d", len(data), MaxManifestSize)}
@@ -107,19 +100,6 @@ func decodeManifest(data []byte, lenient bool) (decoded, error) {
 	default:
 		return decoded{}, &DecodeError{Reason: fmt.Sprintf("kind %q is neither %s nor %s", head.Kind, KindVMI, KindVM)}
 	}
-	if head.Kind == KindVM {
-		var vm struct {
-			Spec struct {
-				Template *struct {
-					Spec json.RawMessage `json:"spec"`
-				} `json:"template"`
-			} `json:"spec"`
-		}
-		err := kjson.UnmarshalCaseSensitivePreserveInts(js, &vm)
-		if err == nil && (vm.Spec.Template == nil || len(vm.Spec.Template.Spec) == 0 || string(vm.Spec.Template.Spec) == "null") {
-			return decoded{}, &DecodeError{Reason: "VirtualMachine has no spec.template.spec"}
-		}
-	}
 	// Unknown, duplicate and mistyped fields all at once, before the
 	// decoder, which stops at the first mistyped one.
 	errs, unsupported, unknown, err := strictCheck(js, root, prefix, lenient)
@@ -127,18 +107,26 @@ func decodeManifest(data []byte, lenient bool) (decoded, error) {
 		return decoded{}, &DecodeError{Reason: "not a Kubernetes object", Err: err}
 	}
 	errs = append(strictErrs, errs...)
-	// The decoder skips a mistyped value and decodes the rest: with the
-	// mistyped fields already reported, its error adds nothing.
-	tolerated := func(err error) bool { return len(errs) > 0 && isTypeError(err) }
+	// The decoder skips a mistyped value (an *UnmarshalTypeError) and
+	// decodes the rest: with the mistyped fields already reported, its
+	// error adds nothing.
+	tolerated := func(err error) bool {
+		var te *json.UnmarshalTypeError
+		return len(errs) > 0 && errors.As(err, &te)
+	}
 	var vmi VMI
+	var vm vmManifest
+	target, what := any(&vmi), "VirtualMachineInstance"
 	if head.Kind == KindVM {
-		var vm vmManifest
-		if err := kjson.UnmarshalCaseSensitivePreserveInts(js, &vm); err != nil && !tolerated(err) {
-			if len(errs) > 0 {
-				return decoded{}, &DecodeError{Reason: "strict decoding", Err: errors.Join(errs...)}
-			}
-			return decoded{}, &DecodeError{Reason: "VirtualMachine", Err: err}
+		target, what = &vm, "VirtualMachine"
+	}
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(js, target); err != nil && !tolerated(err) {
+		if len(errs) > 0 {
+			return decoded{}, &DecodeError{Reason: "strict decoding", Err: errors.Join(errs...)}
 		}
+		return decoded{}, &DecodeError{Reason: what, Err: err}
+	}
+	if head.Kind == KindVM {
 		t := vm.Spec.Template
 		if t == nil || t.Spec == nil {
 			return decoded{}, &DecodeError{Reason: "VirtualMachine has no spec.template.spec"}
@@ -156,11 +144,6 @@ func decodeManifest(data []byte, lenient bool) (decoded, error) {
 			// The VMI KubeVirt starts is named after the VM.
 			vmi.Spec.Domain.Firmware.UUID = VMFirmwareUUID(cmp.Or(vm.Metadata.Name, vmi.Metadata.Name))
 		}
-	} else if err := kjson.UnmarshalCaseSensitivePreserveInts(js, &vmi); err != nil && !tolerated(err) {
-		if len(errs) > 0 {
-			return decoded{}, &DecodeError{Reason: "strict decoding", Err: errors.Join(errs...)}
-		}
-		return decoded{}, &DecodeError{Reason: "VirtualMachineInstance", Err: err}
 	}
 	vmi.Kind = KindVMI
 	vmi.Unsupported = unsupported

@@ -80,8 +80,7 @@ func FieldErrors(err error) []*FieldError {
 		if err == nil {
 			return
 		}
-		var fe *FieldError
-		if errors.As(err, &fe) && fe == err {
+		if fe, ok := err.(*FieldError); ok {
 			out = append(out, fe)
 			return
 		}
@@ -91,13 +90,7 @@ func FieldErrors(err error) []*FieldError {
 			}
 			return
 		}
-		if de, ok := err.(*DecodeError); ok {
-			walk(de.Err)
-			return
-		}
-		if errors.As(err, &fe) {
-			out = append(out, fe)
-		}
+		walk(errors.Unwrap(err))
 	}
 	walk(err)
 	return out

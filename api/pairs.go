@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -116,19 +117,11 @@ type CPUTopology struct {
 // whole CPUs), else 1. A CPU quantity that does not parse counts as 1
 // ([Validate] reports it).
 func (v *VMI) Topology() CPUTopology {
-	t := CPUTopology{Sockets: 1, Cores: 1, Threads: 1}
 	c := v.Spec.Domain.CPU
 	if c != nil && (c.Sockets != 0 || c.Cores != 0 || c.Threads != 0) {
-		for _, p := range []struct {
-			dst *uint32
-			v   uint32
-		}{{&t.Sockets, c.Sockets}, {&t.Cores, c.Cores}, {&t.Threads, c.Threads}} {
-			if p.v > 0 {
-				*p.dst = p.v
-			}
-		}
-		return t
+		return CPUTopology{Sockets: cmp.Or(c.Sockets, 1), Cores: cmp.Or(c.Cores, 1), Threads: cmp.Or(c.Threads, 1)}
 	}
+	t := CPUTopology{Sockets: 1, Cores: 1, Threads: 1}
 	r := v.Spec.Domain.Resources
 	q, ok := r.Limits["cpu"]
 	if !ok {

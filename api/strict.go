@@ -91,8 +91,9 @@ func (n schemaNode) child(key string) (schemaNode, bool) {
 		case reflect.Map:
 			c.gt, goKnown = t.Elem(), true
 		case reflect.Struct:
-			if f, ok := jsonField(t, key); ok {
-				c.gt, goKnown = f, true
+			names, types := jsonFields(t)
+			if i := slices.Index(names, key); i >= 0 {
+				c.gt, goKnown = types[i], true
 			}
 		}
 	}
@@ -118,7 +119,8 @@ func (n schemaNode) elem() schemaNode {
 func (n schemaNode) keys() []string {
 	out := slices.Collect(maps.Keys(kubevirtSchema().Types[n.kv]))
 	if t := deref(n.gt); t != nil && t.Kind() == reflect.Struct {
-		out = append(out, jsonFields(t)...)
+		names, _ := jsonFields(t)
+		out = append(out, names...)
 	}
 	slices.Sort(out)
 	return out
@@ -149,35 +151,21 @@ func jsonName(f reflect.StructField) string {
 	return f.Name
 }
 
-func jsonField(t reflect.Type, key string) (reflect.Type, bool) {
+// jsonFields are the JSON names of t's fields and their types, in field
+// order, those of an inlined embedded struct in its place.
+func jsonFields(t reflect.Type) (names []string, types []reflect.Type) {
 	for i := range t.NumField() {
 		f := t.Field(i)
 		switch name := jsonName(f); name {
 		case "-":
 		case "":
-			if ft, ok := jsonField(deref(f.Type), key); ok {
-				return ft, true
-			}
-		case key:
-			return f.Type, true
-		}
-	}
-	return nil, false
-}
-
-func jsonFields(t reflect.Type) []string {
-	var out []string
-	for i := range t.NumField() {
-		f := t.Field(i)
-		switch name := jsonName(f); name {
-		case "-":
-		case "":
-			out = append(out, jsonFields(deref(f.Type))...)
+			n, ts := jsonFields(deref(f.Type))
+			names, types = append(names, n...), append(types, ts...)
 		default:
-			out = append(out, name)
+			names, types = append(names, name), append(types, f.Type)
 		}
 	}
-	return out
+	return names, types
 }
 
 // strictWalk reads a JSON document token by token against a schema node
@@ -360,13 +348,10 @@ func kindName(t reflect.Type) string {
 // note records an unsupported KubeVirt feature at path p (key under
 // parent).
 func (w *strictWalk) note(parent, p, key string, empty bool) {
-	switch {
-	case parent == w.prefix+".domain" && slices.Contains(unsupportedDomainKeys(), key):
-		w.unsupported = append(w.unsupported, p)
-	case parent == w.prefix+".domain.devices" && slices.Contains(unsupportedDeviceKeys(), key) && !empty:
-		w.unsupported = append(w.unsupported, p)
-	case strings.HasPrefix(parent, w.prefix+".volumes[") && !strings.Contains(parent[len(w.prefix)+len(".volumes["):], ".") &&
-		!slices.Contains(supportedVolumeKeys(), key):
+	if parent == w.prefix+".domain" && slices.Contains(unsupportedDomainKeys(), key) ||
+		parent == w.prefix+".domain.devices" && slices.Contains(unsupportedDeviceKeys(), key) && !empty ||
+		strings.HasPrefix(parent, w.prefix+".volumes[") && !strings.Contains(parent[len(w.prefix)+len(".volumes["):], ".") &&
+			!slices.Contains(supportedVolumeKeys(), key) {
 		w.unsupported = append(w.unsupported, p)
 	}
 }

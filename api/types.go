@@ -128,10 +128,7 @@ func (v *VMI) Hostname() string {
 		return v.Spec.Hostname
 	}
 	h, _, _ := strings.Cut(v.Metadata.Name, ".")
-	if len(h) > maxHostname {
-		h = h[:maxHostname]
-	}
-	return h
+	return h[:min(len(h), maxHostname)]
 }
 
 // maxHostname is the longest host name label derived from a VMI name.

@@ -499,11 +499,10 @@ func (v *validator) dhcp(p string, o *DHCPOptions) {
 			v.add(fmt.Sprintf("%s.privateOptions[%d].value", p, i), len(po.Value), "longer than 255 bytes")
 		}
 	}
-	if len(o.BootFileName) > 255 {
-		v.add(p+".bootFileName", len(o.BootFileName), "longer than 255 bytes")
-	}
-	if len(o.TFTPServerName) > 255 {
-		v.add(p+".tftpServerName", len(o.TFTPServerName), "longer than 255 bytes")
+	for _, f := range []struct{ key, s string }{{"bootFileName", o.BootFileName}, {"tftpServerName", o.TFTPServerName}} {
+		if len(f.s) > 255 {
+			v.add(p+"."+f.key, len(f.s), "longer than 255 bytes")
+		}
 	}
 }
 
@@ -538,11 +537,12 @@ func (v *validator) storage(vmi *VMI) {
 	firstCloudInit := map[string]int{}
 	for i, vol := range vmi.Spec.Volumes {
 		p := fmt.Sprintf("spec.volumes[%d]", i)
-		for _, ci := range []struct {
+		cloudInits := []struct {
 			key string
-			set bool
-		}{{"cloudInitNoCloud", vol.CloudInitNoCloud != nil}, {"cloudInitConfigDrive", vol.CloudInitConfigDrive != nil}} {
-			if !ci.set {
+			src *CloudInitSource
+		}{{"cloudInitNoCloud", vol.CloudInitNoCloud}, {"cloudInitConfigDrive", vol.CloudInitConfigDrive}}
+		for _, ci := range cloudInits {
+			if ci.src == nil {
 				continue
 			}
 			if j, dup := firstCloudInit[ci.key]; dup {
@@ -569,10 +569,7 @@ func (v *validator) storage(vmi *VMI) {
 		case vol.Sysprep != nil && (vol.Sysprep.Secret == nil) == (vol.Sysprep.ConfigMap == nil):
 			v.add(p+".sysprep", vol.Name, "needs exactly one of secret or configMap")
 		}
-		for _, ci := range []struct {
-			key string
-			src *CloudInitSource
-		}{{"cloudInitNoCloud", vol.CloudInitNoCloud}, {"cloudInitConfigDrive", vol.CloudInitConfigDrive}} {
+		for _, ci := range cloudInits {
 			if ci.src == nil {
 				continue
 			}

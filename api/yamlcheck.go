@@ -56,7 +56,7 @@ func checkYAML(data []byte) ([]error, error) {
 		return nil, &DecodeError{Reason: "YAML aliases", Err: fmt.Errorf("%w: the %d-byte manifest expands to more than %d bytes (at most %d× its size plus %d)",
 			ErrAliasExpansion, len(data), c.budget, MaxAliasExpansion, aliasExpansionSlack)}
 	}
-	c.duplicates(&doc, "")
+	c.duplicates(&doc, "", map[*yaml.Node]bool{})
 	return c.errs, nil
 }
 
@@ -98,11 +98,7 @@ func (c *yamlCheck) size(n *yaml.Node) (int64, error) {
 // (through aliases too: the expanded document is what is decoded, but
 // each anchored node is looked at once). A merge key ("<<") may be
 // overridden: that is what it is for.
-func (c *yamlCheck) duplicates(n *yaml.Node, path string) {
-	c.dupWalk(n, path, map[*yaml.Node]bool{})
-}
-
-func (c *yamlCheck) dupWalk(n *yaml.Node, path string, seen map[*yaml.Node]bool) {
+func (c *yamlCheck) duplicates(n *yaml.Node, path string, seen map[*yaml.Node]bool) {
 	if n.Kind == yaml.AliasNode || seen[n] {
 		return
 	}
@@ -110,11 +106,11 @@ func (c *yamlCheck) dupWalk(n *yaml.Node, path string, seen map[*yaml.Node]bool)
 	switch n.Kind {
 	case yaml.DocumentNode:
 		for _, ch := range n.Content {
-			c.dupWalk(ch, path, seen)
+			c.duplicates(ch, path, seen)
 		}
 	case yaml.SequenceNode:
 		for i, ch := range n.Content {
-			c.dupWalk(ch, path+"["+strconv.Itoa(i)+"]", seen)
+			c.duplicates(ch, path+"["+strconv.Itoa(i)+"]", seen)
 		}
 	case yaml.MappingNode:
 		keys := map[string]bool{}
@@ -131,7 +127,7 @@ func (c *yamlCheck) dupWalk(n *yaml.Node, path string, seen map[*yaml.Node]bool)
 				c.errs = append(c.errs, &FieldError{Path: p, Reason: "duplicate field (the API server refuses it; a decoder would keep the last)"})
 			}
 			keys[k.Value] = true
-			c.dupWalk(v, p, seen)
+			c.duplicates(v, p, seen)
 		}
 	}
 }

@@ -46,11 +46,8 @@ func (s *Store) PutInterface(uid string, rec *Interface) (wrote bool, err error)
 // SyncVMI makes the records put for a VMI durable: an fsync of its
 // directory (the renames) and of the root (the directory's creation).
 func (s *Store) SyncVMI(uid string) error {
-	if err := CheckName("VMI UID", uid); err != nil {
-		return err
-	}
-	dir := filepath.Join(s.root, uid)
-	if err := checkExistingDirs(s.root, dir); err != nil {
+	dir, err := s.vmiDir(uid)
+	if err != nil {
 		return err
 	}
 	if err := syncDir(dir); err != nil {
@@ -71,15 +68,9 @@ func (s *Store) RemoveTemps(uid string) (int, error) {
 		return 0, err
 	}
 	dir := filepath.Join(s.root, uid)
-	if err := checkExistingDirs(s.root, dir); err != nil {
-		return 0, err
-	}
-	entries, err := os.ReadDir(dir)
-	if os.IsNotExist(err) {
-		return 0, nil
-	}
+	entries, err := list(s.root, dir)
 	if err != nil {
-		return 0, fmt.Errorf("cache: list %s: %w", dir, err)
+		return 0, err
 	}
 	n := 0
 	for _, e := range entries {

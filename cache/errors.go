@@ -71,14 +71,3 @@ type UnsafeError struct {
 func (e *UnsafeError) Permanent() bool { return true }
 
 func (e *UnsafeError) Error() string { return fmt.Sprintf("cache: refusing %s: %s", e.Path, e.Reason) }
-
-// NotExistError is a record that was never written; it matches
-// [ErrNotExist].
-type NotExistError struct {
-	Path string
-}
-
-func (e *NotExistError) Error() string { return fmt.Sprintf("cache: %s does not exist", e.Path) }
-func (e *NotExistError) Is(target error) bool {
-	return target == ErrNotExist || target == fs.ErrNotExist
-}

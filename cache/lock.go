@@ -109,15 +109,9 @@ func (s *Store) lock(ctx context.Context, name, what string) (*Lock, error) {
 // run waiting on a removed file takes the lock again on a new one (see
 // [Lock.Remove]), so it is safe while other runs hold or wait for locks.
 func (s *Store) RemoveStaleLocks() (int, error) {
-	if err := checkExistingDirs(s.root); err != nil {
-		return 0, err
-	}
-	ents, err := os.ReadDir(s.root)
-	if os.IsNotExist(err) {
-		return 0, nil
-	}
+	ents, err := list(s.root)
 	if err != nil {
-		return 0, fmt.Errorf("cache: list %s: %w", s.root, err)
+		return 0, err
 	}
 	n := 0
 	for _, e := range ents {

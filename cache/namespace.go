@@ -3,7 +3,6 @@ package cache
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 )
 
@@ -101,16 +100,9 @@ func (s *Store) HasRecords(uid string) (bool, error) {
 	if err := CheckName("VMI UID", uid); err != nil {
 		return false, err
 	}
-	dir := filepath.Join(s.root, uid)
-	if err := checkExistingDirs(s.root, dir); err != nil {
-		return false, err
-	}
-	ents, err := os.ReadDir(dir)
-	if os.IsNotExist(err) {
-		return false, nil
-	}
+	ents, err := list(s.root, filepath.Join(s.root, uid))
 	if err != nil {
-		return false, fmt.Errorf("cache: list %s: %w", dir, err)
+		return false, err
 	}
 	for _, e := range ents {
 		if filepath.Ext(e.Name()) == ".json" && e.Name() != NamespaceFile {
@@ -122,15 +114,9 @@ func (s *Store) HasRecords(uid string) (bool, error) {
 
 // VMIs lists the VMI UIDs that have a record directory under the root.
 func (s *Store) VMIs() ([]string, error) {
-	if err := checkExistingDirs(s.root); err != nil {
-		return nil, err
-	}
-	ents, err := os.ReadDir(s.root)
-	if os.IsNotExist(err) {
-		return nil, nil
-	}
+	ents, err := list(s.root)
 	if err != nil {
-		return nil, fmt.Errorf("cache: list %s: %w", s.root, err)
+		return nil, err
 	}
 	var out []string
 	for _, e := range ents {

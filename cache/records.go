@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
+	"slices"
 )
 
 // Version is the schema version of every record this package writes.
@@ -51,13 +52,12 @@ func (s *State) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &name); err != nil {
 		return err
 	}
-	for i, n := range stateNames {
-		if n == name {
-			*s = State(i)
-			return nil
-		}
+	i := slices.Index(stateNames[:], name)
+	if i < 0 {
+		return fmt.Errorf("unknown state %q", name)
 	}
-	return fmt.Errorf("unknown state %q", name)
+	*s = State(i)
+	return nil
 }
 
 // Route is a route of the pod interface. Dst is a CIDR ("0.0.0.0/0" for

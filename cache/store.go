@@ -173,17 +173,38 @@ func (s *Store) Delete(uid, iface string) error {
 // DeleteVMI removes every record of a VMI; a VMI without records is not an
 // error. It refuses an unsafe root or record directory.
 func (s *Store) DeleteVMI(uid string) error {
-	if err := CheckName("VMI UID", uid); err != nil {
-		return err
-	}
-	dir := filepath.Join(s.root, uid)
-	if err := checkExistingDirs(s.root, dir); err != nil {
+	dir, err := s.vmiDir(uid)
+	if err != nil {
 		return err
 	}
 	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("cache: delete VMI %s: %w", uid, err)
 	}
 	return nil
+}
+
+// vmiDir is the record directory of a VMI, checked with the root where
+// they exist ([checkExistingDirs]).
+func (s *Store) vmiDir(uid string) (string, error) {
+	if err := CheckName("VMI UID", uid); err != nil {
+		return "", err
+	}
+	dir := filepath.Join(s.root, uid)
+	return dir, checkExistingDirs(s.root, dir)
+}
+
+// list checks dirs ([checkExistingDirs]) and lists the last of them; one
+// that does not exist lists nothing.
+func list(dirs ...string) ([]os.DirEntry, error) {
+	if err := checkExistingDirs(dirs...); err != nil {
+		return nil, err
+	}
+	dir := dirs[len(dirs)-1]
+	ents, err := os.ReadDir(dir)
+	if err != nil && !os.IsNotExist(err) {
+		return nil, fmt.Errorf("cache: list %s: %w", dir, err)
+	}
+	return ents, nil
 }
 
 // checkExistingDirs checks the directories that exist, in order, and
@@ -361,21 +382,21 @@ func checkPath(p string, dir bool) error {
 }
 
 // read reads and decodes the record at path; a missing directory, like a
-// missing file, is a [*NotExistError].
+// missing file, is an error naming path and wrapping [ErrNotExist].
 func (s *Store) read(path string, rec versioned) error {
 	if err := checkExistingDirs(s.root, filepath.Dir(path)); err != nil {
 		return err
 	}
 	if err := checkFile(path); err != nil {
 		if os.IsNotExist(err) {
-			return &NotExistError{Path: path}
+			return fmt.Errorf("cache: %s: %w", path, ErrNotExist)
 		}
 		return err
 	}
 	f, err := os.OpenFile(path, os.O_RDONLY|oNoFollow, 0)
 	if err != nil {
 		if os.IsNotExist(err) {
-			return &NotExistError{Path: path}
+			return fmt.Errorf("cache: %s: %w", path, ErrNotExist)
 		}
 		return fmt.Errorf("cache: read %s: %w", path, err)
 	}

@@ -85,21 +85,18 @@ func Build(vmi *api.VMI, opts Options) (*libvirtxml.Domain, error) {
 // mutating webhook requests that much), else DefaultMemory.
 func guestMemory(vmi *api.VMI) (uint64, error) {
 	d := &vmi.Spec.Domain
+	var guest, pageSize string
+	if m := d.Memory; m != nil {
+		guest = m.Guest
+		if m.Hugepages != nil {
+			pageSize = m.Hugepages.PageSize
+		}
+	}
 	for _, c := range []struct{ path, q string }{
-		{"spec.domain.memory.guest", func() string {
-			if d.Memory != nil {
-				return d.Memory.Guest
-			}
-			return ""
-		}()},
+		{"spec.domain.memory.guest", guest},
 		{"spec.domain.resources.requests.memory", d.Resources.Requests["memory"]},
 		{"spec.domain.resources.limits.memory", d.Resources.Limits["memory"]},
-		{"spec.domain.memory.hugepages.pageSize", func() string {
-			if d.Memory != nil && d.Memory.Hugepages != nil {
-				return d.Memory.Hugepages.PageSize
-			}
-			return ""
-		}()},
+		{"spec.domain.memory.hugepages.pageSize", pageSize},
 	} {
 		if c.q == "" {
 			continue
@@ -384,12 +381,8 @@ func VirtioModel(vmi *api.VMI) string {
 
 func uintp(u uint) *uint { return &u }
 
-func isTrue(b *bool, def bool) bool {
-	if b == nil {
-		return def
-	}
-	return *b
-}
+// unlessFalse is an optional switch that is on by default.
+func unlessFalse(b *bool) bool { return b == nil || *b }
 
 func devices(vmi *api.VMI, o Options, d *libvirtxml.DomainDeviceList) error {
 	vd := &vmi.Spec.Domain.Devices
@@ -402,7 +395,7 @@ func devices(vmi *api.VMI, o Options, d *libvirtxml.DomainDeviceList) error {
 	if err := disks(vmi, o, d); err != nil {
 		return err
 	}
-	if isTrue(vd.AutoattachSerialConsole, true) {
+	if unlessFalse(vd.AutoattachSerialConsole) {
 		// KubeVirt adds the virtio-serial controller with the console
 		// only; without it libvirt adds one for the agent channel.
 		d.Controllers = append(d.Controllers, libvirtxml.DomainController{Type: "virtio-serial", Index: uintp(0), Model: VirtioModel(vmi)})
@@ -423,7 +416,7 @@ func devices(vmi *api.VMI, o Options, d *libvirtxml.DomainDeviceList) error {
 		Source: &libvirtxml.DomainChardevSource{UNIX: &libvirtxml.DomainChardevSourceUNIX{Mode: "bind"}},
 		Target: &libvirtxml.DomainChannelTarget{VirtIO: &libvirtxml.DomainChannelTargetVirtIO{Name: GuestAgentChannel}},
 	}}
-	if isTrue(vd.AutoattachGraphicsDevice, true) {
+	if unlessFalse(vd.AutoattachGraphicsDevice) {
 		d.Graphics = []libvirtxml.DomainGraphic{{VNC: &libvirtxml.DomainGraphicVNC{
 			Listeners: []libvirtxml.DomainGraphicListener{{Socket: &libvirtxml.DomainGraphicListenerSocket{
 				Socket: filepath.Join(o.PrivateDir, instanceKey(vmi), "virt-vnc"),
@@ -437,7 +430,7 @@ func devices(vmi *api.VMI, o Options, d *libvirtxml.DomainDeviceList) error {
 			Backend: &libvirtxml.DomainTPMBackend{Emulator: &libvirtxml.DomainTPMBackendEmulator{Version: "2.0"}},
 		}}
 	}
-	if isTrue(vd.AutoattachMemBalloon, true) {
+	if unlessFalse(vd.AutoattachMemBalloon) {
 		d.MemBalloon = &libvirtxml.DomainMemBalloon{Model: VirtioModel(vmi), Stats: &libvirtxml.DomainMemBalloonStats{Period: 10}}
 	} else {
 		d.MemBalloon = &libvirtxml.DomainMemBalloon{Model: "none"}
@@ -463,12 +456,7 @@ const GuestAgentChannel = "org.qemu.guest_agent.0"
 
 // instanceKey names the VMI's private directory: its uid, as KubeVirt's,
 // else "<namespace>_<name>".
-func instanceKey(vmi *api.VMI) string {
-	if vmi.Metadata.UID != "" {
-		return vmi.Metadata.UID
-	}
-	return DomainName(vmi)
-}
+func instanceKey(vmi *api.VMI) string { return cmp.Or(vmi.Metadata.UID, DomainName(vmi)) }
 
 func isQ35(m string) bool {
 	return m == "q35" || (len(m) > 7 && m[:7] == "pc-q35-")

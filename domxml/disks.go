@@ -1,6 +1,7 @@
 package domxml
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"strings"
@@ -75,21 +76,12 @@ func diskDevice(vmi *api.VMI, spec *api.Disk, path string, src DiskSource, count
 	device, bus, readonly, pci, busPath := "disk", api.DefaultDiskBus, false, "", path+".disk.bus"
 	switch {
 	case spec.CDRom != nil:
-		device, busPath = "cdrom", path+".cdrom.bus"
-		if spec.CDRom.Bus != "" {
-			bus = spec.CDRom.Bus
-		}
+		device, bus, busPath = "cdrom", cmp.Or(spec.CDRom.Bus, bus), path+".cdrom.bus"
 		readonly = spec.CDRom.ReadOnly == nil || *spec.CDRom.ReadOnly
 	case spec.LUN != nil:
-		device, readonly, busPath = "lun", spec.LUN.ReadOnly, path+".lun.bus"
-		if spec.LUN.Bus != "" {
-			bus = spec.LUN.Bus
-		}
+		device, bus, readonly, busPath = "lun", cmp.Or(spec.LUN.Bus, bus), spec.LUN.ReadOnly, path+".lun.bus"
 	case spec.Disk != nil:
-		if spec.Disk.Bus != "" {
-			bus = spec.Disk.Bus
-		}
-		readonly, pci = spec.Disk.ReadOnly, spec.Disk.PciAddress
+		bus, readonly, pci = cmp.Or(spec.Disk.Bus, bus), spec.Disk.ReadOnly, spec.Disk.PciAddress
 	}
 	if device == "lun" && src.Type != "block" {
 		return libvirtxml.DomainDisk{}, &VolumeError{Disk: path, Volume: spec.Name,

@@ -1,6 +1,8 @@
 package domxml
 
 import (
+	"cmp"
+
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/internal/uuidv5"
 )
@@ -17,11 +19,7 @@ func DomainUUID(vmi *api.VMI) string {
 	if f := vmi.Spec.Domain.Firmware; f != nil && f.UUID != "" {
 		return f.UUID
 	}
-	key := vmi.Metadata.UID
-	if key == "" {
-		key = vmi.Metadata.Namespace + "/" + vmi.Metadata.Name
-	}
-	return uuidv5.SHA1(UUIDNamespace, key)
+	return uuidv5.SHA1(UUIDNamespace, cmp.Or(vmi.Metadata.UID, vmi.Metadata.Namespace+"/"+vmi.Metadata.Name))
 }
 
 // FillUID sets metadata.uid, when the VMI has none, to the version-5 UUID

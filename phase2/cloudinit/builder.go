@@ -1,6 +1,7 @@
 package cloudinit
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -74,10 +75,7 @@ type Builder struct {
 // leaves the images already written, each complete, and nothing partial.
 // Building again with the same VMI replaces the images atomically.
 func (b *Builder) Build(ctx context.Context, vmi *api.VMI) ([]Disk, error) {
-	log := b.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log := cmp.Or(b.Logger, slog.New(slog.DiscardHandler))
 	type job struct {
 		disk  Disk
 		write func(context.Context) error

@@ -69,20 +69,17 @@ func writeISO(ctx context.Context, isoPath, label string, files []isoFile) (err 
 	if err != nil {
 		return fmt.Errorf("cloudinit: image %s: %w", isoPath, err)
 	}
-	// write's and ctx's errors come back as they are; Replace's own
-	// (sync, close, rename) are wrapped here.
-	var passed error
-	err = safefile.Replace(out, isoPath, func(out *os.File) error {
-		passed = fillISO(out, isoPath, root, label)
-		return passed
-	}, func(st safefile.Stage) error {
+	// ctx's error comes back as it is; every other (filling the image,
+	// sync, close, rename) is wrapped here.
+	var ctxErr error
+	err = safefile.Replace(out, isoPath, func(out *os.File) error { return fillISO(out, root, label) }, func(st safefile.Stage) error {
 		if st != safefile.Synced {
 			return nil
 		}
-		passed = ctx.Err()
-		return passed
+		ctxErr = ctx.Err()
+		return ctxErr
 	})
-	if err != nil && err != passed {
+	if err != nil && err != ctxErr {
 		err = fmt.Errorf("cloudinit: image %s: %w", isoPath, err)
 	}
 	if err != nil {
@@ -260,31 +257,28 @@ func padTo(f *os.File, align int64) error {
 	return nil
 }
 
-// fillISO fills out with the ISO 9660 image of the files under root.
-func fillISO(out *os.File, isoPath, root, label string) error {
+// fillISO fills out with the ISO 9660 image of the files under root
+// (writeISO names the image in its errors).
+func fillISO(out *os.File, root, label string) error {
 	img := &imageFile{File: out}
 	fsys, err := iso9660.Create(img, 0, 0, sectorSize, root)
 	if err != nil {
-		return fmt.Errorf("cloudinit: image %s: %w", isoPath, err)
+		return err
 	}
 	if err := fsys.Finalize(iso9660.FinalizeOptions{RockRidge: true, Joliet: true, VolumeIdentifier: label}); err != nil {
-		return fmt.Errorf("cloudinit: image %s: write ISO 9660: %w", isoPath, err)
+		return fmt.Errorf("write ISO 9660: %w", err)
 	}
 	if err := img.finish(); err != nil {
-		return fmt.Errorf("cloudinit: image %s: write ISO 9660: %w", isoPath, err)
+		return fmt.Errorf("write ISO 9660: %w", err)
 	}
-	if err := fixJolietSubdirs(out); err != nil {
-		return fmt.Errorf("cloudinit: image %s: %w", isoPath, err)
-	}
-	if err := fixDescriptors(out); err != nil {
-		return fmt.Errorf("cloudinit: image %s: %w", isoPath, err)
+	for _, fix := range []func(*os.File) error{fixJolietSubdirs, fixDescriptors} {
+		if err := fix(out); err != nil {
+			return err
+		}
 	}
 	if err := padTo(out, ISOAlignment); err != nil {
-		return fmt.Errorf("cloudinit: image %s: pad: %w", isoPath, err)
+		return fmt.Errorf("pad: %w", err)
 	}
 	// Chmod beats the umask: the image must be readable by QEMU's user.
-	if err := out.Chmod(0o644); err != nil {
-		return fmt.Errorf("cloudinit: image %s: %w", isoPath, err)
-	}
-	return nil
+	return out.Chmod(0o644)
 }

@@ -1,6 +1,7 @@
 package cloudinit
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -81,10 +82,7 @@ func NewConfigDriveMetadata(vmi *api.VMI) ConfigDriveMetadata {
 func instanceID(vmi *api.VMI) string { return vmi.Metadata.Name + "." + vmi.Metadata.Namespace }
 
 func instanceType(vmi *api.VMI) string {
-	if t := vmi.Metadata.Annotations[ClusterFlavorAnnotation]; t != "" {
-		return t
-	}
-	return vmi.Metadata.Annotations[FlavorAnnotation]
+	return cmp.Or(vmi.Metadata.Annotations[ClusterFlavorAnnotation], vmi.Metadata.Annotations[FlavorAnnotation])
 }
 
 // NICMetadataType is the type of an interface's entry in the ConfigDrive
