@@ -130,11 +130,7 @@ func Status(in StatusInput) ([]api.InterfaceStatus, error) {
 	// 2. The pod IPs.
 	for _, iface := range in.VMI.Spec.Domain.Devices.Interfaces {
 		if s := byName(out, iface.Name); s != nil {
-			ips := slices.Clone(in.PodIPs[iface.Name])
-			s.IPs, s.IP = ips, ""
-			if len(ips) > 0 {
-				s.IP = ips[0]
-			}
+			setIPs(s, slices.Clone(in.PodIPs[iface.Name]))
 		}
 	}
 
@@ -262,13 +258,14 @@ func mergeGuestIPs(s *api.InterfaceStatus, guest []string) {
 	if len(have6) == 0 || len(g6) == 0 {
 		have6 = g6
 	}
-	s.IPs = append(append([]string(nil), have4...), have6...)
-	if len(s.IPs) == 0 {
-		s.IPs = nil
-	}
-	s.IP = ""
-	if len(s.IPs) > 0 {
-		s.IP = s.IPs[0]
+	setIPs(s, slices.Concat(have4, have6))
+}
+
+// setIPs sets an entry's addresses and its main one, the first.
+func setIPs(s *api.InterfaceStatus, ips []string) {
+	s.IPs, s.IP = ips, ""
+	if len(ips) > 0 {
+		s.IP = ips[0]
 	}
 }
 

@@ -203,15 +203,11 @@ func checkCacheDir(dir string) error {
 	return nil
 }
 
-func (c *netConf) logger() *slog.Logger {
-	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: c.level})).With("plugin", "virtnet-binding-cni")
-}
-
-// logger is the invocation's logger: the container ID on every line;
-// phase1 adds the interface, pod interface and binding to its own lines
-// (each key once per line).
-func (t *target) logger(c *netConf, containerID string) *slog.Logger {
-	return c.logger().With("containerID", containerID)
+// logger is the invocation's logger with attrs (the container ID) on every
+// line; phase1 adds the interface, pod interface and binding to its own
+// lines (each key once per line).
+func (c *netConf) logger(attrs ...any) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: c.level})).With("plugin", "virtnet-binding-cni").With(attrs...)
 }
 
 // target is the one VMI interface an invocation is about.
@@ -352,7 +348,7 @@ func (p Plugin) add(ctx context.Context, args *skel.CmdArgs, c *netConf, store *
 	if err != nil {
 		return err
 	}
-	log := t.logger(c, args.ContainerID)
+	log := c.logger("containerID", args.ContainerID)
 	opts := p.options(c, log)
 	opts.Attachment = &cache.Attachment{ContainerID: args.ContainerID, IfName: args.IfName, Network: c.Name}
 	if err := phase1.Run(ctx, t.vmi, args.Netns, store, opts); err != nil {
@@ -499,7 +495,7 @@ func (p Plugin) del(ctx context.Context, args *skel.CmdArgs, c *netConf, store *
 		// temporary files).
 		return phase1Error(forget(ctx, store, t.vmi.Metadata.UID, p.lockWait()))
 	}
-	log := t.logger(c, args.ContainerID)
+	log := c.logger("containerID", args.ContainerID)
 	if args.Netns == "" || !isNetns(args.Netns) {
 		// The pod's namespace is gone and everything in it with it.
 		log.Info("namespace gone; forgetting the records", "interface", t.iface, "netns", args.Netns)
