@@ -361,7 +361,7 @@ func (p Plugin) add(ctx context.Context, args *skel.CmdArgs, c *netConf, store *
 	if err != nil {
 		return phase1Error(err)
 	}
-	log.Info("interface ready for the sidecar", "interface", t.iface, "record", kvplugin.TapOf(t.podIface, t.podIface == api.PrimaryPodInterface))
+	log.Info("interface ready for the sidecar", "interface", t.iface, "record", rec.Tap)
 	return printResult(c)
 }
 
