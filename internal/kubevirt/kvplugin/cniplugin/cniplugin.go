@@ -397,6 +397,15 @@ func handOff(t *target, netns string, store *cache.Store) (*cache.Interface, err
 // lowerPortStart lets unprivileged processes of the pod bind ports from
 // 67 up (the sidecar's DHCP servers); a lower value is kept.
 func lowerPortStart(netns string) error {
+	return setPortStart(netns, func(cur string) (string, bool) {
+		n, err := strconv.Atoi(cur)
+		return strconv.Itoa(unprivilegedPortStart), err != nil || n > unprivilegedPortStart
+	})
+}
+
+// setPortStart sets ip_unprivileged_port_start in netns to the value to
+// gives for the current one, if it gives one (ok).
+func setPortStart(netns string, to func(cur string) (v string, ok bool)) error {
 	d, closeFn, err := kernel.OpenDriver(netns)
 	if err != nil {
 		return err
@@ -406,10 +415,10 @@ func lowerPortStart(netns string) error {
 	if err != nil {
 		return err
 	}
-	if n, err := strconv.Atoi(cur); err == nil && n <= unprivilegedPortStart {
-		return nil
+	if v, ok := to(cur); ok {
+		return d.SetSysctl(portStartKey, v)
 	}
-	return d.SetSysctl(portStartKey, strconv.Itoa(unprivilegedPortStart))
+	return nil
 }
 
 // restorePortStart puts ip_unprivileged_port_start back to a new
@@ -434,15 +443,9 @@ func restorePortStart(netns string, store *cache.Store, self string) error {
 			return nil // another interface of the pod still needs it
 		}
 	}
-	d, closeFn, err := kernel.OpenDriver(netns)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = closeFn() }()
-	if cur, err := d.Sysctl(portStartKey); err != nil || cur != strconv.Itoa(unprivilegedPortStart) {
-		return err
-	}
-	return d.SetSysctl(portStartKey, strconv.Itoa(defaultPortStart))
+	return setPortStart(netns, func(cur string) (string, bool) {
+		return strconv.Itoa(defaultPortStart), cur == strconv.Itoa(unprivilegedPortStart)
+	})
 }
 
 func printResult(c *netConf) error {
