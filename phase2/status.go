@@ -166,20 +166,15 @@ func Status(in StatusInput) ([]api.InterfaceStatus, error) {
 	}
 
 	// 4. The pod network first.
-	for _, n := range in.VMI.Spec.Networks {
-		if n.Pod == nil {
-			continue
+	if i := slices.IndexFunc(in.VMI.Spec.Networks, func(n api.Network) bool { return n.Pod != nil }); i >= 0 {
+		name := in.VMI.Spec.Networks[i].Name
+		switch j := slices.IndexFunc(out, func(s api.InterfaceStatus) bool { return s.Name == name }); {
+		case j > 0:
+			p := out[j]
+			out = slices.Insert(slices.Delete(out, j, j+1), 0, p)
+		case j < 0 && byName(prev, name) != nil:
+			out = slices.Insert(out, 0, api.InterfaceStatus{Name: name})
 		}
-		if byName(out, n.Name) == nil {
-			if p := byName(prev, n.Name); p != nil {
-				out = slices.Insert(out, 0, api.InterfaceStatus{Name: p.Name})
-			}
-		}
-		if i := slices.IndexFunc(out, func(s api.InterfaceStatus) bool { return s.Name == n.Name }); i > 0 {
-			p := out[i]
-			out = slices.Insert(slices.Delete(out, i, i+1), 0, p)
-		}
-		break
 	}
 
 	// 5. Multus.
