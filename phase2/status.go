@@ -147,9 +147,7 @@ func Status(in StatusInput) ([]api.InterfaceStatus, error) {
 				continue
 			}
 			guestOnly++
-			e := api.InterfaceStatus{MAC: g.MAC, IPs: ips, InterfaceName: g.Name, InfoSource: InfoSourceGuestAgent}
-			e.IP = g.firstIP(ips)
-			out = append(out, e)
+			out = append(out, api.InterfaceStatus{MAC: g.MAC, IPs: ips, IP: g.firstIP(), InterfaceName: g.Name, InfoSource: InfoSourceGuestAgent})
 			continue
 		}
 		if iface, ok := spec[s.Name]; ok && iface.Masquerade != nil {
@@ -354,14 +352,14 @@ func (g guestAgentInterface) ips() []string {
 
 // firstIP is the interface's main address: its first IPv4 one, else its
 // first one.
-func (g guestAgentInterface) firstIP(ips []string) string {
+func (g guestAgentInterface) firstIP() string {
 	for _, a := range g.Addresses {
 		if a.Type == "ipv4" {
 			return a.Address
 		}
 	}
-	if len(ips) > 0 {
-		return ips[0]
+	if len(g.Addresses) > 0 {
+		return g.Addresses[0].Address
 	}
 	return ""
 }

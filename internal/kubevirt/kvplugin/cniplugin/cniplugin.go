@@ -315,10 +315,6 @@ func phase1Error(err error) error {
 	if err == nil {
 		return nil
 	}
-	var te *types.Error
-	if errors.As(err, &te) {
-		return te
-	}
 	details := ""
 	var pe *phase1.Error
 	if errors.As(err, &pe) {
