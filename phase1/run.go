@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/netip"
 	"os"
-	"strconv"
 	"time"
 
 	"github.com/virtnet/virtnet/netdriver/kernel"
@@ -107,14 +106,6 @@ func (o TapOwner) For(vmi *api.VMI) int {
 		return o.uid
 	}
 	return TapOwnerFor(vmi)
-}
-
-// String is the uid, or "the VMI's" for the zero value.
-func (o TapOwner) String() string {
-	if !o.set {
-		return "the VMI's"
-	}
-	return strconv.Itoa(o.uid)
 }
 
 func (o *Options) fill() {

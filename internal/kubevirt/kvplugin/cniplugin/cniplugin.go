@@ -87,14 +87,6 @@ type Plugin struct {
 	LockWait time.Duration
 }
 
-func (p Plugin) context() (context.Context, context.CancelFunc) {
-	t := p.Timeout
-	if t <= 0 {
-		t = DefaultTimeout
-	}
-	return context.WithTimeout(context.Background(), t)
-}
-
 func (p Plugin) lockWait() time.Duration {
 	if p.LockWait <= 0 {
 		return DefaultLockWait
@@ -684,7 +676,11 @@ func (p Plugin) run(args *skel.CmdArgs, verb func(context.Context, *skel.CmdArgs
 	if err != nil {
 		return cacheError(err)
 	}
-	ctx, cancel := p.context()
+	timeout := p.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	return verb(ctx, args, c, store)
 }
