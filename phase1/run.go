@@ -112,9 +112,7 @@ func (o *Options) fill() {
 	if o.Registry == nil {
 		o.Registry = registry.Default()
 	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
+	o.Logger = cmp.Or(o.Logger, slog.New(slog.DiscardHandler))
 	o.PrimaryPodIP = cmp.Or(o.PrimaryPodIP, os.Getenv(PodIPEnv))
 }
 
