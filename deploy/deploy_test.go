@@ -21,6 +21,7 @@ import (
 	"github.com/virtnet/virtnet/internal/kubevirt/kvplugin"
 	"github.com/virtnet/virtnet/internal/kubevirt/kvplugin/cniplugin"
 	"github.com/virtnet/virtnet/internal/kubevirt/kvplugin/sidecar"
+	"github.com/virtnet/virtnet/internal/names"
 	"github.com/virtnet/virtnet/internal/testing/kernelvm"
 	"github.com/virtnet/virtnet/internal/testing/testutil"
 )
@@ -221,7 +222,7 @@ func attach(t *testing.T, n nad, method string) {
 	require.NoError(t, cniplugin.Plugin{}.Add(args), "ADD")
 	src, err := kvplugin.ReadRecord(pod.Pod.Path, method, "eth0", true)
 	require.NoError(t, err, "the sidecar's hand-off record")
-	require.Equal(t, kvplugin.TapOf("eth0", true), src.Link)
+	require.Equal(t, names.Tap("eth0", true), src.Link)
 	require.NoError(t, cniplugin.Plugin{}.Check(args), "CHECK")
 	require.NoError(t, cniplugin.Plugin{}.Add(args), "ADD again")
 	require.NoError(t, cniplugin.Plugin{}.Del(args), "DEL")

@@ -1,6 +1,7 @@
 package netdriver
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -365,14 +366,22 @@ func (nat NAT) Validate() error {
 			return bad(f.name, f.value)
 		}
 	}
-	for _, f := range []struct {
-		name string
-		addr netip.Addr
-	}{{"VM", nat.VM}, {"Gateway", nat.Gateway}} {
-		if !f.addr.IsValid() || f.addr.Zone() != "" || f.addr.Is4In6() ||
-			f.addr.Is4() != (nat.Family == IPv4) {
-			return bad(f.name, f.addr)
+	// wrongAddr refuses an address of the other family, with a zone or
+	// IPv4-mapped.
+	wrongAddr := func(a netip.Addr) bool {
+		return a.Zone() != "" || a.Is4In6() || a.Is4() != (nat.Family == IPv4)
+	}
+	zeroPort := func(field string, ports []uint16) error {
+		if i := slices.Index(ports, 0); i >= 0 {
+			return bad(fmt.Sprintf("%s[%d]", field, i), 0)
 		}
+		return nil
+	}
+	if !nat.VM.IsValid() || wrongAddr(nat.VM) {
+		return bad("VM", nat.VM)
+	}
+	if !nat.Gateway.IsValid() || wrongAddr(nat.Gateway) {
+		return bad("Gateway", nat.Gateway)
 	}
 	for i, p := range nat.Ports {
 		if proto := natProtocol(p.Protocol); proto != "tcp" && proto != "udp" {
@@ -382,30 +391,17 @@ func (nat NAT) Validate() error {
 			return bad(fmt.Sprintf("Ports[%d].Port", i), p.Port)
 		}
 	}
-	for i, p := range nat.MigrationPorts {
-		if p == 0 {
-			return bad(fmt.Sprintf("MigrationPorts[%d]", i), p)
-		}
+	if err := zeroPort("MigrationPorts", nat.MigrationPorts); err != nil {
+		return err
 	}
 	if p := nat.Proxy; p != nil {
-		for _, f := range []struct {
-			name string
-			addr netip.Addr
-		}{{"Proxy.Source", p.Source}, {"Proxy.PodAddress", p.PodAddress}} {
-			if f.addr.IsValid() && (f.addr.Zone() != "" || f.addr.Is4In6() || f.addr.Is4() != (nat.Family == IPv4)) {
-				return bad(f.name, f.addr)
-			}
+		if p.Source.IsValid() && wrongAddr(p.Source) {
+			return bad("Proxy.Source", p.Source)
 		}
-		for _, l := range []struct {
-			name  string
-			ports []uint16
-		}{{"Proxy.ReservedPorts", p.ReservedPorts}, {"Proxy.NonProxiedPorts", p.NonProxiedPorts}} {
-			for i, port := range l.ports {
-				if port == 0 {
-					return bad(fmt.Sprintf("%s[%d]", l.name, i), port)
-				}
-			}
+		if p.PodAddress.IsValid() && wrongAddr(p.PodAddress) {
+			return bad("Proxy.PodAddress", p.PodAddress)
 		}
+		return cmp.Or(zeroPort("Proxy.ReservedPorts", p.ReservedPorts), zeroPort("Proxy.NonProxiedPorts", p.NonProxiedPorts))
 	}
 	return nil
 }

@@ -51,42 +51,42 @@ func Cleanup(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.S
 // whether pair i's records existed before the run (see
 // [binding.Input.Resumed]).
 func cleanupPairs(ctx context.Context, d netdriver.Driver, vmi *api.VMI, pairs []api.Pair, store *cache.Store, opts Options, resumed func(int) bool) error {
-	uid := vmi.Metadata.UID
 	var errs []error
 	for i, p := range slices.Backward(pairs) {
-		name := p.Interface.Name
-		pod, err := store.ReadProgress(uid, name)
-		if errors.Is(err, cache.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			errs = append(errs, &Error{Interface: name, Step: StepRead, Err: err})
-			continue
-		}
-		rec, err := store.ReadInterface(uid, name)
-		if err != nil && !errors.Is(err, cache.ErrNotExist) {
-			errs = append(errs, &Error{Interface: name, Step: StepRead, Err: err})
-			continue
-		}
-		b, err := opts.Registry.Lookup(pod.Binding)
-		if err != nil {
-			errs = append(errs, &Error{Interface: name, Step: StepCleanup, Err: err})
-			continue
-		}
-		// Undo what was done, under the names it was done with: the
-		// pod interface comes from the record, since ordinal names
-		// move when spec.networks is reordered.
-		p.PodInterface = pod.PodInterface
-		in := InputFor(vmi, p, opts)
-		keepRecordedNames(&in, rec)
-		in.Resumed = resumed(i)
-		if err := b.Cleanup(ctx, d, in, pod.Discovered, rec); err != nil {
-			errs = append(errs, &Error{Interface: name, Step: StepCleanup, Err: err})
-			continue
-		}
-		if err := store.Delete(uid, name); err != nil {
-			errs = append(errs, &Error{Interface: name, Step: StepCleanup, Err: err})
+		if step, err := cleanupPair(ctx, d, vmi, p, store, opts, resumed(i)); err != nil {
+			errs = append(errs, &Error{Interface: p.Interface.Name, Step: step, Err: err})
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// cleanupPair undoes phase1 for one pair; a failure comes with its step.
+func cleanupPair(ctx context.Context, d netdriver.Driver, vmi *api.VMI, p api.Pair, store *cache.Store, opts Options, resumed bool) (string, error) {
+	uid, name := vmi.Metadata.UID, p.Interface.Name
+	pod, err := store.ReadProgress(uid, name)
+	if errors.Is(err, cache.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return StepRead, err
+	}
+	rec, err := store.ReadInterface(uid, name)
+	if err != nil && !errors.Is(err, cache.ErrNotExist) {
+		return StepRead, err
+	}
+	b, err := opts.Registry.Lookup(pod.Binding)
+	if err != nil {
+		return StepCleanup, err
+	}
+	// Undo what was done, under the names it was done with: the pod
+	// interface comes from the record, since ordinal names move when
+	// spec.networks is reordered.
+	p.PodInterface = pod.PodInterface
+	in := InputFor(vmi, p, opts)
+	keepRecordedNames(&in, rec)
+	in.Resumed = resumed
+	if err := b.Cleanup(ctx, d, in, pod.Discovered, rec); err != nil {
+		return StepCleanup, err
+	}
+	return StepCleanup, store.Delete(uid, name)
 }

@@ -74,24 +74,11 @@ func (e *Error) Unwrap() error { return e.Err }
 // a context that ended, and errors phase1 does not know. A caller retries
 // those with a backoff, as virt-handler retries everything but a
 // CriticalNetworkError.
-func (e *Error) Permanent() bool {
-	if e.Step == StepValidate {
-		return true
-	}
-	return permanent(e.Err)
-}
+func (e *Error) Permanent() bool { return e.Step == StepValidate || IsPermanent(e.Err) }
 
 // IsPermanent reports whether err, or the [*Error] it wraps, is permanent
 // (see [Error.Permanent]); nil is not.
 func IsPermanent(err error) bool {
-	var pe *Error
-	if errors.As(err, &pe) {
-		return pe.Permanent()
-	}
-	return err != nil && permanent(err)
-}
-
-func permanent(err error) bool {
 	var marked interface{ Permanent() bool }
 	if errors.As(err, &marked) {
 		return marked.Permanent()

@@ -1,6 +1,7 @@
 package phase1
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 
@@ -40,37 +41,25 @@ func namespaceID(path string) (dev, ino uint64, err error) {
 	return uint64(st.Dev), st.Ino, nil
 }
 
+// fileKind names the file type of a netns path that is no namespace.
 func fileKind(mode uint32) string {
-	switch mode & unix.S_IFMT {
-	case unix.S_IFREG:
-		return "a regular file"
-	case unix.S_IFDIR:
-		return "a directory"
-	case unix.S_IFIFO:
-		return "a FIFO"
-	case unix.S_IFSOCK:
-		return "a socket"
-	case unix.S_IFCHR:
-		return "a character device"
-	case unix.S_IFBLK:
-		return "a block device"
+	kinds := map[uint32]string{
+		unix.S_IFREG: "a regular file", unix.S_IFDIR: "a directory", unix.S_IFIFO: "a FIFO",
+		unix.S_IFSOCK: "a socket", unix.S_IFCHR: "a character device", unix.S_IFBLK: "a block device",
 	}
-	return "a file outside nsfs"
+	return cmp.Or(kinds[mode&unix.S_IFMT], "a file outside nsfs")
 }
 
+// namespaceKind names the type of a namespace that is no network one.
 func namespaceKind(typ int) string {
-	for _, k := range []struct {
-		flag int
-		name string
-	}{
-		{unix.CLONE_NEWNS, "a mount namespace"}, {unix.CLONE_NEWUTS, "a UTS namespace"},
-		{unix.CLONE_NEWIPC, "an IPC namespace"}, {unix.CLONE_NEWUSER, "a user namespace"},
-		{unix.CLONE_NEWPID, "a PID namespace"}, {unix.CLONE_NEWCGROUP, "a cgroup namespace"},
-		{unix.CLONE_NEWTIME, "a time namespace"},
-	} {
-		if typ == k.flag {
-			return k.name
-		}
+	kinds := map[int]string{
+		unix.CLONE_NEWNS: "a mount namespace", unix.CLONE_NEWUTS: "a UTS namespace",
+		unix.CLONE_NEWIPC: "an IPC namespace", unix.CLONE_NEWUSER: "a user namespace",
+		unix.CLONE_NEWPID: "a PID namespace", unix.CLONE_NEWCGROUP: "a cgroup namespace",
+		unix.CLONE_NEWTIME: "a time namespace",
+	}
+	if k, ok := kinds[typ]; ok {
+		return k
 	}
 	return fmt.Sprintf("a namespace of type %#x", typ)
 }

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/netip"
 	"os"
-	"strconv"
 	"time"
 
 	"github.com/virtnet/virtnet/netdriver/kernel"
@@ -109,21 +108,11 @@ func (o TapOwner) For(vmi *api.VMI) int {
 	return TapOwnerFor(vmi)
 }
 
-// String is the uid, or "the VMI's" for the zero value.
-func (o TapOwner) String() string {
-	if !o.set {
-		return "the VMI's"
-	}
-	return strconv.Itoa(o.uid)
-}
-
 func (o *Options) fill() {
 	if o.Registry == nil {
 		o.Registry = registry.Default()
 	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
+	o.Logger = cmp.Or(o.Logger, slog.New(slog.DiscardHandler))
 	o.PrimaryPodIP = cmp.Or(o.PrimaryPodIP, os.Getenv(PodIPEnv))
 }
 

@@ -46,7 +46,49 @@ type CacheRecords struct {
 
 // Record reads and checks the pair's record and its progress record.
 func (c CacheRecords) Record(_ context.Context, vmi *api.VMI, p api.Pair) (*cache.Interface, error) {
-	return readRecord(vmi, c.Store, p)
+	uid, name := vmi.Metadata.UID, p.Interface.Name
+	path, err := c.Store.InterfacePath(uid, name)
+	if err != nil {
+		return nil, fmt.Errorf("phase2: interface %q: %w", name, err)
+	}
+	rec, err := c.Store.ReadInterface(uid, name)
+	var verr *cache.VersionError
+	var ce *cache.CorruptError
+	switch {
+	case errors.Is(err, cache.ErrNotExist):
+		return nil, &MissingCacheError{Interface: name, Path: path, Err: err}
+	case errors.As(err, &verr):
+		return nil, &StaleCacheError{Interface: name, Path: path, Field: "version",
+			Got: strconv.Itoa(verr.Got), Want: strconv.Itoa(verr.Want), Err: err}
+	case errors.As(err, &ce) && ce.Field != "":
+		// cache refused one of its values (not an address, a prefix or a MAC).
+		return nil, &InvalidRecordError{Interface: name, Path: path, Field: ce.Field, Value: ce.Value, Reason: ce.Err.Error()}
+	case err != nil:
+		return nil, fmt.Errorf("phase2: interface %q: %w", name, err)
+	}
+	for _, f := range []struct{ field, got, want string }{
+		{"interface", rec.Interface, name},
+		{"binding", rec.Binding, p.Binding()},
+		{"podInterface", rec.PodInterface, p.PodInterface},
+	} {
+		if f.got != f.want {
+			return nil, &StaleCacheError{Interface: name, Path: path, Field: f.field, Got: f.got, Want: f.want}
+		}
+	}
+	if err := checkRecord(path, rec); err != nil {
+		return nil, err
+	}
+	// Phase1 writes the interface record before it prepares the kernel;
+	// only its progress record says the bridge and tap are there.
+	podPath, _ := c.Store.ProgressPath(uid, name)
+	pod, err := c.Store.ReadProgress(uid, name)
+	if err != nil {
+		return nil, &NotReadyError{Interface: name, Path: podPath, Err: err}
+	}
+	if pod.State != cache.Finished {
+		return nil, &NotReadyError{Interface: name, Path: podPath, State: pod.State}
+	}
+	return rec, nil
 }
 
 // ReadRecords is [Items] with the VMI's pairs (api.Pairs) and the records
@@ -89,48 +131,6 @@ func Items(ctx context.Context, vmi *api.VMI, pairs []api.Pair, src Records, opt
 	}
 	slices.SortFunc(items, func(a, b Item) int { return a.Pair.Index - b.Pair.Index })
 	return items, nil
-}
-
-func readRecord(vmi *api.VMI, store *cache.Store, p api.Pair) (*cache.Interface, error) {
-	name := p.Interface.Name
-	path, err := store.InterfacePath(vmi.Metadata.UID, name)
-	if err != nil {
-		return nil, fmt.Errorf("phase2: interface %q: %w", name, err)
-	}
-	rec, err := store.ReadInterface(vmi.Metadata.UID, name)
-	var verr *cache.VersionError
-	switch {
-	case errors.Is(err, cache.ErrNotExist):
-		return nil, &MissingCacheError{Interface: name, Path: path, Err: err}
-	case errors.As(err, &verr):
-		return nil, &StaleCacheError{Interface: name, Path: path, Field: "version",
-			Got: strconv.Itoa(verr.Got), Want: strconv.Itoa(verr.Want), Err: err}
-	case err != nil:
-		return nil, recordError(name, path, err)
-	}
-	for _, f := range []struct{ field, got, want string }{
-		{"interface", rec.Interface, name},
-		{"binding", rec.Binding, p.Binding()},
-		{"podInterface", rec.PodInterface, p.PodInterface},
-	} {
-		if f.got != f.want {
-			return nil, &StaleCacheError{Interface: name, Path: path, Field: f.field, Got: f.got, Want: f.want}
-		}
-	}
-	if err := checkRecord(path, rec); err != nil {
-		return nil, err
-	}
-	// Phase1 writes the interface record before it prepares the kernel;
-	// only its progress record says the bridge and tap are there.
-	podPath, _ := store.ProgressPath(vmi.Metadata.UID, name)
-	pod, err := store.ReadProgress(vmi.Metadata.UID, name)
-	if err != nil {
-		return nil, &NotReadyError{Interface: name, Path: podPath, Err: err}
-	}
-	if pod.State != cache.Finished {
-		return nil, &NotReadyError{Interface: name, Path: podPath, State: pod.State}
-	}
-	return rec, nil
 }
 
 // Render has each item's binding add its device to dom, in the items'

@@ -1,7 +1,6 @@
 package phase2
 
 import (
-	"errors"
 	"fmt"
 	"net/netip"
 	"strconv"
@@ -13,11 +12,11 @@ import (
 
 // checkRecord checks what the types of an interface record's values do
 // not (cache refuses a value that is not an address, a prefix or a MAC
-// when it reads the record, see [recordError]): link names as phase1
-// makes them, a unicast MAC, an MTU of 68-65535, addresses of the right
-// family, route gateways of their destination's family. Unset values are
-// not checked (a binding leaves unset what it does not use). It returns
-// the first problem as an [*InvalidRecordError].
+// when it reads the record): link names as phase1 makes them, a unicast
+// MAC, an MTU of 68-65535, addresses of the right family, route gateways
+// of their destination's family. Unset values are not checked (a binding
+// leaves unset what it does not use). It returns the first problem as an
+// [*InvalidRecordError].
 func checkRecord(path string, rec *cache.Interface) error {
 	bad := func(field, value, reason string) error {
 		return &InvalidRecordError{Interface: rec.Interface, Path: path, Field: field, Value: value, Reason: reason}
@@ -87,18 +86,6 @@ func checkRecord(path string, rec *cache.Interface) error {
 		}
 	}
 	return nil
-}
-
-// recordError is the error of reading the interface record of the VMI
-// interface name at path: an [*InvalidRecordError] when cache refused one
-// of its values (one that is not an address, a prefix or a MAC), else err
-// with the interface named.
-func recordError(name, path string, err error) error {
-	var ce *cache.CorruptError
-	if errors.As(err, &ce) && ce.Field != "" {
-		return &InvalidRecordError{Interface: name, Path: path, Field: ce.Field, Value: ce.Value, Reason: ce.Err.Error()}
-	}
-	return fmt.Errorf("phase2: interface %q: %w", name, err)
 }
 
 func sameFamily(a netip.Addr, ipv6 bool) bool {

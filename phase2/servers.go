@@ -1,6 +1,7 @@
 package phase2
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -99,12 +100,8 @@ func NewDHCPServers(ctx context.Context, opts DHCPOptions) (*DHCPServers, error)
 	if opts.Watch > 0 && opts.Records == nil {
 		return nil, errors.New("phase2: DHCPOptions.Watch needs Records to read a record again")
 	}
-	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
 	sctx, cancel := context.WithCancel(ctx)
-	return &DHCPServers{opts: opts, log: log, ctx: sctx, cancel: cancel}, nil
+	return &DHCPServers{opts: opts, log: cmp.Or(opts.Logger, slog.New(slog.DiscardHandler)), ctx: sctx, cancel: cancel}, nil
 }
 
 // Start starts the DHCP server of the item's interface and returns once it

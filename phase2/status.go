@@ -130,11 +130,7 @@ func Status(in StatusInput) ([]api.InterfaceStatus, error) {
 	// 2. The pod IPs.
 	for _, iface := range in.VMI.Spec.Domain.Devices.Interfaces {
 		if s := byName(out, iface.Name); s != nil {
-			ips := slices.Clone(in.PodIPs[iface.Name])
-			s.IPs, s.IP = ips, ""
-			if len(ips) > 0 {
-				s.IP = ips[0]
-			}
+			setIPs(s, slices.Clone(in.PodIPs[iface.Name]))
 		}
 	}
 
@@ -151,9 +147,7 @@ func Status(in StatusInput) ([]api.InterfaceStatus, error) {
 				continue
 			}
 			guestOnly++
-			e := api.InterfaceStatus{MAC: g.MAC, IPs: ips, InterfaceName: g.Name, InfoSource: InfoSourceGuestAgent}
-			e.IP = g.firstIP(ips)
-			out = append(out, e)
+			out = append(out, api.InterfaceStatus{MAC: g.MAC, IPs: ips, IP: g.firstIP(), InterfaceName: g.Name, InfoSource: InfoSourceGuestAgent})
 			continue
 		}
 		if iface, ok := spec[s.Name]; ok && iface.Masquerade != nil {
@@ -170,20 +164,15 @@ func Status(in StatusInput) ([]api.InterfaceStatus, error) {
 	}
 
 	// 4. The pod network first.
-	for _, n := range in.VMI.Spec.Networks {
-		if n.Pod == nil {
-			continue
+	if i := slices.IndexFunc(in.VMI.Spec.Networks, func(n api.Network) bool { return n.Pod != nil }); i >= 0 {
+		name := in.VMI.Spec.Networks[i].Name
+		switch j := slices.IndexFunc(out, func(s api.InterfaceStatus) bool { return s.Name == name }); {
+		case j > 0:
+			p := out[j]
+			out = slices.Insert(slices.Delete(out, j, j+1), 0, p)
+		case j < 0 && byName(prev, name) != nil:
+			out = slices.Insert(out, 0, api.InterfaceStatus{Name: name})
 		}
-		if byName(out, n.Name) == nil {
-			if p := byName(prev, n.Name); p != nil {
-				out = slices.Insert(out, 0, api.InterfaceStatus{Name: p.Name})
-			}
-		}
-		if i := slices.IndexFunc(out, func(s api.InterfaceStatus) bool { return s.Name == n.Name }); i > 0 {
-			p := out[i]
-			out = slices.Insert(slices.Delete(out, i, i+1), 0, p)
-		}
-		break
 	}
 
 	// 5. Multus.
@@ -262,13 +251,14 @@ func mergeGuestIPs(s *api.InterfaceStatus, guest []string) {
 	if len(have6) == 0 || len(g6) == 0 {
 		have6 = g6
 	}
-	s.IPs = append(append([]string(nil), have4...), have6...)
-	if len(s.IPs) == 0 {
-		s.IPs = nil
-	}
-	s.IP = ""
-	if len(s.IPs) > 0 {
-		s.IP = s.IPs[0]
+	setIPs(s, slices.Concat(have4, have6))
+}
+
+// setIPs sets an entry's addresses and its main one, the first.
+func setIPs(s *api.InterfaceStatus, ips []string) {
+	s.IPs, s.IP = ips, ""
+	if len(ips) > 0 {
+		s.IP = ips[0]
 	}
 }
 
@@ -362,14 +352,14 @@ func (g guestAgentInterface) ips() []string {
 
 // firstIP is the interface's main address: its first IPv4 one, else its
 // first one.
-func (g guestAgentInterface) firstIP(ips []string) string {
+func (g guestAgentInterface) firstIP() string {
 	for _, a := range g.Addresses {
 		if a.Type == "ipv4" {
 			return a.Address
 		}
 	}
-	if len(ips) > 0 {
-		return ips[0]
+	if len(g.Addresses) > 0 {
+		return g.Addresses[0].Address
 	}
 	return ""
 }

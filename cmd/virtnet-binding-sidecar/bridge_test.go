@@ -70,7 +70,7 @@ func TestSidecarBridgeInVM(t *testing.T) {
 	ours := dom.Devices.Interfaces[0]
 	require.Equal(t, "ua-default", ours.Alias.Name)
 	require.NotNil(t, ours.Source.Ethernet)
-	require.Equal(t, kvplugin.TapOf("eth0", true), ours.Target.Dev)
+	require.Equal(t, names.Tap("eth0", true), ours.Target.Dev)
 	require.Equal(t, "no", ours.Target.Managed)
 	require.Equal(t, "virtio-non-transitional", ours.Model.Type)
 	require.Equal(t, uint(pod.MTU), ours.MTU.Size)

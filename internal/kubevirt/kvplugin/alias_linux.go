@@ -10,10 +10,6 @@ import (
 	"github.com/virtnet/virtnet/internal/nlhandle"
 )
 
-// ErrNoLink is returned when the link that should hold a record is not in
-// the namespace.
-var ErrNoLink = errors.New("link not found")
-
 // WriteAlias sets the alias of a link in the network namespace at nsPath
 // ("" is the caller's), like `ip link set dev <link> alias <alias>`. It
 // needs CAP_NET_ADMIN there. An unchanged alias is not rewritten.
@@ -64,7 +60,7 @@ func ReadAlias(nsPath, link string) (alias, typ string, err error) {
 // foreign. primary tells the pod interface of the VM's primary network
 // (see [api.Pair.Primary]).
 func ReadRecord(nsPath, binding, podIface string, primary bool) (*RecordSource, error) {
-	tap := TapOf(podIface, primary)
+	tap := names.Tap(podIface, primary)
 	alias, typ, err := ReadAlias(nsPath, tap)
 	if err != nil {
 		return nil, err

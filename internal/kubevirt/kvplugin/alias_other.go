@@ -4,10 +4,6 @@ package kvplugin
 
 import "errors"
 
-// ErrNoLink is returned when the link that should hold a record is not in
-// the namespace.
-var ErrNoLink = errors.New("link not found")
-
 var errNotLinux = errors.New("kvplugin: link aliases need Linux")
 
 // WriteAlias needs Linux.

@@ -34,9 +34,19 @@ const prefix = "virtnet/v"
 // ErrForeignRecord is returned for an alias virtnet did not write.
 var ErrForeignRecord = errors.New("link alias is not a virtnet hand-off record")
 
+// ErrNoLink is returned when the link that should hold a record is not in
+// the namespace.
+var ErrNoLink = errors.New("link not found")
+
 // ErrCorrupt is wrapped for a record with virtnet's prefix that does not
 // decode or holds an invalid value.
 var ErrCorrupt = errors.New("hand-off record is corrupt")
+
+// RecordSource is a decoded record and the link it was read from.
+type RecordSource struct {
+	Link   string
+	Record *cache.Interface
+}
 
 // VersionError reports a record of another version.
 type VersionError struct {

@@ -3,6 +3,7 @@ package kvplugin
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/internal/names"
@@ -63,9 +64,7 @@ func Resolve(vmiJSON []byte, served Served) (*Resolved, error) {
 	red.Spec.Domain.Devices.Interfaces = nil
 	red.Spec.Networks = nil
 	red.Metadata.Annotations = map[string]string{}
-	for k, v := range full.Metadata.Annotations {
-		red.Metadata.Annotations[k] = v
-	}
+	maps.Copy(red.Metadata.Annotations, full.Metadata.Annotations)
 	red.Metadata.Annotations[api.PodInterfaceNamesAnnotation] = "hashed"
 	plugins := map[string]string{}
 	for i, iface := range full.Spec.Domain.Devices.Interfaces {

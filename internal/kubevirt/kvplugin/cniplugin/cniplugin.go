@@ -87,14 +87,6 @@ type Plugin struct {
 	LockWait time.Duration
 }
 
-func (p Plugin) context() (context.Context, context.CancelFunc) {
-	t := p.Timeout
-	if t <= 0 {
-		t = DefaultTimeout
-	}
-	return context.WithTimeout(context.Background(), t)
-}
-
 func (p Plugin) lockWait() time.Duration {
 	if p.LockWait <= 0 {
 		return DefaultLockWait
@@ -203,15 +195,11 @@ func checkCacheDir(dir string) error {
 	return nil
 }
 
-func (c *netConf) logger() *slog.Logger {
-	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: c.level})).With("plugin", "virtnet-binding-cni")
-}
-
-// logger is the invocation's logger: the container ID on every line;
-// phase1 adds the interface, pod interface and binding to its own lines
-// (each key once per line).
-func (t *target) logger(c *netConf, containerID string) *slog.Logger {
-	return c.logger().With("containerID", containerID)
+// logger is the invocation's logger with attrs (the container ID) on every
+// line; phase1 adds the interface, pod interface and binding to its own
+// lines (each key once per line).
+func (c *netConf) logger(attrs ...any) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: c.level})).With("plugin", "virtnet-binding-cni").With(attrs...)
 }
 
 // target is the one VMI interface an invocation is about.
@@ -319,10 +307,6 @@ func phase1Error(err error) error {
 	if err == nil {
 		return nil
 	}
-	var te *types.Error
-	if errors.As(err, &te) {
-		return te
-	}
 	details := ""
 	var pe *phase1.Error
 	if errors.As(err, &pe) {
@@ -352,7 +336,7 @@ func (p Plugin) add(ctx context.Context, args *skel.CmdArgs, c *netConf, store *
 	if err != nil {
 		return err
 	}
-	log := t.logger(c, args.ContainerID)
+	log := c.logger("containerID", args.ContainerID)
 	opts := p.options(c, log)
 	opts.Attachment = &cache.Attachment{ContainerID: args.ContainerID, IfName: args.IfName, Network: c.Name}
 	if err := phase1.Run(ctx, t.vmi, args.Netns, store, opts); err != nil {
@@ -365,7 +349,7 @@ func (p Plugin) add(ctx context.Context, args *skel.CmdArgs, c *netConf, store *
 	if err != nil {
 		return phase1Error(err)
 	}
-	log.Info("interface ready for the sidecar", "interface", t.iface, "record", kvplugin.TapOf(t.podIface, t.podIface == api.PrimaryPodInterface))
+	log.Info("interface ready for the sidecar", "interface", t.iface, "record", rec.Tap)
 	return printResult(c)
 }
 
@@ -401,6 +385,15 @@ func handOff(t *target, netns string, store *cache.Store) (*cache.Interface, err
 // lowerPortStart lets unprivileged processes of the pod bind ports from
 // 67 up (the sidecar's DHCP servers); a lower value is kept.
 func lowerPortStart(netns string) error {
+	return setPortStart(netns, func(cur string) (string, bool) {
+		n, err := strconv.Atoi(cur)
+		return strconv.Itoa(unprivilegedPortStart), err != nil || n > unprivilegedPortStart
+	})
+}
+
+// setPortStart sets ip_unprivileged_port_start in netns to the value to
+// gives for the current one, if it gives one (ok).
+func setPortStart(netns string, to func(cur string) (v string, ok bool)) error {
 	d, closeFn, err := kernel.OpenDriver(netns)
 	if err != nil {
 		return err
@@ -410,10 +403,10 @@ func lowerPortStart(netns string) error {
 	if err != nil {
 		return err
 	}
-	if n, err := strconv.Atoi(cur); err == nil && n <= unprivilegedPortStart {
-		return nil
+	if v, ok := to(cur); ok {
+		return d.SetSysctl(portStartKey, v)
 	}
-	return d.SetSysctl(portStartKey, strconv.Itoa(unprivilegedPortStart))
+	return nil
 }
 
 // restorePortStart puts ip_unprivileged_port_start back to a new
@@ -438,15 +431,9 @@ func restorePortStart(netns string, store *cache.Store, self string) error {
 			return nil // another interface of the pod still needs it
 		}
 	}
-	d, closeFn, err := kernel.OpenDriver(netns)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = closeFn() }()
-	if cur, err := d.Sysctl(portStartKey); err != nil || cur != strconv.Itoa(unprivilegedPortStart) {
-		return err
-	}
-	return d.SetSysctl(portStartKey, strconv.Itoa(defaultPortStart))
+	return setPortStart(netns, func(cur string) (string, bool) {
+		return strconv.Itoa(defaultPortStart), cur == strconv.Itoa(unprivilegedPortStart)
+	})
 }
 
 func printResult(c *netConf) error {
@@ -499,7 +486,7 @@ func (p Plugin) del(ctx context.Context, args *skel.CmdArgs, c *netConf, store *
 		// temporary files).
 		return phase1Error(forget(ctx, store, t.vmi.Metadata.UID, p.lockWait()))
 	}
-	log := t.logger(c, args.ContainerID)
+	log := c.logger("containerID", args.ContainerID)
 	if args.Netns == "" || !isNetns(args.Netns) {
 		// The pod's namespace is gone and everything in it with it.
 		log.Info("namespace gone; forgetting the records", "interface", t.iface, "netns", args.Netns)
@@ -689,7 +676,11 @@ func (p Plugin) run(args *skel.CmdArgs, verb func(context.Context, *skel.CmdArgs
 	if err != nil {
 		return cacheError(err)
 	}
-	ctx, cancel := p.context()
+	timeout := p.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	return verb(ctx, args, c, store)
 }

@@ -43,7 +43,7 @@ var portKeys = []string{"name", "port", "protocol"}
 func checkKeys(data []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	if err := walk(dec, "", topKeys); err != nil {
+	if err := walk(dec, "", topKeys, nil); err != nil {
 		return err
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
@@ -53,11 +53,16 @@ func checkKeys(data []byte) error {
 }
 
 // walk reads one value; when it is an object and known is not nil, its
-// keys must be in known. path names the value in errors ("" for the top).
-func walk(dec *json.Decoder, path string, known []string) error {
+// keys must be in known; when itemKeys is not nil, it must be a list whose
+// items are objects of those keys. path names the value in errors ("" for
+// the top).
+func walk(dec *json.Decoder, path string, known, itemKeys []string) error {
 	tok, err := dec.Token()
 	if err != nil {
 		return err
+	}
+	if itemKeys != nil && tok != json.Delim('[') {
+		return fmt.Errorf("%q is not a list", path)
 	}
 	switch tok {
 	case json.Delim('{'):
@@ -85,13 +90,11 @@ func walk(dec *json.Decoder, path string, known []string) error {
 				}
 				return fmt.Errorf("unknown key %q", at)
 			}
+			var items []string
 			if path == "" && key == "ports" {
-				if err := walkPorts(dec); err != nil {
-					return err
-				}
-				continue
+				items = portKeys
 			}
-			if err := walk(dec, at, nil); err != nil {
+			if err := walk(dec, at, nil, items); err != nil {
 				return err
 			}
 		}
@@ -99,7 +102,7 @@ func walk(dec *json.Decoder, path string, known []string) error {
 		return err
 	case json.Delim('['):
 		for i := 0; dec.More(); i++ {
-			if err := walk(dec, fmt.Sprintf("%s[%d]", path, i), nil); err != nil {
+			if err := walk(dec, fmt.Sprintf("%s[%d]", path, i), itemKeys, nil); err != nil {
 				return err
 			}
 		}
@@ -107,22 +110,4 @@ func walk(dec *json.Decoder, path string, known []string) error {
 		return err
 	}
 	return nil
-}
-
-// walkPorts reads the "ports" array, each item's keys in portKeys.
-func walkPorts(dec *json.Decoder) error {
-	tok, err := dec.Token()
-	if err != nil {
-		return err
-	}
-	if tok != json.Delim('[') {
-		return errors.New(`"ports" is not a list`)
-	}
-	for i := 0; dec.More(); i++ {
-		if err := walk(dec, fmt.Sprintf("ports[%d]", i), portKeys); err != nil {
-			return err
-		}
-	}
-	_, err = dec.Token()
-	return err
 }

@@ -65,7 +65,7 @@ type Config struct {
 	NetNS string
 	// ResolvConf is read once per DHCP server start.
 	ResolvConf string
-	// Logger is never nil after fill.
+	// Logger receives the sidecar's log; nil discards it.
 	Logger *slog.Logger
 	// ShutdownGrace bounds how long Run waits, once it stops, for calls
 	// in progress (a client may hold a half-sent call for ever); then it
