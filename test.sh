@@ -88,11 +88,13 @@ leakbase=$(mktemp)
 trap 'rm -f "$leakbase"' EXIT
 scripts/leakcheck.sh --save "$leakbase"
 
+# e2e boots its guests one after another under TCG: about 19 minutes of one
+# package on two cores, so the per-binary limit leaves room above that.
 echo "== tests (static binaries: the kernel VM runs them as they are)"
-CGO_ENABLED=0 go test -count=1 -timeout 20m ./...
+CGO_ENABLED=0 go test -count=1 -timeout 30m ./...
 
 echo "== tests under the race detector"
-go test -race -count=1 -timeout 20m ./...
+go test -race -count=1 -timeout 30m ./...
 
 echo "== leftovers (network namespaces, processes, mounts the tests made)"
 scripts/leakcheck.sh --since "$leakbase"
