@@ -2,11 +2,10 @@
 # bench.sh — runs virtnet's benchmarks (root: they create network
 # namespaces) and prints ONE markdown table with the machine. Not part of
 # CI. RUNS (default 3) sets the phase1/script runs per case.
-# KUBEVIRT_SRC=/path/to/kubevirt-v0.53.2 adds the KubeVirt rows: its own
-# phase1, built from that tree by bench/kubevirt-peer.sh, timed against
-# ours on identical fresh pods (a dev-time row; CI never needs it).
-# KUBEVIRT_1X_SRC=/path/to/kubevirt-v1.9.0 adds the same rows against
-# KubeVirt v1.9.0's phase1 (virt-handler's pkg/network/setup/netpod).
+# PEER_DIRS="DIR ..." adds rows against a peer's phase1 (each DIR laid out
+# as phase1bench's doc says, KubeVirt's own v0.53.2 or v1.9.0 so far; the
+# user brings it, nothing here makes one), timed against ours on identical
+# fresh pods.
 case "${1:-}" in -h | --help) sed -n '2,/^[^#]/{/^#/{s/^# \{0,1\}//;p}}' "$0"; exit 0 ;; esac
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -31,12 +30,9 @@ gobench() { # pkg regexp benchtime
 	go test "$1" -run '^$' -bench "$2" -benchtime "$3" -count 1 | grep '^Benchmark'
 }
 : >"$tmp/peer"
-n=0
-for src in ${KUBEVIRT_SRC:-} ${KUBEVIRT_1X_SRC:-}; do
-	n=$((n + 1))
-	bench/kubevirt-peer.sh "$src" "$tmp/kubevirt$n" >&2
-	"$tmp/phase1bench" -peer "$tmp/kubevirt$n" -runs "$((runs > 5 ? runs : 5))" -settle 1s -header=false -cache-dir /dev/shm |
-		sed "s/^| /| $(cat "$tmp/kubevirt$n/version") /" >>"$tmp/peer"
+for dir in ${PEER_DIRS:-}; do
+	"$tmp/phase1bench" -peer "$dir" -runs "$((runs > 5 ? runs : 5))" -settle 1s -header=false -cache-dir /dev/shm |
+		sed "s/^| /| $(cat "$dir/version") /" >>"$tmp/peer"
 done
 gobench ./phase2 'Render1$|Render64$|Load64$' 2s >"$tmp/go"
 gobench ./examples/virtnet-xml 'DecodeRender$' 2s >>"$tmp/go"

@@ -4,10 +4,12 @@
 // names of KubeVirt's VirtualMachineInstance and VirtualMachine (every type
 // reachable from them), taken from KubeVirt's OpenAPI documents
 // (api/openapi-spec/swagger.json of each release given; the union of their
-// fields), without descriptions. Run from api/:
+// fields), without descriptions. Run from api/, naming each release's
+// swagger.json (a data file of KubeVirt's repository at that tag; nothing of
+// KubeVirt is built):
 //
 //	go run gen_kubevirt_schema.go -tag v0.53.2,v1.9.0 \
-//	  -swagger /work/kv/v0.53.2/api/openapi-spec/swagger.json,/work/kv/v1.9.0/api/openapi-spec/swagger.json
+//	  -swagger SWAGGER_V0_53_2,SWAGGER_V1_9_0
 //
 // The output, kubevirt_schema.json, maps each type name to its fields; a
 // field's value is "" for a scalar, a type name for an object, "[]X" for an

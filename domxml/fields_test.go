@@ -16,7 +16,7 @@ import (
 	"github.com/virtnet/virtnet/domxml"
 )
 
-var writeRows = flag.Bool("kubevirt.write-rows", false, "TestFieldTable writes one manifest per rendered row to testdata/kubevirt/manifests (then run scripts/kubevirt-compare.sh render)")
+var writeRows = flag.Bool("kubevirt.write-rows", false, "TestFieldTable writes one manifest per rendered row to testdata/kubevirt/manifests (KubeVirt v0.53.2 renders them outside the repository: testdata/kubevirt/README.md)")
 
 func ptr[T any](v T) *T { return &v }
 

@@ -20,7 +20,7 @@ import (
 
 // kv19Dir holds VMI manifests with KubeVirt 1.x's interface fields and,
 // beside each, the domain KubeVirt v1.9.0's own mutating webhook and
-// converter give it (scripts/kvprobe-iface.sh; see the README there).
+// converter gave it (run outside the repository; see the README there).
 const kv19Dir = "testdata/kubevirt-v1.9.0-interfaces"
 
 // interfaceParts are the parts of an <interface> both sides render from

@@ -15,13 +15,13 @@ import (
 	"github.com/virtnet/virtnet/domxml"
 )
 
-var kubevirtReport = flag.Bool("kubevirt.report", false, "TestKubeVirtComparison prints every difference, allowed or not (scripts/kubevirt-compare.sh diff)")
+var kubevirtReport = flag.Bool("kubevirt.report", false, "TestKubeVirtComparison prints every difference, allowed or not")
 
-// placeholderUID is the metadata.uid scripts/kubevirt-compare.sh gives a
+// placeholderUID is the metadata.uid KubeVirt was given (testdata/kubevirt/README.md) for a
 // manifest without one (the API server would give it a random one).
 const placeholderUID = "00000000-0000-4000-8000-0000000000a1"
 
-// standaloneUUID is the firmware UUID the script gives a standalone VMI
+// standaloneUUID is the firmware UUID KubeVirt was given for a standalone VMI
 // without one, where KubeVirt picks a random one.
 const standaloneUUID = "00000000-0000-4000-8000-000000000000"
 

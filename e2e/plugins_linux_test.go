@@ -27,7 +27,7 @@ import (
 // kubevirtTestdata holds what KubeVirt v1.9.0's own code rendered for a VMI
 // whose pod network goes through binding {name: virtnet-masquerade}: the
 // VMI JSON and the domain virt-launcher hands to the hook sidecars
-// (scripts/kvprobe.sh, provenance in its README.md).
+// (provenance in that directory's README.md).
 const kubevirtTestdata = "../cmd/virtnet-binding-sidecar/testdata/kubevirt-v1.9.0"
 
 // TestGuestThroughBindingPlugins boots a real guest networked by virtnet's

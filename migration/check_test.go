@@ -36,7 +36,7 @@ func readJSON(t *testing.T, path string, v any) {
 // TestCheckKubeVirt: Check gives, on every case of
 // testdata/kubevirt-v1.9.0-migratable.in.json, the answer KubeVirt
 // v1.9.0's own VerifyVMIMigratable gave (testdata/kubevirt-v1.9.0-
-// migratable.json, written by scripts/kvmigratable.sh), and its message
+// migratable.json; testdata/README.md says where it came from), and its message
 // starts with KubeVirt's.
 func TestCheckKubeVirt(t *testing.T) {
 	var in peerInput

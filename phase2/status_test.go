@@ -20,8 +20,9 @@ import (
 // TestStatusKubeVirt: Status computes, for each case of testdata/status
 // (a VMI with its previous status.interfaces, a domain XML, the pod IPs
 // and a guest agent report), the status.interfaces that KubeVirt v1.9.0's
-// virt-handler computed from the same inputs (kubevirt-v1.9.0.json, made
-// by scripts/kvprobe1x.sh with KubeVirt's own NetStat.UpdateStatus), field
+// virt-handler computed from the same inputs (kubevirt-v1.9.0.json: the
+// answer of KubeVirt's own NetStat.UpdateStatus, run outside this
+// repository; testdata/status/README.md), field
 // for field and in the same order.
 func TestStatusKubeVirt(t *testing.T) {
 	dirs, err := filepath.Glob("testdata/status/*/vmi.json")

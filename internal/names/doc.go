@@ -10,7 +10,7 @@
 // "k6t-16477688c0e" and "16477688c0e-nic"); tap "tap0" for the primary
 // interface and "tap<pod[3:]>" for the others. TestKubeVirtNames checks
 // them against the output of KubeVirt's own functions
-// (testdata/kubevirt-v1.9.0-names.json, made by scripts/kvprobe1x.sh).
+// (testdata/kubevirt-v1.9.0-names.json; its README says where it came from).
 //
 // KubeVirt does not handle longer names (it fails at link creation).
 // Here a name that would be too long is replaced by a short form: the

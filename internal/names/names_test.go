@@ -50,7 +50,7 @@ func TestLinkNames(t *testing.T) {
 
 // kubevirtNames is one network of testdata/kubevirt-v1.9.0-json:
 // what KubeVirt v1.9.0's own functions derive for it (see
-// scripts/kvprobe1x.sh).
+// testdata/README.md).
 type kubevirtNames struct {
 	Network                string `json:"network"`
 	Kind                   string `json:"kind"`

@@ -16,8 +16,8 @@
 // (`ip netns exec POD bash SCRIPT`), their ratio, the cost per interface,
 // and the kernel round trips per interface that netdriver counted.
 //
-// With -peer DIR (built by bench/kubevirt-peer.sh from a KubeVirt v0.53.2
-// or v1.9.0 tree) it times KubeVirt's own phase1 instead: the masquerade binding with
+// With -peer DIR it times a peer's phase1 instead, KubeVirt's own (v0.53.2 or
+// v1.9.0) being the one measured so far: the masquerade binding with
 // two ports, IPv4 and dual-stack, on identical fresh pods (sides alternated,
 // -settle after creating each pod), KubeVirt's NetConf.Setup call against
 // our phase1 call, with ApplyNAT's share of ours and the kernel's share of
@@ -26,8 +26,14 @@
 // caches, its nftables files on /etc/nftables, and passwd/group files with
 // the qemu user its cache writes chown to.
 //
-//	bench/kubevirt-peer.sh /work/kv/v0.53.2 /tmp/kv
-//	go run ./bench/cmd/phase1bench -peer /tmp/kv -runs 9 -cache-dir /dev/shm
+// DIR is the user's own; nothing in this repository makes one. It holds an
+// executable kubevirt-phase1 that, given -vmi FILE (the VMI as JSON), -pid
+// PID (a process in the pod's network namespace) and -cache ROOT, runs the
+// peer's phase1 once and prints the nanoseconds that call took; bin/ with
+// what it runs (KubeVirt's virt-chroot); nftables/ (v0.53.2's
+// ipv4-nat.nft and ipv6-nat.nft); and a file version naming the release.
+//
+//	go run ./bench/cmd/phase1bench -peer DIR -runs 9 -cache-dir /dev/shm
 //
 // -peer-state DIR also writes each side's kernel state after the first run
 // of each case (links, addresses, routes, rules, neighbours, the nftables

@@ -46,7 +46,7 @@ func main() {
 	header := flag.Bool("header", true, "print the table header")
 	flag.StringVar(&cacheParent, "cache-dir", os.TempDir(), "where phase1's cache directories go (tmpfs or disk: the atomic writes fsync)")
 	flag.BoolVar(&profile, "profile", false, "print, per driver method, the calls and time of phase1's last run of each case (stderr)")
-	peer := flag.String("peer", "", "directory built by bench/kubevirt-peer.sh: time KubeVirt's phase1 (v0.53.2 or v1.9.0) against ours instead")
+	peer := flag.String("peer", "", "directory holding a peer's phase1 (layout in the package doc; KubeVirt's v0.53.2 or v1.9.0): time it against ours instead")
 	peerState := flag.String("peer-state", "", "with -peer: write each side's kernel state after the first run of each case into this directory")
 	settle := flag.Duration("settle", 0, "wait after creating each pod's namespaces (and 5 ms more per interface), so that the previous run's namespaces are gone")
 	showVersion := flag.Bool("version", false, "print the version and exit")

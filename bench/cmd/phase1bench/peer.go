@@ -69,8 +69,8 @@ type peerResult struct {
 	requests int64
 }
 
-// runPeer times phase1.Run against KubeVirt v0.53.2's own phase1 (built by
-// bench/kubevirt-peer.sh into dir) on identical fresh pods: same VMI, same
+// runPeer times phase1.Run against the peer's phase1 in dir (the layout in
+// the package doc) on identical fresh pods: same VMI, same
 // pod shape, caches on the same file system, sides alternated, settle
 // after creating each pod's namespaces.
 func runPeer(dir string, runs int, settle time.Duration, header bool, stateDir string) error {
@@ -87,7 +87,7 @@ func runPeer(dir string, runs int, settle time.Duration, header bool, stateDir s
 	}
 	for _, p := range need {
 		if _, err := os.Stat(filepath.Join(dir, p)); err != nil {
-			return fmt.Errorf("-peer %s: %w (build it with bench/kubevirt-peer.sh)", dir, err)
+			return fmt.Errorf("-peer %s: %w (the directory's layout: see phase1bench's doc)", dir, err)
 		}
 	}
 	// KubeVirt loads /etc/nftables/ipv[46]-nat.nft; the files are bind
