@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -417,7 +418,7 @@ func TestAPIDiff(t *testing.T) {
 	if err != nil {
 		cache = os.TempDir()
 	}
-	cache = filepath.Join(cache, "virtnet-apidiff", apidiffVersion)
+	cache = filepath.Join(cache, "virtnet-apidiff", apidiffVersion, runtime.Version())
 	require.NoError(t, os.MkdirAll(cache, 0o755))
 	apidiff := filepath.Join(cache, "apidiff")
 	if _, err := os.Stat(apidiff); err != nil {

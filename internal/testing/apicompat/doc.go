@@ -24,7 +24,7 @@
 // change on a line of its own, ready to be written into the CHANGELOG.
 //
 // The export data of the release's commit is cached (the user cache
-// directory, virtnet-apidiff/<apidiff version>/<commit>.export), so only
+// directory, virtnet-apidiff/<apidiff version>/<Go version>/<commit>.export), so only
 // the working tree is type-checked on a second run. A clone without the
 // release's commit (a shallow clone) skips the test saying so, and fails it
 // under VIRTNET_REQUIRE_KERNEL=1 (CI).
