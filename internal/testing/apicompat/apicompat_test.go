@@ -459,6 +459,9 @@ func TestAPIDiff(t *testing.T) {
 	changes, err := parseReport(out)
 	require.NoError(t, err)
 	t.Logf("apidiff %s → working tree: %d incompatible changes", last.Version, len(changes))
+	for _, c := range changes {
+		t.Logf("  %s.%s: %s", c.Pkg, c.Name, c.What)
+	}
 
 	if missing := unnamed(cl.Unreleased, changes); len(missing) > 0 {
 		var sb strings.Builder
