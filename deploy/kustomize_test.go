@@ -11,7 +11,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -290,4 +292,55 @@ func TestDeployFilesDecodeStrictly(t *testing.T) {
 	all, err := filepath.Glob("*.yaml")
 	require.NoError(t, err)
 	require.ElementsMatch(t, []string{"macvtap.yaml", "example-network.yaml", "vm-example.yaml"}, all)
+}
+
+// TestImagesComponentOverrides: naming another registry and release in
+// deploy/images alone (docs/kubevirt-1x.md, Install step 2) changes every
+// image that each step applies: the installer's containers and the KubeVirt
+// CR's sidecar images, on every KubeVirt release's path.
+func TestImagesComponentOverrides(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds kustomize from the module proxy (-short)")
+	}
+	bin := kustomize(t)
+	tmp := t.TempDir()
+	require.NoError(t, filepath.WalkDir(".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".yaml") {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Join(tmp, filepath.Dir(p)), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(tmp, p), b, 0o644)
+	}))
+	var comp map[string]any
+	b, err := os.ReadFile("images/kustomization.yaml")
+	require.NoError(t, err)
+	require.NoError(t, yaml.Unmarshal(b, &comp))
+	for _, im := range comp["images"].([]any) {
+		m := im.(map[string]any)
+		m["newName"] = "mirror.example.com/" + filepath.Base(m["name"].(string))
+		m["newTag"] = "v9.9.9"
+	}
+	b, err = yaml.Marshal(comp)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(tmp, "images/kustomization.yaml"), b, 0o644))
+
+	imageRE := regexp.MustCompile(`(?m)^\s+-? ?(image|sidecarImage): (\S+)$`)
+	for dir, kind := range kustomizations(t) {
+		if kind == "Component" {
+			continue
+		}
+		out, err := exec.CommandContext(t.Context(), bin, "build", filepath.Join(tmp, dir)).CombinedOutput()
+		require.NoError(t, err, "%s: %s", dir, out)
+		images := imageRE.FindAllStringSubmatch(string(out), -1)
+		require.NotEmpty(t, images, dir)
+		for _, m := range images {
+			require.Regexp(t, `^mirror\.example\.com/[a-z-]+:v9\.9\.9$`, m[2], "%s: %s", dir, m[0])
+		}
+	}
 }
