@@ -29,13 +29,13 @@ import (
 // The manifests, embedded so that the tests delegated to the kernel VM
 // (which sees no host files) have them.
 var (
-	//go:embed kubevirt-cr.yaml
+	//go:embed sidecars/kubevirt-cr.yaml
 	kubevirtCR []byte
-	//go:embed network-attachment-definitions.yaml
+	//go:embed cni/network-attachment-definitions.yaml
 	nads []byte
 	//go:embed vm-example.yaml
 	vmExample []byte
-	//go:embed cni-daemonset.yaml
+	//go:embed cni/cni-daemonset.yaml
 	cniDaemonSet []byte
 	//go:embed Containerfile
 	containerfile []byte

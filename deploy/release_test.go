@@ -4,6 +4,7 @@ package deploy
 
 import (
 	"encoding/json"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,6 +30,7 @@ type kustomization struct {
 	APIVersion     string   `json:"apiVersion"`
 	Kind           string   `json:"kind"`
 	Resources      []string `json:"resources"`
+	Components     []string `json:"components"`
 	Configurations []string `json:"configurations"`
 	Images         []struct {
 		Name    string `json:"name"`
@@ -46,27 +48,48 @@ func loadKustomization(t *testing.T, path string) kustomization {
 	require.NoError(t, err)
 	var k kustomization
 	strict(t, path, b, &k)
-	require.Equal(t, "kustomize.config.k8s.io/v1beta1", k.APIVersion)
-	require.Equal(t, "Kustomization", k.Kind)
+	if k.Kind == "Component" {
+		require.Equal(t, "kustomize.config.k8s.io/v1alpha1", k.APIVersion)
+	} else {
+		require.Equal(t, "kustomize.config.k8s.io/v1beta1", k.APIVersion)
+		require.Equal(t, "Kustomization", k.Kind)
+	}
 	return k
 }
 
-// TestKustomization: deploy/ applies as one kustomization; every image its
-// resources name (the installer's and the CR's sidecar images) is pinned
-// to the release of CHANGELOG.md and listed under images: to be
-// overridden, the CR's sidecarImage fields through kustomizeconfig.yaml.
+// TestKustomization: deploy/ applies in two steps, deploy/sidecars (the
+// KubeVirt CR) then deploy/cni (the installer and the NADs), both taking
+// the images of deploy/images; every image their resources name (the
+// installer's and the CR's sidecar images) is pinned to the release of
+// CHANGELOG.md and listed under images: to be overridden, the CR's
+// sidecarImage fields through kustomizeconfig.yaml.
 func TestKustomization(t *testing.T) {
-	k := loadKustomization(t, "kustomization.yaml")
-	require.ElementsMatch(t, []string{"cni-daemonset.yaml", "network-attachment-definitions.yaml", "kubevirt-cr.yaml"}, k.Resources)
+	images := loadKustomization(t, "images/kustomization.yaml")
+	require.Equal(t, "Component", images.Kind)
+	require.Empty(t, images.Resources)
+	steps := map[string][]string{
+		"sidecars": {"kubevirt-cr.yaml"},
+		"cni":      {"cni-daemonset.yaml", "network-attachment-definitions.yaml"},
+	}
+	var resources []string
+	for dir, want := range steps {
+		k := loadKustomization(t, dir+"/kustomization.yaml")
+		require.ElementsMatch(t, want, k.Resources, dir)
+		require.Equal(t, []string{"../images"}, k.Components, dir)
+		require.Empty(t, k.Images, "%s: images are deploy/images' alone", dir)
+		for _, r := range k.Resources {
+			resources = append(resources, dir+"/"+r)
+		}
+	}
 	rel := release(t)
 	overridable := map[string]string{}
-	for _, im := range k.Images {
+	for _, im := range images.Images {
 		require.Equal(t, rel, im.NewTag, im.Name)
 		overridable[im.Name] = im.NewTag
 	}
 	imageRE := regexp.MustCompile(`(?m)^\s+(image|sidecarImage): (\S+)$`)
 	seen := map[string]bool{}
-	for _, r := range k.Resources {
+	for _, r := range resources {
 		b, err := os.ReadFile(r)
 		require.NoError(t, err)
 		for _, m := range imageRE.FindAllStringSubmatch(string(b), -1) {
@@ -79,10 +102,15 @@ func TestKustomization(t *testing.T) {
 	}
 	require.Len(t, seen, len(overridable), "an image under images: that no resource uses")
 
-	// Every image of virtnet's own in deploy/, in the kustomization or
+	// Every image of virtnet's own in deploy/, in a kustomization or
 	// not (deploy/macvtap.yaml), carries the release.
-	all, err := filepath.Glob("*.yaml")
-	require.NoError(t, err)
+	var all []string
+	require.NoError(t, filepath.WalkDir(".", func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".yaml") {
+			all = append(all, p)
+		}
+		return err
+	}))
 	for _, f := range all {
 		b, err := os.ReadFile(f)
 		require.NoError(t, err)
@@ -99,9 +127,9 @@ func TestKustomization(t *testing.T) {
 			Kind string `json:"kind"`
 		} `json:"images"`
 	}
-	b, err := os.ReadFile("kustomizeconfig.yaml")
+	b, err := os.ReadFile("images/kustomizeconfig.yaml")
 	require.NoError(t, err)
-	strict(t, "kustomizeconfig.yaml", b, &cfg)
+	strict(t, "images/kustomizeconfig.yaml", b, &cfg)
 	var paths []string
 	for _, f := range cfg.Images {
 		require.Equal(t, "KubeVirt", f.Kind)
@@ -112,7 +140,7 @@ func TestKustomization(t *testing.T) {
 		want = append(want, "spec/configuration/network/binding/"+name+"/sidecarImage")
 	}
 	require.ElementsMatch(t, want, paths)
-	require.Equal(t, []string{"kustomizeconfig.yaml"}, k.Configurations)
+	require.Equal(t, []string{"kustomizeconfig.yaml"}, images.Configurations)
 }
 
 // TestVersionMatrix: what docs/kubevirt-1x.md's matrix says each KubeVirt
@@ -128,7 +156,7 @@ func TestVersionMatrix(t *testing.T) {
 	require.Equal(t, []map[string]any{{"op": "add", "path": "/spec/configuration/developerConfiguration/featureGates/-", "value": "NetworkBindingPlugins"}}, gate)
 
 	k := loadKustomization(t, "kubevirt-1.1/kustomization.yaml")
-	require.Equal(t, []string{"../"}, k.Resources)
+	require.Equal(t, []string{"../sidecars"}, k.Resources)
 	require.Len(t, k.Patches, 1)
 	require.Equal(t, "KubeVirt", k.Patches[0].Target["kind"])
 	var ops []struct {
@@ -206,25 +234,47 @@ func TestExampleNetworks(t *testing.T) {
 
 // TestInstallerPrivileged: the CNI installer writes the host's
 // /opt/cni/bin, which SELinux refuses to an unprivileged container
-// (container_t) whatever its uid.
+// (container_t) whatever its uid: it is a privileged init container. The
+// container that keeps the pod running afterwards has no privilege at all.
 func TestInstallerPrivileged(t *testing.T) {
 	var ds struct {
 		Spec struct {
 			Template struct {
 				Spec struct {
-					Containers []struct {
+					InitContainers []struct {
+						Command         []string `json:"command"`
 						SecurityContext struct {
 							Privileged *bool `json:"privileged"`
 						} `json:"securityContext"`
+					} `json:"initContainers"`
+					Containers []struct {
+						SecurityContext struct {
+							Privileged               *bool `json:"privileged"`
+							RunAsNonRoot             *bool `json:"runAsNonRoot"`
+							AllowPrivilegeEscalation *bool `json:"allowPrivilegeEscalation"`
+							Capabilities             struct {
+								Drop []string `json:"drop"`
+							} `json:"capabilities"`
+						} `json:"securityContext"`
+						VolumeMounts []any `json:"volumeMounts"`
 					} `json:"containers"`
 				} `json:"spec"`
 			} `json:"template"`
 		} `json:"spec"`
 	}
 	require.NoError(t, yaml.Unmarshal(cniDaemonSet, &ds))
-	require.Len(t, ds.Spec.Template.Spec.Containers, 1)
-	p := ds.Spec.Template.Spec.Containers[0].SecurityContext.Privileged
+	spec := ds.Spec.Template.Spec
+	require.Len(t, spec.InitContainers, 1)
+	require.Equal(t, []string{"/install-cni"}, spec.InitContainers[0].Command)
+	p := spec.InitContainers[0].SecurityContext.Privileged
 	require.True(t, p != nil && *p)
+	require.Len(t, spec.Containers, 1)
+	sc := spec.Containers[0].SecurityContext
+	require.Nil(t, sc.Privileged)
+	require.True(t, sc.RunAsNonRoot != nil && *sc.RunAsNonRoot)
+	require.True(t, sc.AllowPrivilegeEscalation != nil && !*sc.AllowPrivilegeEscalation)
+	require.Equal(t, []string{"ALL"}, sc.Capabilities.Drop)
+	require.Empty(t, spec.Containers[0].VolumeMounts, "the waiting container needs no host directory")
 }
 
 // TestImagesEveryArch: the images' binaries build for amd64 and arm64 as
