@@ -407,7 +407,10 @@ func TestAPIDiff(t *testing.T) {
 	if _, err := git(ctx, root, "cat-file", "-e", last.Commit+"^{commit}"); err != nil {
 		shallow, _ := git(ctx, root, "rev-parse", "--is-shallow-repository")
 		if shallow == "true" {
-			testutil.Skip(t, fmt.Sprintf("the clone is shallow and lacks %s's commit %s: git fetch --unshallow", last.Version, last.Commit))
+			// Not a missing kernel feature: a plain skip even under
+			// VIRTNET_REQUIRE_KERNEL (test.sh unshallows the clone first
+			// when it can; a full clone, as CI's, runs the check).
+			t.Skipf("the clone is shallow and lacks %s's commit %s: git fetch --unshallow", last.Version, last.Commit)
 		}
 		t.Fatalf("CHANGELOG.md: %s's commit %s is not in the repository: %v", last.Version, last.Commit, err)
 	}

@@ -26,6 +26,7 @@
 // The export data of the release's commit is cached (the user cache
 // directory, virtnet-apidiff/<apidiff version>/<Go version>/<commit>.export), so only
 // the working tree is type-checked on a second run. A clone without the
-// release's commit (a shallow clone) skips the test saying so, and fails it
-// under VIRTNET_REQUIRE_KERNEL=1 (CI).
+// release's commit (a shallow clone) skips the test saying so, also under
+// VIRTNET_REQUIRE_KERNEL=1: history is not a kernel feature, and test.sh
+// deepens a shallow clone first when a remote can.
 package apicompat

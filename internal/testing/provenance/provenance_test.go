@@ -55,8 +55,8 @@ func committedFiles(t *testing.T) (root string, files []string) {
 // TestNoKubeVirtBuild fails on a committed file that holds a development
 // machine's path, on a committed Go file that imports KubeVirt's module
 // (or a go.mod that requires it), and on a committed file that extracts or
-// builds a KubeVirt tree (KUBEVIRT_SRC, or git archive next to KubeVirt's
-// name).
+// builds a KubeVirt tree (the source-tree variable the removed scripts
+// read, or an archive of a repository within two lines of KubeVirt's name).
 func TestNoKubeVirtBuild(t *testing.T) {
 	root, files := committedFiles(t)
 	var problems []string
@@ -84,8 +84,15 @@ func check(name string, data []byte) []string {
 	if i := strings.Index(text, srcVariable); i >= 0 {
 		problems = append(problems, name+": names the variable of a KubeVirt source tree ("+excerpt(text, i)+")")
 	}
-	if i := strings.Index(text, gitArchive); i >= 0 && strings.Contains(strings.ToLower(text), "kubevirt") {
-		problems = append(problems, name+": extracts a tree next to KubeVirt's name ("+excerpt(text, i)+")")
+	lines := strings.Split(text, "\n")
+	for n, line := range lines {
+		if !strings.Contains(line, gitArchive) {
+			continue
+		}
+		near := strings.ToLower(strings.Join(lines[max(0, n-2):min(len(lines), n+3)], "\n"))
+		if strings.Contains(near, "kubevirt") {
+			problems = append(problems, name+": extracts a tree next to KubeVirt's name ("+strconv.Quote(strings.TrimSpace(line))+")")
+		}
 	}
 	switch {
 	case strings.HasSuffix(name, ".go"):
@@ -138,7 +145,9 @@ func TestCheck(t *testing.T) {
 		{"machine path", "docs/x.md", "built in " + devPath + "kv/v1.9.0", true},
 		{"source variable", "bench.sh", "for src in ${" + srcVariable + ":-}; do", true},
 		{"archive of KubeVirt", "docs/x.md", gitArchive + " v1.9.0 of https://github.com/kubevirt/kubevirt", true},
+		{"archive of KubeVirt, next line", "docs/x.md", "from `" + gitArchive + " v0.53.2` of\nhttps://github.com/kubevirt/kubevirt", true},
 		{"archive of our own history", "scripts/apidiff.sh", gitArchive + " HEAD | tar -x", false},
+		{"archive of our own history, KubeVirt further on", "docs/x.md", gitArchive + " HEAD\n\n\n\nKubeVirt's answers", false},
 		{"import", "x.go", "package x\nimport _ \"" + kubevirtModule + "/pkg/network/setup\"\n", true},
 		{"import of the API module", "x.go", "package x\nimport _ \"" + kubevirtModule + "\"\n", true},
 		{"other import", "x.go", "package x\nimport _ \"kubevirt.io/api/core/v1\"\n", false},
