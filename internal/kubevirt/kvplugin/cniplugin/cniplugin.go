@@ -373,7 +373,7 @@ func newAddID() string {
 
 // lockAttachment takes the attachment's lock ([cache.Store.LockAttachment])
 // for a whole verb, waiting at most LockWait; unlock releases it and
-// reports a failure to into *err when it is nil.
+// reports a failure to do so into *err when it is nil.
 func (p Plugin) lockAttachment(ctx context.Context, store *cache.Store, uid string) (unlock func(*error), err error) {
 	lctx, cancel := context.WithTimeout(ctx, p.lockWait())
 	defer cancel()
