@@ -6,9 +6,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -559,46 +561,94 @@ func TestGCNeverCollectsAnAttachmentMidAddOrAddedSince(t *testing.T) {
 // made (not named like this plugin's) is left, and so is one whose
 // attachment lock a live run holds.
 func TestGCRemovesPartialRecordDirectories(t *testing.T) {
-	pod := testutil.NewPod(t)
-	dir := runDir(t)
-	c := conf(t, dir, nil)
-	uid := func(id string) string { return uidFor(id, "default") }
-	require.NoError(t, quiet(t, func() error { return Plugin{}.Add(cmdArgs("ctr-gc-killed", pod.Pod.Path, c)) }))
-	// A GC killed right after unlinking the namespace record.
-	require.NoError(t, os.Remove(filepath.Join(dir, uid("ctr-gc-killed"), cache.NamespaceFile)))
-	for _, f := range []string{
-		// A GC killed later: one record left.
-		uid("ctr-gc-late") + "/pod-interface-default.json",
-		// An ADD killed at its first rename (and one killed before it
-		// closed its temporary file: the lock file too).
-		uid("ctr-add-killed") + "/.tmp-netns.json-1234",
-		uid("ctr-add-killed-2") + "/.tmp-netns.json-99", ".lock-" + uid("ctr-add-killed-2"), ".lock-.attachment-" + uid("ctr-add-killed-2"),
-		// A GC killed after the last file, before the directory.
-		uid("ctr-gc-empty") + "/",
-		// Not this plugin's.
-		"some-vmi/pod-interface-default.json",
-	} {
-		require.NoError(t, os.MkdirAll(filepath.Join(dir, filepath.Dir(f)), 0o755))
-		if !strings.HasSuffix(f, "/") {
-			require.NoError(t, os.WriteFile(filepath.Join(dir, f), []byte(`{"version":1}`), 0o600))
+	t.Run("what a killed GC or ADD leaves", func(t *testing.T) {
+		pod := testutil.NewPod(t)
+		dir := runDir(t)
+		c := conf(t, dir, nil)
+		uid := func(id string) string { return uidFor(id, "default") }
+		require.NoError(t, quiet(t, func() error { return Plugin{}.Add(cmdArgs("ctr-gc-killed", pod.Pod.Path, c)) }))
+		// A GC killed right after unlinking the namespace record.
+		require.NoError(t, os.Remove(filepath.Join(dir, uid("ctr-gc-killed"), cache.NamespaceFile)))
+		for _, f := range []string{
+			// A GC killed later: one record left.
+			uid("ctr-gc-late") + "/pod-interface-default.json",
+			// An ADD killed at its first rename (and one killed before it
+			// closed its temporary file: the lock file too).
+			uid("ctr-add-killed") + "/.tmp-netns.json-1234",
+			uid("ctr-add-killed-2") + "/.tmp-netns.json-99", ".lock-" + uid("ctr-add-killed-2"), ".lock-.attachment-" + uid("ctr-add-killed-2"),
+			// A GC killed after the last file, before the directory.
+			uid("ctr-gc-empty") + "/",
+			// Not this plugin's.
+			"some-vmi/pod-interface-default.json",
+		} {
+			require.NoError(t, os.MkdirAll(filepath.Join(dir, filepath.Dir(f)), 0o755))
+			if !strings.HasSuffix(f, "/") {
+				require.NoError(t, os.WriteFile(filepath.Join(dir, f), []byte(`{"version":1}`), 0o600))
+			}
 		}
-	}
-	// An ADD under way at its first rename: its lock is held.
-	store, err := cache.New(dir)
-	require.NoError(t, err)
-	require.NoError(t, os.MkdirAll(filepath.Join(dir, uid("ctr-adding")), 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, uid("ctr-adding"), ".tmp-netns.json-7"), nil, 0o600))
-	l, err := store.LockAttachment(t.Context(), uid("ctr-adding"))
-	require.NoError(t, err)
+		// An ADD under way at its first rename: its lock is held.
+		store, err := cache.New(dir)
+		require.NoError(t, err)
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, uid("ctr-adding")), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, uid("ctr-adding"), ".tmp-netns.json-7"), nil, 0o600))
+		l, err := store.LockAttachment(t.Context(), uid("ctr-adding"))
+		require.NoError(t, err)
 
-	other := conf(t, dir, map[string]any{"cniVersion": "1.1.0", "name": "virtnet-other", "cni.dev/valid-attachments": []any{}})
-	require.NoError(t, Plugin{}.GC(&skel.CmdArgs{StdinData: other}))
-	require.ElementsMatch(t, []string{
-		".lock-.attachment-" + uid("ctr-adding"),
-		uid("ctr-adding"), uid("ctr-adding") + "/.tmp-netns.json-7",
-		"some-vmi", "some-vmi/pod-interface-default.json",
-	}, entries(t, dir))
-	require.NoError(t, l.Remove())
-	require.NoError(t, Plugin{}.GC(&skel.CmdArgs{StdinData: other}))
-	require.ElementsMatch(t, []string{"some-vmi", "some-vmi/pod-interface-default.json"}, entries(t, dir))
+		other := conf(t, dir, map[string]any{"cniVersion": "1.1.0", "name": "virtnet-other", "cni.dev/valid-attachments": []any{}})
+		require.NoError(t, Plugin{}.GC(&skel.CmdArgs{StdinData: other}))
+		require.ElementsMatch(t, []string{
+			".lock-.attachment-" + uid("ctr-adding"),
+			uid("ctr-adding"), uid("ctr-adding") + "/.tmp-netns.json-7",
+			"some-vmi", "some-vmi/pod-interface-default.json",
+		}, entries(t, dir))
+		require.NoError(t, l.Remove())
+		require.NoError(t, Plugin{}.GC(&skel.CmdArgs{StdinData: other}))
+		require.ElementsMatch(t, []string{"some-vmi", "some-vmi/pod-interface-default.json"}, entries(t, dir))
+	})
+	// A real ADD (this test binary again) killed with SIGKILL at each step
+	// of its first record write, before the rename, and right after it.
+	for _, step := range []cache.WriteStep{cache.WriteTempCreated, cache.WriteTempWritten, cache.WriteTempSynced, cache.WriteRenamed} {
+		t.Run("ADD killed at "+string(step), func(t *testing.T) {
+			pod := testutil.NewPod(t)
+			dir := runDir(t)
+			c := conf(t, dir, nil)
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), envKillHelper+"=1", envKillStep+"="+string(step),
+				envKillNetns+"="+pod.Pod.Path, envKillConf+"="+string(c))
+			out, err := cmd.CombinedOutput()
+			var ee *exec.ExitError
+			require.ErrorAs(t, err, &ee, "helper output: %s", out)
+			require.True(t, ee.Sys().(syscall.WaitStatus).Signaled(), "killed: %s", out)
+			require.NotEmpty(t, entries(t, dir), "the killed ADD left its record directory")
+			require.NoError(t, gcWith(t, Plugin{}, dir))
+			require.Empty(t, entries(t, dir))
+		})
+	}
+}
+
+// The test binary is the killed ADD of TestGCRemovesPartialRecordDirectories
+// when envKillHelper is set: it runs ADD of ctr-killed in envKillNetns
+// with envKillConf and SIGKILLs itself at step envKillStep of its first
+// record write (the namespace record's).
+const (
+	envKillHelper = "VIRTNET_CNIPLUGIN_KILL"
+	envKillStep   = "VIRTNET_CNIPLUGIN_KILL_STEP"
+	envKillNetns  = "VIRTNET_CNIPLUGIN_KILL_NETNS"
+	envKillConf   = "VIRTNET_CNIPLUGIN_KILL_CONF"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv(envKillHelper) != "" {
+		p := Plugin{storeHook: func(step cache.WriteStep, _, path string) error {
+			if step == cache.WriteStep(os.Getenv(envKillStep)) && filepath.Base(path) == cache.NamespaceFile {
+				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+				select {} // the signal is on its way
+			}
+			return nil
+		}}
+		err := p.Add(cmdArgs("ctr-killed", os.Getenv(envKillNetns), []byte(os.Getenv(envKillConf))))
+		fmt.Fprintln(os.Stderr, "helper: ADD was not killed:", err)
+		os.Exit(3)
+	}
+	os.Exit(m.Run())
 }
