@@ -11,8 +11,10 @@
 //
 // where <iface> is the VMI interface name, and, while a phase1 run holds
 // them, the lock files <root>/.lock-<vmi-uid> ([Store.LockVMI]) and
-// <root>/.lock-netns-<dev>-<ino> ([Store.LockNamespace]), 0600; lock files
-// a killed run left are removed by [Store.RemoveStaleLocks].
+// <root>/.lock-netns-<dev>-<ino> ([Store.LockNamespace]), and, while a CNI
+// plugin's verb holds it, <root>/.lock-.attachment-<vmi-uid>
+// ([Store.LockAttachment]), 0600; lock files a killed run left are removed
+// by [Store.RemoveStaleLocks].
 // Each record is JSON with a "version" field; reading another version is a
 // [*VersionError]. Addresses, prefixes and MACs are typed ([netip.Addr],
 // [netip.Prefix], [MAC]) and parsed once, when the record is read: a value

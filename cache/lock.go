@@ -52,6 +52,20 @@ func (s *Store) LockVMI(ctx context.Context, uid string) (*Lock, error) {
 	return s.lock(ctx, ".lock-"+uid, "VMI "+uid)
 }
 
+// LockAttachment takes the store's lock of one CNI attachment's records
+// (file <root>/.lock-.attachment-<uid>, 0600; a VMI UID never starts with
+// '.', so it names no VMI's lock), waiting until it is free or ctx is done.
+// A CNI plugin holds it across a whole verb (ADD, DEL, CHECK) of the
+// attachment, around phase1's own locks, which phase1 releases before the
+// verb ends; its GC takes it without waiting and leaves the records of an
+// attachment whose lock another run holds.
+func (s *Store) LockAttachment(ctx context.Context, uid string) (*Lock, error) {
+	if err := CheckName("VMI UID", uid); err != nil {
+		return nil, err
+	}
+	return s.lock(ctx, ".lock-.attachment-"+uid, "attachment "+uid)
+}
+
 // LockNamespace takes the store's lock of one network namespace, named by
 // the device and inode of its nsfs file (file <root>/.lock-netns-<dev>-<ino>,
 // 0600), waiting until it is free or ctx is done; what names the namespace

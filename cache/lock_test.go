@@ -60,3 +60,30 @@ func TestLockVMI(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, third.Unlock())
 }
+
+// TestLockAttachmentApartFromVMI: an attachment's lock is a file of its
+// own (0600), so a CNI verb holding it can run phase1, which takes the
+// VMI's lock of the same UID; it is exclusive, one try with a done
+// context answers ErrLocked at once, and no VMI UID names the same file
+// (a UID never starts with '.').
+func TestLockAttachmentApartFromVMI(t *testing.T) {
+	s, root := newStore(t)
+	ctx := context.Background()
+	att, err := s.LockAttachment(ctx, uid)
+	require.NoError(t, err)
+	fi, err := os.Stat(filepath.Join(root, ".lock-.attachment-"+uid))
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+	vmi, err := s.LockVMI(ctx, uid)
+	require.NoError(t, err, "the VMI's lock is another file")
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = s.LockAttachment(done, uid)
+	require.ErrorIs(t, err, cache.ErrLocked)
+	_, err = s.LockVMI(ctx, ".attachment-"+uid)
+	require.Error(t, err, "no VMI UID names the attachment's lock")
+	require.NoError(t, vmi.Remove())
+	require.NoError(t, att.Remove())
+	_, err = s.LockAttachment(ctx, "../x")
+	require.Error(t, err)
+}

@@ -29,6 +29,11 @@ type Attachment struct {
 	// Network is the CNI network's name: GC, which is given the valid
 	// attachments of one network, touches only that network's records.
 	Network string `json:"network,omitempty"`
+	// AddID is new (random) at every ADD, so that every ADD rewrites the
+	// namespace record: a GC that finds it changed under the
+	// attachment's lock ([Store.LockAttachment]) knows that an ADD ran
+	// since the GC began, and leaves the records.
+	AddID string `json:"addID,omitempty"`
 }
 
 func (r *Namespace) version() int { return r.Version }

@@ -34,7 +34,9 @@
 // and succeeds without a prior ADD or without the namespace (a missing or
 // stale netns path); CHECK runs ADD dry (no change allowed) and fails on
 // anything ADD would repair; GC (CNI 1.1) forgets the records of the
-// attachments not in cni.dev/valid-attachments. Each verb runs under a deadline (60 s) and
+// attachments not in cni.dev/valid-attachments, except one that is mid-ADD
+// or was ADDed after the GC began, and removes record directories no
+// attachment owns (left by a killed GC or ADD). Each verb runs under a deadline (60 s) and
 // waits at most 10 s for another run's lock. Errors are CNI errors: 7 for
 // a bad configuration, 4 for bad CNI arguments, 8 for a network namespace
 // that cannot be opened, 11 ("try again later") for a failure a retry may

@@ -1,6 +1,7 @@
 package cniconfig
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -136,6 +137,9 @@ func parse(data []byte, attachment bool) (*NetConf, error) {
 		}
 		return nil, &ConfigError{Err: fmt.Errorf("%w: %w", ErrInvalidJSON, err)}
 	}
+	if err := checkRepeatedKeys(data); err != nil {
+		return nil, err
+	}
 	var keys map[string]json.RawMessage
 	if err := json.Unmarshal(data, &keys); err != nil {
 		return nil, &ConfigError{Err: fmt.Errorf("%w: want an object: %w", ErrInvalidJSON, err)}
@@ -246,4 +250,55 @@ func (c *NetConf) EffectiveMAC(args string) (net.HardwareAddr, error) {
 		return nil, &ConfigError{Field: "CNI_ARGS.MAC", Value: string(a.MAC), Err: err}
 	}
 	return hw, nil
+}
+
+// checkRepeatedKeys refuses a key repeated in any object of data, exactly
+// or in another case ("mode" twice, "mode" and "Mode"): encoding/json, and
+// the IPAM plugin's decoder after it, would take the last one silently.
+// data is valid JSON (the caller decoded it already).
+func checkRepeatedKeys(data []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	var walk func(path string) error
+	walk = func(path string) error {
+		tok, err := dec.Token()
+		if err != nil {
+			return &ConfigError{Field: path, Err: fmt.Errorf("%w: %w", ErrInvalidJSON, err)}
+		}
+		switch tok {
+		case json.Delim('{'):
+			seen := map[string]string{}
+			for dec.More() {
+				kt, err := dec.Token()
+				if err != nil {
+					return &ConfigError{Field: path, Err: fmt.Errorf("%w: %w", ErrInvalidJSON, err)}
+				}
+				key, _ := kt.(string)
+				at := key
+				if path != "" {
+					at = path + "." + key
+				}
+				if prev, dup := seen[strings.ToLower(key)]; dup {
+					if prev == key {
+						return &ConfigError{Field: at, Err: fmt.Errorf("%w: it appears twice", ErrRepeatedKey)}
+					}
+					return &ConfigError{Field: at, Err: fmt.Errorf("%w: %q and %q differ only in case", ErrRepeatedKey, prev, key)}
+				}
+				seen[strings.ToLower(key)] = key
+				if err := walk(at); err != nil {
+					return err
+				}
+			}
+		case json.Delim('['):
+			for i := 0; dec.More(); i++ {
+				if err := walk(fmt.Sprintf("%s[%d]", path, i)); err != nil {
+					return err
+				}
+			}
+		default:
+			return nil
+		}
+		_, err = dec.Token() // the closing delimiter
+		return err
+	}
+	return walk("")
 }

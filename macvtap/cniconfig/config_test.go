@@ -201,3 +201,32 @@ func TestDefaultOwnerIsQemu(t *testing.T) {
 	require.Equal(t, api.QemuID, DefaultOwner)
 	require.Equal(t, api.QemuID, DefaultGroup)
 }
+
+// TestConfigRefusesRepeatedKeys: encoding/json (and the IPAM plugin's
+// decoder after it) lets a repeated key override the first and matches
+// keys without regard to case, so `"mode"` twice, or `"lowerDevice"`
+// beside `"LowerDevice"`, would silently give the VM whichever came last.
+// A key repeated in any object, exactly or in another case, is refused,
+// naming it by its path.
+func TestConfigRefusesRepeatedKeys(t *testing.T) {
+	const base = `"cniVersion":"1.0.0","name":"n","type":"macvtap","deviceID":"eth0Mvp0"`
+	for _, tc := range []struct{ name, in, field, want string }{
+		{"mode twice", `{` + base + `,"mode":"bridge","mode":"vepa"}`, "mode", "appears twice"},
+		{"lowerDevice and LowerDevice", `{` + base + `,"lowerDevice":"eno1","LowerDevice":"eno2"}`, "LowerDevice", `"lowerDevice" and "LowerDevice" differ only in case`},
+		{"deviceID twice", `{` + base + `,"deviceID":"eth0Mvp1"}`, "deviceID", "appears twice"},
+		{"in ipam", `{` + base + `,"ipam":{"type":"host-local","subnet":"10.1.0.0/24","Subnet":"10.2.0.0/24"}}`, "ipam.Subnet", "differ only in case"},
+		{"in a list", `{` + base + `,"ipam":{"type":"host-local","ranges":[[{"subnet":"10.1.0.0/24","subnet":"10.2.0.0/24"}]]}}`, "ipam.ranges[0][0].subnet", "appears twice"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, parse := range []func([]byte) (*NetConf, error){Parse, ParseNetwork} {
+				c, err := parse([]byte(tc.in))
+				require.Error(t, err, "accepted as %+v", c)
+				var ce *ConfigError
+				require.ErrorAs(t, err, &ce)
+				require.Equal(t, tc.field, ce.Field)
+				require.ErrorIs(t, err, ErrRepeatedKey)
+				require.Contains(t, err.Error(), tc.want)
+			}
+		})
+	}
+}

@@ -21,6 +21,9 @@
 // name, type, capabilities, ipam, dns, prevResult,
 // cni.dev/valid-attachments), the conventions' runtimeConfig and args, and
 // Multus's deviceID and pciBusID (the latter ignored). The "ipam" object is
-// the IPAM plugin's to check. [ParseNetwork] is the GC and STATUS form,
+// the IPAM plugin's to check, except that a key repeated in any object,
+// exactly or in another case ("mode" twice, "subnet" and "Subnet" in
+// "ipam"), is refused with [ErrRepeatedKey]: Go's decoder, here and in
+// the IPAM plugin, would take the last one silently. [ParseNetwork] is the GC and STATUS form,
 // where no deviceID exists yet.
 package cniconfig

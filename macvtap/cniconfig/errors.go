@@ -30,6 +30,9 @@ var (
 	ErrOutOfRange = errors.New("out of range")
 	// ErrUnknownField: a top-level key the plugin does not know.
 	ErrUnknownField = errors.New("unknown key (misspelt? the plugin refuses keys it would ignore)")
+	// ErrRepeatedKey: an object of the configuration has a key twice,
+	// exactly or in another case ("mode" and "Mode").
+	ErrRepeatedKey = errors.New("repeated key")
 	// ErrBadArgs: CNI_ARGS does not parse.
 	ErrBadArgs = errors.New("invalid CNI_ARGS")
 )

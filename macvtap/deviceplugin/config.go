@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/virtnet/virtnet/macvtap"
@@ -101,7 +102,50 @@ func ParseConfig(data []byte) ([]Resource, error) {
 	return out, nil
 }
 
+// entryKeys are the keys of one entry, spelt exactly.
+var entryKeys = []string{"name", "lowerDevice", "mode", "capacity"}
+
+// checkEntryKeys refuses what encoding/json would take silently in entry
+// i: a key repeated (the last would win) or repeated in another case
+// ("LowerDevice" next to "lowerDevice"), and a known key in another case
+// alone ("LowerDevice", which encoding/json matches without regard to
+// case). A value that is not an object is left to the decoder.
+func checkEntryKeys(i int, msg json.RawMessage) error {
+	dec := json.NewDecoder(bytes.NewReader(msg))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil
+	}
+	seen := map[string]string{} // lower case -> as written
+	for dec.More() {
+		kt, err := dec.Token()
+		if err != nil {
+			return nil // the decoder names it
+		}
+		key, _ := kt.(string)
+		if prev, dup := seen[strings.ToLower(key)]; dup {
+			if prev == key {
+				return &ConfigError{Index: i, Field: key, Err: fmt.Errorf("%w: it appears twice", ErrRepeatedKey)}
+			}
+			return &ConfigError{Index: i, Field: key, Err: fmt.Errorf("%w: %q and %q differ only in case", ErrRepeatedKey, prev, key)}
+		}
+		seen[strings.ToLower(key)] = key
+		if !slices.Contains(entryKeys, key) {
+			if j := slices.IndexFunc(entryKeys, func(k string) bool { return strings.EqualFold(k, key) }); j >= 0 {
+				return &ConfigError{Index: i, Field: key, Err: fmt.Errorf("%w (keys are case-sensitive: did you mean %q?)", ErrUnknownField, entryKeys[j])}
+			}
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil
+		}
+	}
+	return nil
+}
+
 func parseEntry(i int, msg json.RawMessage) (Resource, error) {
+	if err := checkEntryKeys(i, msg); err != nil {
+		return Resource{}, err
+	}
 	var e entry
 	dec := json.NewDecoder(bytes.NewReader(msg))
 	dec.DisallowUnknownFields()

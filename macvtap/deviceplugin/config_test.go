@@ -115,6 +115,7 @@ func FuzzParseConfig(f *testing.F) {
 		`[]`, `null`, `[{"name":"eth0","lowerDevice":"eth0","mode":"bridge","capacity":50}]`,
 		`[{"name":"a","lowerDevice":"eth0","mode":"passthru"}]`, `[{"name":"a","lowerDevice":"eth0","x":1}]`,
 		`[{"name":"a","lowerDevice":"eth0"},{"name":"a","lowerDevice":"eth1"}]`, `[null]`, `{`, ``,
+		`[{"name":"a","lowerDevice":"eth0","LowerDevice":"eth1"}]`, `[{"name":"a","mode":"bridge","mode":"vepa","lowerDevice":"eth0"}]`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -151,4 +152,38 @@ func FuzzParseConfig(f *testing.F) {
 			t.Fatalf("NewInventory(%+v): %v", res, err)
 		}
 	})
+}
+
+// TestConfigRefusesCaseVariantsAndRepeatedKeys: encoding/json matches keys
+// without regard to case and lets a repeated key override the first, so
+// `"LowerDevice"` next to `"lowerDevice"` (or either twice) would silently
+// put the macvtaps on whichever came last. Every such entry is refused,
+// naming the entry and the key, like every other configuration virtnet
+// reads.
+func TestConfigRefusesCaseVariantsAndRepeatedKeys(t *testing.T) {
+	for _, tc := range []struct {
+		name, in, field string
+		sentinel        error
+		want            string
+	}{
+		{"LowerDevice next to lowerDevice", `[{"name":"a","lowerDevice":"eth0","LowerDevice":"eth1"}]`, "LowerDevice", ErrRepeatedKey, `"lowerDevice" and "LowerDevice" differ only in case`},
+		{"LowerDevice before lowerDevice", `[{"name":"a","LowerDevice":"eth1","lowerDevice":"eth0"}]`, "LowerDevice", ErrUnknownField, `did you mean "lowerDevice"`},
+		{"lowerDevice twice", `[{"name":"a","lowerDevice":"eth0","lowerDevice":"eth1"}]`, "lowerDevice", ErrRepeatedKey, "appears twice"},
+		{"name twice", `[{"name":"a","lowerDevice":"eth0","name":"b"}]`, "name", ErrRepeatedKey, "appears twice"},
+		{"capacity twice", `[{"name":"a","lowerDevice":"eth0","capacity":1,"capacity":5}]`, "capacity", ErrRepeatedKey, "appears twice"},
+		{"mode and MODE", `[{"name":"a","lowerDevice":"eth0","mode":"bridge","MODE":"vepa"}]`, "MODE", ErrRepeatedKey, "differ only in case"},
+		{"LowerDevice alone", `[{"name":"a","LowerDevice":"eth0"}]`, "LowerDevice", ErrUnknownField, `did you mean "lowerDevice"`},
+		{"Capacity alone", `[{"name":"a","lowerDevice":"eth0","Capacity":5}]`, "Capacity", ErrUnknownField, `did you mean "capacity"`},
+		{"in the second entry", `[{"name":"a","lowerDevice":"eth0"},{"name":"b","lowerDevice":"eth1","Mode":"vepa"}]`, "Mode", ErrUnknownField, `DP_MACVTAP_CONF[1].Mode`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ParseConfig([]byte(tc.in))
+			require.Error(t, err, "accepted as %+v", got)
+			var ce *ConfigError
+			require.ErrorAs(t, err, &ce)
+			require.Equal(t, tc.field, ce.Field)
+			require.ErrorIs(t, err, tc.sentinel)
+			require.Contains(t, err.Error(), tc.want)
+		})
+	}
 }

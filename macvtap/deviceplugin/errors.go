@@ -13,8 +13,11 @@ var (
 	// has the wrong JSON type.
 	ErrInvalidJSON = errors.New("invalid JSON")
 	// ErrUnknownField: an entry has a field other than name, lowerDevice,
-	// mode and capacity.
+	// mode and capacity, spelt exactly (keys are case-sensitive).
 	ErrUnknownField = errors.New("unknown field")
+	// ErrRepeatedKey: an entry has a key twice, exactly or in another
+	// case ("LowerDevice" next to "lowerDevice").
+	ErrRepeatedKey = errors.New("repeated key")
 	// ErrRequired: a required field is missing or empty.
 	ErrRequired = errors.New("required")
 	// ErrInvalidName: name is not usable as a resource name, or lowerDevice

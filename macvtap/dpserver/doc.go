@@ -28,8 +28,14 @@
 // case, '-' and '.' as '_') listing the container's device IDs, comma
 // separated. Multus passes the device ID to the macvtap CNI plugin as
 // "deviceID"; the plugin finds the link by the same name rule and moves it
-// into the pod. An unknown device ID, or a lower device that is missing,
-// fails the whole request and undoes the links it created.
+// into the pod. An unknown device ID (every ID is looked up before anything
+// is made), or a lower device that is missing, fails the whole request,
+// which then undoes only what it made: the slots it claimed and their
+// links. A device already allocated (the kubelet allocating it again, or a
+// request naming a device a pod holds) keeps its link. One request at a
+// time makes or undoes devices: a request for a device waits until another
+// one for it has ended, its undo included, so a request that succeeded
+// always leaves its devices' links in place.
 //
 // # Giving devices back
 //

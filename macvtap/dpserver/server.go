@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -384,19 +385,31 @@ func (d *Daemon) giveBack(ctx context.Context) {
 		// A live pod holds it; once its macvtap has left the host (moved
 		// into the pod, where it dies with the pod) there is nothing left
 		// to give back: stop tracking it.
-		if ok, err := d.cfg.Kernel.Exists(ctx, macvtap.HostLinkName(id)); err == nil && !ok {
-			d.mu.Lock()
-			a := d.allocated[id]
-			delete(d.allocated, id)
-			d.mu.Unlock()
-			_ = d.inv.Release(a.resource, id)
-		}
+		d.forgetHeld(ctx, id)
 	}
 	for id, at := range stale {
 		// Only the allocation seen stale: an Allocate of the same device
 		// for a new pod since then (the pod-resources list predates it)
 		// has a later time and keeps its macvtap.
 		d.release(ctx, id, at, "no live pod holds it")
+	}
+}
+
+// forgetHeld stops tracking id, which a live pod holds, once its macvtap
+// has left the host; under devMu, so that it never frees the slot of an
+// Allocate under way.
+func (d *Daemon) forgetHeld(ctx context.Context, id string) {
+	d.devMu.Lock()
+	defer d.devMu.Unlock()
+	if ok, err := d.cfg.Kernel.Exists(ctx, macvtap.HostLinkName(id)); err != nil || ok {
+		return
+	}
+	d.mu.Lock()
+	a, ok := d.allocated[id]
+	delete(d.allocated, id)
+	d.mu.Unlock()
+	if ok {
+		_ = d.inv.Release(a.resource, id)
 	}
 }
 
@@ -424,27 +437,49 @@ func (d *Daemon) release(ctx context.Context, id string, at time.Time, why strin
 	d.log.Info("macvtap device plugin: device given back", "deviceID", id, "link", link, "why", why)
 }
 
-// ensure claims id, makes its host macvtap and records the allocation,
-// under devMu (see release). A claim this call did not make (the kubelet
-// allocating a device again, say after its restart) is not released when
-// the macvtap cannot be made: its earlier allocation still holds it.
-func (d *Daemon) ensure(ctx context.Context, resource, id string, slot deviceplugin.Slot) (int, error) {
+// allocate claims the slots, makes their host macvtaps and records the
+// allocations, all under devMu: one Allocate at a time changes devices,
+// so that a request for a device waits until another request for it has
+// ended, its undo included, and give-back never deletes a macvtap an
+// Allocate has just handed to a new pod (see release).
+//
+// A failure undoes only what this call made: the slots it claimed (and
+// their macvtaps). A slot already claimed (the kubelet allocating a device
+// again, say after its restart, or a request naming a device a pod holds)
+// belongs to its earlier allocation, which keeps it and its macvtap.
+// Allocations are recorded only once every slot is ready.
+func (d *Daemon) allocate(ctx context.Context, resource string, slots []deviceplugin.Slot) (_ []int, err error) {
 	d.devMu.Lock()
 	defer d.devMu.Unlock()
-	_, err := d.inv.Claim(resource, id)
-	fresh := err == nil
-	if err != nil && !errors.Is(err, deviceplugin.ErrInUse) {
-		return 0, status.Errorf(codes.Internal, "macvtap Allocate: %v", err)
-	}
-	idx, err := d.cfg.Kernel.Ensure(ctx, slot)
-	if err != nil {
-		if fresh {
-			_ = d.inv.Release(resource, id)
+	var claimed []deviceplugin.Slot // by this call
+	defer func() {
+		if err == nil {
+			return
 		}
-		return 0, status.Errorf(codes.Unavailable, "macvtap Allocate %s: create %s on %s: %v", id, slot.HostLink, slot.LowerDevice, err)
+		for _, s := range slices.Backward(claimed) {
+			if rerr := d.cfg.Kernel.Remove(context.WithoutCancel(ctx), s.HostLink); rerr != nil {
+				d.log.Warn("macvtap device plugin: cannot undo the host macvtap of a failed Allocate", "deviceID", s.DeviceID, "link", s.HostLink, "err", rerr)
+			}
+			_ = d.inv.Release(resource, s.DeviceID)
+		}
+	}()
+	idx := make([]int, len(slots))
+	for i, slot := range slots {
+		switch _, err := d.inv.Claim(resource, slot.DeviceID); {
+		case err == nil:
+			claimed = append(claimed, slot)
+		case !errors.Is(err, deviceplugin.ErrInUse):
+			return nil, status.Errorf(codes.Internal, "macvtap Allocate: %v", err)
+		}
+		if idx[i], err = d.cfg.Kernel.Ensure(ctx, slot); err != nil {
+			return nil, status.Errorf(codes.Unavailable, "macvtap Allocate %s: create %s on %s: %v", slot.DeviceID, slot.HostLink, slot.LowerDevice, err)
+		}
 	}
+	now := time.Now()
 	d.mu.Lock()
-	d.allocated[id] = allocation{resource: resource, at: time.Now()}
+	for _, slot := range slots {
+		d.allocated[slot.DeviceID] = allocation{resource: resource, at: now}
+	}
 	d.mu.Unlock()
 	return idx, nil
 }
@@ -536,33 +571,34 @@ func (s *resourceServer) PreStartContainer(context.Context, *pluginapi.PreStartC
 	return &pluginapi.PreStartContainerResponse{}, nil
 }
 
-// Allocate creates the macvtaps; see the package documentation.
-func (s *resourceServer) Allocate(ctx context.Context, req *pluginapi.AllocateRequest) (_ *pluginapi.AllocateResponse, err error) {
+// Allocate creates the macvtaps; see the package documentation. Every
+// device ID is looked up before anything is made, and a failure undoes
+// only what this request made ([Daemon.allocate]).
+func (s *resourceServer) Allocate(ctx context.Context, req *pluginapi.AllocateRequest) (*pluginapi.AllocateResponse, error) {
 	d := s.d
-	var made []string // device IDs this call allocated
-	defer func() {
-		if err != nil {
-			for _, id := range made {
-				d.release(context.WithoutCancel(ctx), id, time.Time{}, "Allocate failed")
-			}
-		}
-	}()
-	resp := &pluginapi.AllocateResponse{}
+	var slots []deviceplugin.Slot
 	for _, creq := range req.GetContainerRequests() {
-		cresp := &pluginapi.ContainerAllocateResponse{}
 		for _, id := range creq.GetDevicesIds() {
 			slot, err := d.inv.Slot(s.res.Name, id)
 			if err != nil {
 				return nil, status.Errorf(codes.InvalidArgument, "macvtap Allocate: %v", err)
 			}
-			idx, err := d.ensure(ctx, s.res.Name, id, slot)
-			if err != nil {
-				return nil, err
-			}
-			made = append(made, id)
-			tap := "/dev/tap" + strconv.Itoa(idx)
+			slots = append(slots, slot)
+		}
+	}
+	idx, err := d.allocate(ctx, s.res.Name, slots)
+	if err != nil {
+		return nil, err
+	}
+	resp := &pluginapi.AllocateResponse{}
+	k := 0 // index into slots and idx, in request order
+	for _, creq := range req.GetContainerRequests() {
+		cresp := &pluginapi.ContainerAllocateResponse{}
+		for range creq.GetDevicesIds() {
+			slot, tap := slots[k], "/dev/tap"+strconv.Itoa(idx[k])
+			k++
 			cresp.Devices = append(cresp.Devices, &pluginapi.DeviceSpec{ContainerPath: tap, HostPath: tap, Permissions: "rw"})
-			d.log.Info("macvtap device plugin: allocated", "deviceID", id, "link", slot.HostLink, "lowerDevice", slot.LowerDevice, "mode", slot.Mode, "tap", tap)
+			d.log.Info("macvtap device plugin: allocated", "deviceID", slot.DeviceID, "link", slot.HostLink, "lowerDevice", slot.LowerDevice, "mode", slot.Mode, "tap", tap)
 		}
 		cresp.Envs = map[string]string{EnvName(s.res.Name): strings.Join(creq.GetDevicesIds(), ",")}
 		resp.ContainerResponses = append(resp.ContainerResponses, cresp)

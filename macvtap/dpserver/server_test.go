@@ -2,6 +2,8 @@ package dpserver
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -30,6 +32,10 @@ type fakeKernel struct {
 	links   map[string]int    // host macvtap -> ifindex
 	next    int
 	failFor string // lower device whose Ensure fails
+	// failLink is a host link whose Ensure fails; onEnsure, when set,
+	// runs at the start of every Ensure (outside the lock).
+	failLink string
+	onEnsure func(link string)
 }
 
 func newFakeKernel() *fakeKernel {
@@ -44,9 +50,12 @@ func (k *fakeKernel) LowerHealthy(_ context.Context, lower string) (bool, string
 }
 
 func (k *fakeKernel) Ensure(_ context.Context, s deviceplugin.Slot) (int, error) {
+	if k.onEnsure != nil {
+		k.onEnsure(s.HostLink)
+	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if s.LowerDevice == k.failFor {
+	if s.LowerDevice == k.failFor || s.HostLink == k.failLink {
 		return 0, os.ErrNotExist
 	}
 	if i, ok := k.links[s.HostLink]; ok {
@@ -322,14 +331,14 @@ func TestGiveBackSparesNewAllocation(t *testing.T) {
 	ctx := t.Context()
 	slot, err := d.inv.Slot("a", "aMvp0")
 	require.NoError(t, err)
-	_, err = d.ensure(ctx, "a", "aMvp0", slot)
+	_, err = d.allocate(ctx, "a", []deviceplugin.Slot{slot})
 	require.NoError(t, err)
 	d.mu.Lock()
 	seen := d.allocated["aMvp0"].at // what give-back saw as stale
 	d.mu.Unlock()
 
-	time.Sleep(time.Millisecond)               // a later allocation time, whatever the clock's resolution
-	_, err = d.ensure(ctx, "a", "aMvp0", slot) // a new pod gets the device
+	time.Sleep(time.Millisecond)                             // a later allocation time, whatever the clock's resolution
+	_, err = d.allocate(ctx, "a", []deviceplugin.Slot{slot}) // a new pod gets the device
 	require.NoError(t, err)
 	d.release(ctx, "aMvp0", seen, "no live pod holds it")
 	require.True(t, k.has(slot.HostLink), "the new pod's macvtap stays")
@@ -343,4 +352,151 @@ func TestGiveBackSparesNewAllocation(t *testing.T) {
 	d.mu.Unlock()
 	d.release(ctx, "aMvp0", now, "no live pod holds it")
 	require.False(t, k.has(slot.HostLink), "the allocation seen stale is given back")
+}
+
+// allocateReq is an AllocateRequest of one container for ids.
+func allocateReq(ids ...string) *pluginapi.AllocateRequest {
+	return &pluginapi.AllocateRequest{ContainerRequests: []*pluginapi.ContainerAllocateRequest{{DevicesIds: ids}}}
+}
+
+// held reports whether the daemon holds device id: its slot claimed, its
+// allocation recorded and its host macvtap there.
+func held(t *testing.T, d *Daemon, k *fakeKernel, id string) bool {
+	t.Helper()
+	_, err := d.inv.Claim("a", id)
+	claimed := errors.Is(err, deviceplugin.ErrInUse)
+	if err == nil {
+		require.NoError(t, d.inv.Release("a", id))
+	}
+	d.mu.Lock()
+	_, recorded := d.allocated[id]
+	d.mu.Unlock()
+	return claimed && recorded && k.has(macvtap.HostLinkName(id))
+}
+
+// TestFailedAllocateUndoesOnlyWhatItMade: a request that names a device a
+// pod already holds next to one that fails (an unknown ID, or a macvtap
+// the kernel refuses) fails whole, and undoes only the devices it claimed
+// itself: the pod's device keeps its slot, its allocation and its
+// macvtap. Before, the failure released every device of the request,
+// deleting the macvtap the pod was using.
+func TestFailedAllocateUndoesOnlyWhatItMade(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ids  []string
+		code codes.Code
+	}{
+		{"unknown device ID", []string{"aMvp0", "aMvp9"}, codes.InvalidArgument},
+		{"unknown device ID first", []string{"aMvp9", "aMvp0"}, codes.InvalidArgument},
+		{"macvtap refused", []string{"aMvp0", "aMvp1", "aMvp2"}, codes.Unavailable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			k := newFakeKernel()
+			k.failLink = macvtap.HostLinkName("aMvp2")
+			d, err := New(Config{
+				Resources: []deviceplugin.Resource{{Name: "a", LowerDevice: "eno1", Mode: macvtap.ModeBridge, Capacity: 3}},
+				Kernel:    k, Dir: t.TempDir(), PodResourcesSocket: "-",
+			})
+			require.NoError(t, err)
+			srv := &resourceServer{d: d, res: d.cfg.Resources[0]}
+			_, err = srv.Allocate(t.Context(), allocateReq("aMvp0")) // the pod's device
+			require.NoError(t, err)
+
+			_, err = srv.Allocate(t.Context(), allocateReq(tc.ids...))
+			require.Equal(t, tc.code, status.Code(err), "%v", err)
+			require.True(t, held(t, d, k, "aMvp0"), "the pod's device keeps its slot, allocation and macvtap")
+			require.False(t, k.has(macvtap.HostLinkName("aMvp1")), "the device the failed request made is undone")
+			free, err := d.inv.Free("a")
+			require.NoError(t, err)
+			require.Equal(t, 2, free, "only the pod's slot is claimed")
+		})
+	}
+}
+
+// TestConcurrentAllocatesOfOneDeviceSerialise: requests for one device
+// run one after the other, a failing one's undo included, so that a
+// request that succeeded always leaves the device with its macvtap. A
+// request for the device is started while a failing request for it and
+// another device is making the device's macvtap: before, the good request
+// went through between the two devices of the failing one (the device was
+// claimed already, its macvtap there) and the failing one's undo then
+// deleted the macvtap just handed out; then many of both at once.
+func TestConcurrentAllocatesOfOneDeviceSerialise(t *testing.T) {
+	newDaemon := func(t *testing.T, k *fakeKernel) (*Daemon, *resourceServer) {
+		d, err := New(Config{
+			Resources: []deviceplugin.Resource{{Name: "a", LowerDevice: "eno1", Mode: macvtap.ModeBridge, Capacity: 3}},
+			Kernel:    k, Dir: t.TempDir(), PodResourcesSocket: "-",
+		})
+		require.NoError(t, err)
+		return d, &resourceServer{d: d, res: d.cfg.Resources[0]}
+	}
+	bad := macvtap.HostLinkName("aMvp2")
+
+	// Go's mutex may let the failing request take the lock back before
+	// the waiting one wakes: a few rounds, each of which the serialised
+	// daemon passes whatever the order.
+	for round := range 5 {
+		t.Run(fmt.Sprintf("a good request during a failing one, round %d", round), func(t *testing.T) {
+			k := newFakeKernel()
+			k.failLink = bad
+			d, srv := newDaemon(t, k)
+			goodDone := make(chan error, 1)
+			var once sync.Once
+			k.onEnsure = func(link string) {
+				if link == bad {
+					// The failing call takes a while, time for the
+					// good request to wake up waiting.
+					time.Sleep(50 * time.Millisecond)
+				}
+				if link != macvtap.HostLinkName("aMvp0") {
+					return
+				}
+				once.Do(func() { // the failing request's first device
+					go func() {
+						_, err := srv.Allocate(context.Background(), allocateReq("aMvp0"))
+						goodDone <- err
+					}()
+					// Give the good request its chance to slip in;
+					// serialised, it waits for this one whatever the wait.
+					select {
+					case err := <-goodDone:
+						goodDone <- err
+					case <-time.After(100 * time.Millisecond):
+					}
+				})
+			}
+			_, err := srv.Allocate(t.Context(), allocateReq("aMvp0", "aMvp2"))
+			require.Equal(t, codes.Unavailable, status.Code(err), "%v", err)
+			require.NoError(t, <-goodDone)
+			require.True(t, held(t, d, k, "aMvp0"), "the good request's device keeps its macvtap")
+		})
+	}
+
+	t.Run("many at once", func(t *testing.T) {
+		k := newFakeKernel()
+		k.failLink = bad
+		d, srv := newDaemon(t, k)
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		good := 0
+		for i := range 64 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ids := []string{"aMvp0"}
+				if i%2 == 1 {
+					ids = append(ids, "aMvp2")
+				}
+				_, err := srv.Allocate(context.Background(), allocateReq(ids...))
+				if err == nil {
+					mu.Lock()
+					good++
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		require.Equal(t, 32, good)
+		require.True(t, held(t, d, k, "aMvp0"), "the device ends with its macvtap")
+	})
 }

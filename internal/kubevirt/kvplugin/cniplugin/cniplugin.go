@@ -10,6 +10,7 @@ package cniplugin
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -85,6 +86,13 @@ const (
 type Plugin struct {
 	Timeout  time.Duration
 	LockWait time.Duration
+
+	// storeHook, when set (tests only), runs inside every record write of
+	// the verb's store ([cache.Store.WithHook]).
+	storeHook cache.Hook
+	// gcLooked, when set (tests only), runs once GC has looked at every
+	// record directory, before it forgets any.
+	gcLooked func()
 }
 
 func (p Plugin) lockWait() time.Duration {
@@ -327,7 +335,7 @@ func phase1Error(err error) error {
 // (chained) or an empty result.
 func (p Plugin) Add(args *skel.CmdArgs) error { return p.run(args, p.add) }
 
-func (p Plugin) add(ctx context.Context, args *skel.CmdArgs, c *netConf, store *cache.Store) error {
+func (p Plugin) add(ctx context.Context, args *skel.CmdArgs, c *netConf, store *cache.Store) (err error) {
 	podIface, err := podInterfaceForAdd(c, args)
 	if err != nil {
 		return err
@@ -336,9 +344,14 @@ func (p Plugin) add(ctx context.Context, args *skel.CmdArgs, c *netConf, store *
 	if err != nil {
 		return err
 	}
+	unlock, err := p.lockAttachment(ctx, store, t.vmi.Metadata.UID)
+	if err != nil {
+		return err
+	}
+	defer unlock(&err)
 	log := c.logger("containerID", args.ContainerID)
 	opts := p.options(c, log)
-	opts.Attachment = &cache.Attachment{ContainerID: args.ContainerID, IfName: args.IfName, Network: c.Name}
+	opts.Attachment = &cache.Attachment{ContainerID: args.ContainerID, IfName: args.IfName, Network: c.Name, AddID: newAddID()}
 	if err := phase1.Run(ctx, t.vmi, args.Netns, store, opts); err != nil {
 		return phase1Error(err)
 	}
@@ -351,6 +364,28 @@ func (p Plugin) add(ctx context.Context, args *skel.CmdArgs, c *netConf, store *
 	}
 	log.Info("interface ready for the sidecar", "interface", t.iface, "record", rec.Tap)
 	return printResult(c)
+}
+
+// newAddID is a new [cache.Attachment.AddID].
+func newAddID() string {
+	return rand.Text()
+}
+
+// lockAttachment takes the attachment's lock ([cache.Store.LockAttachment])
+// for a whole verb, waiting at most LockWait; unlock releases it and
+// reports a failure to do so into *err when it is nil.
+func (p Plugin) lockAttachment(ctx context.Context, store *cache.Store, uid string) (unlock func(*error), err error) {
+	lctx, cancel := context.WithTimeout(ctx, p.lockWait())
+	defer cancel()
+	l, err := store.LockAttachment(lctx, uid)
+	if err != nil {
+		return nil, phase1Error(&phase1.Error{Step: phase1.StepLock, Err: err})
+	}
+	return func(err *error) {
+		if uerr := l.Remove(); uerr != nil && *err == nil {
+			*err = phase1Error(&phase1.Error{Step: phase1.StepLock, Err: uerr})
+		}
+	}, nil
 }
 
 func (p Plugin) options(c *netConf, log *slog.Logger) phase1.Options {
@@ -447,6 +482,16 @@ func printResult(c *netConf) error {
 	return types.PrintResult(&current.Result{CNIVersion: current.ImplementedSpecVersion}, c.CNIVersion)
 }
 
+// lockRecorded takes the lock of the attachment args name
+// ([Plugin.lockAttachment]), for DEL and CHECK.
+func (p Plugin) lockRecorded(ctx context.Context, c *netConf, args *skel.CmdArgs, store *cache.Store) (unlock func(*error), err error) {
+	probe, err := resolve(c, args, api.PrimaryPodInterface, false)
+	if err != nil {
+		return nil, err
+	}
+	return p.lockAttachment(ctx, store, probe.vmi.Metadata.UID)
+}
+
 // recordedTarget rebuilds the target of an earlier ADD from its records.
 // When there was none, found is false and the target is a probe on eth0:
 // its UID, the key of the interface's records, is still right.
@@ -472,10 +517,15 @@ func recordedTarget(c *netConf, args *skel.CmdArgs, store *cache.Store) (t *targ
 // other than the one the records describe is refused (permanent).
 func (p Plugin) Del(args *skel.CmdArgs) error { return p.run(args, p.del) }
 
-func (p Plugin) del(ctx context.Context, args *skel.CmdArgs, c *netConf, store *cache.Store) error {
+func (p Plugin) del(ctx context.Context, args *skel.CmdArgs, c *netConf, store *cache.Store) (err error) {
 	if _, err := store.RemoveStaleLocks(); err != nil {
 		return cacheError(err)
 	}
+	unlock, err := p.lockRecorded(ctx, c, args, store)
+	if err != nil {
+		return err
+	}
+	defer unlock(&err)
 	t, found, err := recordedTarget(c, args, store)
 	if err != nil {
 		return err
@@ -532,7 +582,12 @@ func isNetns(p string) bool {
 // and the hand-off record without changing anything.
 func (p Plugin) Check(args *skel.CmdArgs) error { return p.run(args, p.checkVerb) }
 
-func (p Plugin) checkVerb(ctx context.Context, args *skel.CmdArgs, c *netConf, store *cache.Store) error {
+func (p Plugin) checkVerb(ctx context.Context, args *skel.CmdArgs, c *netConf, store *cache.Store) (err error) {
+	unlock, err := p.lockRecorded(ctx, c, args, store)
+	if err != nil {
+		return err
+	}
+	defer unlock(&err)
 	t, found, err := recordedTarget(c, args, store)
 	if err != nil {
 		return err
@@ -555,38 +610,162 @@ func (p Plugin) checkVerb(ctx context.Context, args *skel.CmdArgs, c *netConf, s
 // (in cacheDir) and that is not in cni.dev/valid-attachments, and removes
 // lock files no run holds. The list names the valid attachments of this
 // network only: records of another network sharing the cacheDir, or
-// without a network name, are left alone. The
-// namespaces of those attachments are gone, and everything phase1 made
-// in them with them; records of an attachment that another run holds are
-// left for the next GC.
+// without a network name, are left alone. The namespaces of those
+// attachments are gone, and everything phase1 made in them with them.
+//
+// An attachment that is mid-verb (its lock held: an ADD, DEL or CHECK
+// under way) when GC looks at it, or that an ADD touched after that (its
+// namespace record's AddID changed), is never collected, whatever the
+// list says: the list may predate the ADD. A record directory of this
+// plugin without a namespace record (a GC or DEL killed inside its
+// deletion, an ADD killed at its first rename) belongs to no live
+// attachment and is removed, whichever network made it, once no run
+// holds its lock.
 func (p Plugin) GC(args *skel.CmdArgs) error { return p.run(args, p.gc) }
 
+// gcCandidate is a record directory GC means to forget, with what it
+// found there before ([cache.Namespace] nil: no namespace record).
+type gcCandidate struct {
+	uid string
+	ns  *cache.Namespace
+}
+
 func (p Plugin) gc(ctx context.Context, args *skel.CmdArgs, c *netConf, store *cache.Store) error {
-	valid := map[cache.Attachment]bool{}
+	type key struct{ containerID, ifName string }
+	valid := map[key]bool{}
 	for _, a := range c.ValidAttachments {
-		valid[cache.Attachment{ContainerID: a.ContainerID, IfName: a.IfName, Network: c.Name}] = true
+		valid[key{a.ContainerID, a.IfName}] = true
 	}
 	uids, err := store.VMIs()
 	if err != nil {
 		return cacheError(err)
 	}
 	log := c.logger()
-	var errs []error
+	// Look at every directory first, each under its attachment's lock:
+	// what is mid-verb now is skipped, and what is looked at is compared
+	// again before it is forgotten.
+	var candidates []gcCandidate
 	for _, uid := range uids {
-		ns, err := store.RecordedNamespace(uid)
-		if err != nil || ns.Attachment == nil || ns.Attachment.Network != c.Name || valid[*ns.Attachment] {
+		ns, busy, err := peekAttachment(ctx, store, uid)
+		switch {
+		case busy:
+			log.Debug("GC: attachment busy (a verb under way); left", "uid", uid)
+			continue
+		case err != nil:
+			log.Warn("GC: cannot read a record directory; left", "uid", uid, "error", err)
+			continue
+		case ns == nil:
+			if !isAttachmentUID(uid) {
+				continue // not this plugin's
+			}
+		case ns.Attachment == nil || ns.Attachment.Network != c.Name || valid[key{ns.Attachment.ContainerID, ns.Attachment.IfName}]:
 			continue // not an attachment of this plugin and network, or a valid one
 		}
-		if err := forget(ctx, store, uid, p.lockWait()); err != nil {
+		candidates = append(candidates, gcCandidate{uid: uid, ns: ns})
+	}
+	if p.gcLooked != nil {
+		p.gcLooked()
+	}
+	var errs []error
+	for _, cand := range candidates {
+		forgot, err := p.collect(ctx, store, cand)
+		switch {
+		case err != nil:
 			errs = append(errs, err)
-			continue
+		case !forgot:
+			log.Info("GC: attachment busy or added since the GC began; left", "uid", cand.uid)
+		case cand.ns == nil:
+			log.Info("GC: removed a record directory without a namespace record", "uid", cand.uid)
+		default:
+			log.Info("GC: forgot the records of a gone attachment", "containerID", cand.ns.Attachment.ContainerID, "ifname", cand.ns.Attachment.IfName)
 		}
-		log.Info("GC: forgot the records of a gone attachment", "containerID", ns.Attachment.ContainerID, "ifname", ns.Attachment.IfName)
 	}
 	if _, err := store.RemoveStaleLocks(); err != nil {
 		errs = append(errs, err)
 	}
 	return phase1Error(errors.Join(errs...))
+}
+
+// peekAttachment reads the namespace record of uid (nil when there is
+// none) under the attachment's lock, taken without waiting; busy when
+// another run holds it.
+func peekAttachment(ctx context.Context, store *cache.Store, uid string) (ns *cache.Namespace, busy bool, err error) {
+	l, err := lockNow(ctx, store, uid)
+	if l == nil {
+		return nil, errors.Is(err, cache.ErrLocked), err
+	}
+	defer func() {
+		if rerr := l.Remove(); err == nil {
+			err = rerr
+		}
+	}()
+	ns, err = store.RecordedNamespace(uid)
+	if errors.Is(err, cache.ErrNotExist) {
+		return nil, false, nil
+	}
+	return ns, false, err
+}
+
+// lockNow takes the attachment's lock of uid without waiting.
+func lockNow(ctx context.Context, store *cache.Store, uid string) (*cache.Lock, error) {
+	now, cancel := context.WithCancel(ctx)
+	cancel() // one try ([cache.Store.LockAttachment] always tries once)
+	return store.LockAttachment(now, uid)
+}
+
+// collect forgets the records of cand under the attachment's lock, unless
+// a run holds the lock or the namespace record is no longer the one GC
+// looked at (an ADD ran since).
+func (p Plugin) collect(ctx context.Context, store *cache.Store, cand gcCandidate) (forgot bool, err error) {
+	l, err := lockNow(ctx, store, cand.uid)
+	if errors.Is(err, cache.ErrLocked) {
+		return false, nil
+	}
+	if err != nil {
+		return false, &phase1.Error{Step: phase1.StepLock, Err: err}
+	}
+	defer func() {
+		if rerr := l.Remove(); err == nil && rerr != nil {
+			err = &phase1.Error{Step: phase1.StepLock, Err: rerr}
+		}
+	}()
+	now, err := store.RecordedNamespace(cand.uid)
+	switch {
+	case errors.Is(err, cache.ErrNotExist):
+		now = nil
+	case err != nil:
+		return false, &phase1.Error{Step: phase1.StepRead, Err: err}
+	}
+	if !sameNamespaceRecord(cand.ns, now) {
+		return false, nil
+	}
+	if err := forget(ctx, store, cand.uid, p.lockWait()); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// sameNamespaceRecord reports whether two reads of a namespace record
+// (nil: none) found the same record.
+func sameNamespaceRecord(a, b *cache.Namespace) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	if a.ID != b.ID || (a.Attachment == nil) != (b.Attachment == nil) {
+		return false
+	}
+	return a.Attachment == nil || *a.Attachment == *b.Attachment
+}
+
+// isAttachmentUID reports whether uid has the form of [uidFor]'s keys:
+// a record directory this plugin made.
+func isAttachmentUID(uid string) bool {
+	h, ok := strings.CutPrefix(uid, "cni-")
+	if !ok || len(h) != 32 {
+		return false
+	}
+	_, err := hex.DecodeString(h)
+	return err == nil && strings.ToLower(h) == h
 }
 
 // errWouldChange fails a kernel call or record write in CHECK's dry run.
@@ -675,6 +854,9 @@ func (p Plugin) run(args *skel.CmdArgs, verb func(context.Context, *skel.CmdArgs
 	store, err := cache.New(c.CacheDir)
 	if err != nil {
 		return cacheError(err)
+	}
+	if p.storeHook != nil {
+		store = store.WithHook(p.storeHook)
 	}
 	timeout := p.Timeout
 	if timeout <= 0 {

@@ -6,12 +6,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -459,4 +462,193 @@ func TestGCForgetsGoneAttachments(t *testing.T) {
 	require.NoError(t, Plugin{}.Del(cmdArgs("ctr-b", b.Pod.Path, c)))
 	require.NoError(t, Plugin{}.Del(cmdArgs("ctr-a", a.Pod.Path, c)), "DEL after GC")
 	require.Empty(t, entries(t, dir))
+}
+
+// gcWith runs GC of network "virtnet" in dir with valid as its list.
+func gcWith(t *testing.T, p Plugin, dir string, valid ...string) error {
+	t.Helper()
+	list := []any{}
+	for _, id := range valid {
+		list = append(list, map[string]any{"containerID": id, "ifname": "net1"})
+	}
+	return p.GC(&skel.CmdArgs{StdinData: conf(t, dir, map[string]any{"cniVersion": "1.1.0", "cni.dev/valid-attachments": list})})
+}
+
+// TestGCNeverCollectsAnAttachmentMidAddOrAddedSince: a GC whose list
+// predates an ADD leaves that ADD's attachment, whether the ADD was under
+// way when the GC looked at the records (paused inside its namespace
+// record's first write, right after it, or inside its last record write,
+// then finished while the GC went on) or ran whole after the GC began (a
+// repeated ADD of an attachment recorded before, a new attachment); the
+// pod's CHECK and DEL then work. Before, the GC waited for the ADD's lock
+// and then deleted the records the ADD had just made: CHECK and DEL failed
+// for ever and DEL left the bridge, tap and NAT. A gone attachment is
+// still collected by the same GC.
+func TestGCNeverCollectsAnAttachmentMidAddOrAddedSince(t *testing.T) {
+	for _, tc := range []struct{ name, file string }{
+		{"before the first rename", "netns.json"},
+		{"after the namespace record", "pod-interface-default.json"},
+		{"inside the last record write", "pod-interface-default.json#last"},
+	} {
+		t.Run("mid-ADD "+tc.name, func(t *testing.T) {
+			pod, gone := testutil.NewPod(t), testutil.NewPod(t)
+			dir := runDir(t)
+			c := conf(t, dir, nil)
+			require.NoError(t, quiet(t, func() error { return Plugin{}.Add(cmdArgs("ctr-gone", gone.Pod.Path, c)) }))
+			file, last := strings.CutSuffix(tc.file, "#last")
+			step := cache.WriteTempCreated
+			writes := 0
+			var once sync.Once
+			paused, resume := make(chan struct{}), make(chan struct{})
+			adder := Plugin{storeHook: func(s cache.WriteStep, _, path string) error {
+				if s != step || filepath.Base(path) != file {
+					return nil
+				}
+				// The progress record is written twice (begun, then
+				// finished): the last write is the second.
+				if writes++; last && writes < 2 {
+					return nil
+				}
+				once.Do(func() {
+					close(paused)
+					<-resume
+				})
+				return nil
+			}}
+			added := make(chan error, 1)
+			go func() { added <- quiet(t, func() error { return adder.Add(cmdArgs("ctr-a", pod.Pod.Path, c)) }) }()
+			<-paused
+			gc := Plugin{gcLooked: func() {
+				close(resume) // the ADD finishes while the GC goes on
+				require.NoError(t, <-added)
+			}}
+			require.NoError(t, gcWith(t, gc, dir))
+			require.NoError(t, Plugin{}.Check(cmdArgs("ctr-a", pod.Pod.Path, c)), "the ADD's attachment is whole")
+			require.Error(t, Plugin{}.Check(cmdArgs("ctr-gone", gone.Pod.Path, c)), "the gone attachment is collected")
+			require.NoError(t, Plugin{}.Del(cmdArgs("ctr-a", pod.Pod.Path, c)))
+			require.Empty(t, entries(t, dir))
+			links, err := pod.Pod.Handle.LinkList()
+			require.NoError(t, err)
+			for _, l := range links {
+				require.NotEqual(t, "k6t-eth0", l.Attrs().Name, "DEL removed the bridge")
+			}
+		})
+	}
+	t.Run("ADDed after the GC began", func(t *testing.T) {
+		again, fresh := testutil.NewPod(t), testutil.NewPod(t)
+		dir := runDir(t)
+		c := conf(t, dir, nil)
+		require.NoError(t, quiet(t, func() error { return Plugin{}.Add(cmdArgs("ctr-again", again.Pod.Path, c)) }))
+		gc := Plugin{gcLooked: func() {
+			require.NoError(t, quiet(t, func() error { return Plugin{}.Add(cmdArgs("ctr-again", again.Pod.Path, c)) }), "ADD again")
+			require.NoError(t, quiet(t, func() error { return Plugin{}.Add(cmdArgs("ctr-fresh", fresh.Pod.Path, c)) }), "a new ADD")
+		}}
+		require.NoError(t, gcWith(t, gc, dir))
+		require.NoError(t, Plugin{}.Check(cmdArgs("ctr-again", again.Pod.Path, c)))
+		require.NoError(t, Plugin{}.Check(cmdArgs("ctr-fresh", fresh.Pod.Path, c)))
+		// Not ADDed since: the next GC collects both.
+		require.NoError(t, gcWith(t, Plugin{}, dir))
+		require.Empty(t, entries(t, dir))
+	})
+}
+
+// TestGCRemovesPartialRecordDirectories: what a GC killed inside its
+// record deletion (os.RemoveAll takes the files in directory order, the
+// namespace record possibly first) or an ADD killed at its first rename
+// leaves, a record directory without the namespace record that says whose
+// it is, is removed by the next GC of any network, with the lock files.
+// Before, every later GC skipped it for ever. A directory another program
+// made (not named like this plugin's) is left, and so is one whose
+// attachment lock a live run holds.
+func TestGCRemovesPartialRecordDirectories(t *testing.T) {
+	t.Run("what a killed GC or ADD leaves", func(t *testing.T) {
+		pod := testutil.NewPod(t)
+		dir := runDir(t)
+		c := conf(t, dir, nil)
+		uid := func(id string) string { return uidFor(id, "default") }
+		require.NoError(t, quiet(t, func() error { return Plugin{}.Add(cmdArgs("ctr-gc-killed", pod.Pod.Path, c)) }))
+		// A GC killed right after unlinking the namespace record.
+		require.NoError(t, os.Remove(filepath.Join(dir, uid("ctr-gc-killed"), cache.NamespaceFile)))
+		for _, f := range []string{
+			// A GC killed later: one record left.
+			uid("ctr-gc-late") + "/pod-interface-default.json",
+			// An ADD killed at its first rename (and one killed before it
+			// closed its temporary file: the lock file too).
+			uid("ctr-add-killed") + "/.tmp-netns.json-1234",
+			uid("ctr-add-killed-2") + "/.tmp-netns.json-99", ".lock-" + uid("ctr-add-killed-2"), ".lock-.attachment-" + uid("ctr-add-killed-2"),
+			// A GC killed after the last file, before the directory.
+			uid("ctr-gc-empty") + "/",
+			// Not this plugin's.
+			"some-vmi/pod-interface-default.json",
+		} {
+			require.NoError(t, os.MkdirAll(filepath.Join(dir, filepath.Dir(f)), 0o755))
+			if !strings.HasSuffix(f, "/") {
+				require.NoError(t, os.WriteFile(filepath.Join(dir, f), []byte(`{"version":1}`), 0o600))
+			}
+		}
+		// An ADD under way at its first rename: its lock is held.
+		store, err := cache.New(dir)
+		require.NoError(t, err)
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, uid("ctr-adding")), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, uid("ctr-adding"), ".tmp-netns.json-7"), nil, 0o600))
+		l, err := store.LockAttachment(t.Context(), uid("ctr-adding"))
+		require.NoError(t, err)
+
+		other := conf(t, dir, map[string]any{"cniVersion": "1.1.0", "name": "virtnet-other", "cni.dev/valid-attachments": []any{}})
+		require.NoError(t, Plugin{}.GC(&skel.CmdArgs{StdinData: other}))
+		require.ElementsMatch(t, []string{
+			".lock-.attachment-" + uid("ctr-adding"),
+			uid("ctr-adding"), uid("ctr-adding") + "/.tmp-netns.json-7",
+			"some-vmi", "some-vmi/pod-interface-default.json",
+		}, entries(t, dir))
+		require.NoError(t, l.Remove())
+		require.NoError(t, Plugin{}.GC(&skel.CmdArgs{StdinData: other}))
+		require.ElementsMatch(t, []string{"some-vmi", "some-vmi/pod-interface-default.json"}, entries(t, dir))
+	})
+	// A real ADD (this test binary again) killed with SIGKILL at each step
+	// of its first record write, before the rename, and right after it.
+	for _, step := range []cache.WriteStep{cache.WriteTempCreated, cache.WriteTempWritten, cache.WriteTempSynced, cache.WriteRenamed} {
+		t.Run("ADD killed at "+string(step), func(t *testing.T) {
+			pod := testutil.NewPod(t)
+			dir := runDir(t)
+			c := conf(t, dir, nil)
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), envKillHelper+"=1", envKillStep+"="+string(step),
+				envKillNetns+"="+pod.Pod.Path, envKillConf+"="+string(c))
+			out, err := cmd.CombinedOutput()
+			var ee *exec.ExitError
+			require.ErrorAs(t, err, &ee, "helper output: %s", out)
+			require.True(t, ee.Sys().(syscall.WaitStatus).Signaled(), "killed: %s", out)
+			require.NotEmpty(t, entries(t, dir), "the killed ADD left its record directory")
+			require.NoError(t, gcWith(t, Plugin{}, dir))
+			require.Empty(t, entries(t, dir))
+		})
+	}
+}
+
+// The test binary is the killed ADD of TestGCRemovesPartialRecordDirectories
+// when envKillHelper is set: it runs ADD of ctr-killed in envKillNetns
+// with envKillConf and SIGKILLs itself at step envKillStep of its first
+// record write (the namespace record's).
+const (
+	envKillHelper = "VIRTNET_CNIPLUGIN_KILL"
+	envKillStep   = "VIRTNET_CNIPLUGIN_KILL_STEP"
+	envKillNetns  = "VIRTNET_CNIPLUGIN_KILL_NETNS"
+	envKillConf   = "VIRTNET_CNIPLUGIN_KILL_CONF"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv(envKillHelper) != "" {
+		p := Plugin{storeHook: func(step cache.WriteStep, _, path string) error {
+			if step == cache.WriteStep(os.Getenv(envKillStep)) && filepath.Base(path) == cache.NamespaceFile {
+				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+				select {} // the signal is on its way
+			}
+			return nil
+		}}
+		err := p.Add(cmdArgs("ctr-killed", os.Getenv(envKillNetns), []byte(os.Getenv(envKillConf))))
+		fmt.Fprintln(os.Stderr, "helper: ADD was not killed:", err)
+		os.Exit(3)
+	}
+	os.Exit(m.Run())
 }
