@@ -84,8 +84,14 @@ func Sync(ctx context.Context, runningXML string, vmi *api.VMI, src Records, dhc
 	if err := renderItems(vmi, items, want, opts.Render); err != nil {
 		return nil, err
 	}
-	have := devicesByAlias(&running)
-	rendered := devicesByAlias(want)
+	have, err := devicesByAlias(&running)
+	if err != nil {
+		return nil, err
+	}
+	rendered, err := devicesByAlias(want)
+	if err != nil {
+		return nil, err
+	}
 
 	var changes []DeviceChange
 	var attach []Item
@@ -167,23 +173,22 @@ func (d device) marshal() (string, error) {
 	return d.hostdev.Marshal()
 }
 
-// devicesByAlias indexes a domain's interfaces and host devices by alias.
-func devicesByAlias(dom *libvirtxml.Domain) map[string]device {
+// devicesByAlias indexes a domain's interfaces and host devices by alias;
+// a domain whose aliases break [deviceAliases]' rule (the one of
+// [Render]) is refused.
+func devicesByAlias(dom *libvirtxml.Domain) (map[string]device, error) {
+	ifaces, hostdevs, err := deviceAliases(dom)
+	if err != nil {
+		return nil, err
+	}
 	out := map[string]device{}
-	if dom.Devices == nil {
-		return out
+	for a, i := range ifaces {
+		out[a] = device{iface: &dom.Devices.Interfaces[i]}
 	}
-	for i := range dom.Devices.Interfaces {
-		if a := dom.Devices.Interfaces[i].Alias; a != nil {
-			out[a.Name] = device{iface: &dom.Devices.Interfaces[i]}
-		}
+	for a, i := range hostdevs {
+		out[a] = device{hostdev: &dom.Devices.Hostdevs[i]}
 	}
-	for i := range dom.Devices.Hostdevs {
-		if a := dom.Devices.Hostdevs[i].Alias; a != nil {
-			out[a.Name] = device{hostdev: &dom.Devices.Hostdevs[i]}
-		}
-	}
-	return out
+	return out, nil
 }
 
 // linkState is an interface's link state: "down" or "up" (no <link>).

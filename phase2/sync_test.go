@@ -12,6 +12,7 @@ import (
 	"libvirt.org/go/libvirtxml"
 
 	"github.com/virtnet/virtnet/api"
+	"github.com/virtnet/virtnet/binding"
 	"github.com/virtnet/virtnet/cache"
 	"github.com/virtnet/virtnet/internal/testing/testutil"
 	"github.com/virtnet/virtnet/phase2"
@@ -189,4 +190,59 @@ func TestSyncLinkDownAtStart(t *testing.T) {
 	changes, err := phase2.Sync(ctx, x, vmi, phase2.CacheRecords{Store: store}, nil, phase2.Options{})
 	require.NoError(t, err)
 	require.Empty(t, changes)
+}
+
+// TestSyncDuplicateAliasesRefused: a running domain with two devices of
+// one alias (two interfaces, two host devices, an interface and a host
+// device) is refused by Sync as Render refuses it, with the same error,
+// and no DHCP server is started: one rule for both (before, Sync took the
+// last device of the alias and went on).
+func TestSyncDuplicateAliasesRefused(t *testing.T) {
+	ctx := context.Background()
+	store := writeRecords(t, syncUID, masqRecord("default", "eth0", "02:1a:2b:3c:4d:5e"), blueRecord)
+	testutil.WriteRecord(t, store, syncUID, finished(blueRecord))
+	vmi := syncVMI(t, "-")
+	hostdev := func(alias string) libvirtxml.DomainHostdev {
+		return libvirtxml.DomainHostdev{Alias: &libvirtxml.DomainAlias{Name: alias}, SubsysPCI: &libvirtxml.DomainHostdevSubsysPCI{
+			Source: &libvirtxml.DomainHostdevSubsysPCISource{Address: &libvirtxml.DomainAddressPCI{}}}}
+	}
+	for _, tc := range []struct {
+		name  string
+		twice func(d *libvirtxml.DomainDeviceList)
+		err   string
+	}{
+		{"interfaces", func(d *libvirtxml.DomainDeviceList) {
+			down := d.Interfaces[0]
+			down.Link = &libvirtxml.DomainInterfaceLink{State: "down"}
+			d.Interfaces = append(d.Interfaces, down)
+		}, `two interfaces with alias "ua-default"`},
+		{"host devices", func(d *libvirtxml.DomainDeviceList) {
+			d.Hostdevs = append(d.Hostdevs, hostdev("ua-sriov-vf"), hostdev("ua-sriov-vf"))
+		}, `two host devices with alias "ua-sriov-vf"`},
+		{"interface and host device", func(d *libvirtxml.DomainDeviceList) {
+			d.Hostdevs = append(d.Hostdevs, hostdev("ua-blue"))
+		}, `an interface and a host device with alias "ua-blue"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dom, err := phase2.Domain(ctx, syncVMI(t, ""), store, phase2.Options{})
+			require.NoError(t, err)
+			if tc.name == "interface and host device" {
+				// blue is attached: its alias is the interface's.
+				dom, err = phase2.Domain(ctx, vmi, store, phase2.Options{})
+				require.NoError(t, err)
+			}
+			tc.twice(dom.Devices)
+			dhcp := &fakeDHCP{running: map[string]bool{}}
+			changes, serr := phase2.Sync(ctx, marshal(t, dom), vmi, phase2.CacheRecords{Store: store}, dhcp, phase2.Options{})
+			require.ErrorContains(t, serr, tc.err)
+			require.Empty(t, changes)
+			require.Empty(t, dhcp.log, "no DHCP server started")
+
+			items, err := phase2.ReadRecords(ctx, vmi, store, phase2.Options{})
+			require.NoError(t, err)
+			rerr := phase2.Render(vmi, items, dom, binding.RenderOptions{})
+			require.ErrorContains(t, rerr, tc.err)
+			require.Equal(t, rerr.Error(), serr.Error(), "one rule, one error")
+		})
+	}
 }
