@@ -89,9 +89,13 @@ type DHCPServers struct {
 type dhcpServer struct {
 	iface string
 	info  ServerInfo // guarded by DHCPServers.mu
-	stop  context.CancelFunc
-	done  chan struct{}
-	err   error // set before done is closed
+	// bridge and ifindex are the link the server first bound to, by name
+	// and index ([DHCPServers.Stale]).
+	bridge  string
+	ifindex int
+	stop    context.CancelFunc
+	done    chan struct{}
+	err     error // set before done is closed
 }
 
 // NewDHCPServers returns the servers of a VM, none started yet; they serve
@@ -133,7 +137,7 @@ func (s *DHCPServers) start(ctx context.Context, vmi *api.VMI, it Item) error {
 		stop()
 		return fmt.Errorf("interface %q: DHCP server: %w", name, err)
 	}
-	srv := &dhcpServer{iface: name, info: infoOf(cfg), stop: stop, done: make(chan struct{})}
+	srv := &dhcpServer{iface: name, info: infoOf(cfg), bridge: cfg.Bridge, ifindex: b.ifindex, stop: stop, done: make(chan struct{})}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -194,6 +198,31 @@ func (s *DHCPServers) Sync(ctx context.Context, vmi *api.VMI, items []Item) erro
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// Stale reports whether the interface's server was bound to a link that is
+// gone or was made again since it started (another index under its name):
+// phase1 made the interface again (an unplug and a plug between two
+// looks), and whatever was attached to the old link, the server and the
+// VM's device alike, is on a link that no longer exists. An interface
+// without a server is not stale.
+func (s *DHCPServers) Stale(iface string) (bool, error) {
+	s.mu.Lock()
+	i := s.find(iface)
+	var bridge string
+	var idx int
+	if i >= 0 {
+		bridge, idx = s.servers[i].bridge, s.servers[i].ifindex
+	}
+	s.mu.Unlock()
+	if i < 0 {
+		return false, nil
+	}
+	now, err := s.ifindex(bridge)
+	if err != nil {
+		return false, fmt.Errorf("interface %q: DHCP server's bridge %s: %w", iface, bridge, err)
+	}
+	return now != idx, nil
 }
 
 // Servers describes the servers, in the order they were started.
@@ -294,18 +323,15 @@ func (s *DHCPServers) resolvConf() ([]byte, error) {
 type bound struct {
 	stop    context.CancelFunc
 	done    chan error
-	ifindex int // of its bridge when it bound (supervised servers)
+	ifindex int // of its bridge when it bound (0: none of that name)
 }
 
 // bind starts a dhcp.Server for cfg under sctx and waits until it is
 // bound, or fails, or ctx ends.
 func (s *DHCPServers) bind(ctx, sctx context.Context, cfg *dhcp.Config) (*bound, error) {
-	idx := 0
-	if s.opts.Watch > 0 {
-		var err error
-		if idx, err = s.ifindex(cfg.Bridge); err != nil {
-			return nil, err
-		}
+	idx, err := s.ifindex(cfg.Bridge)
+	if err != nil {
+		return nil, err
 	}
 	var opts []dhcp.Option
 	if s.opts.NetNS != "" {

@@ -151,3 +151,68 @@ func TestLivePlugDHCP(t *testing.T) {
 	require.Equal(t, "192.168.2.7/24", addrs[0].IPNet.String(), "blue's pod link as the CNI left it")
 	t.Logf("plug: phase1 %v, with Sync and a bound DHCP server %v; unplug (phase1 and Sync) %v", p1, plug, unplug)
 }
+
+// TestLiveFlipReplugs is the flip of item 3 of issue #38 on this kernel:
+// a VM started by the hook with masquerade; phase1 takes the interface
+// away and makes it again between two Syncs (Cleanup and Run: a new
+// bridge and tap under the same names, the same MAC). The hook's
+// Running.Sync sees that the DHCP server's bridge was made again and
+// returns a replug of eth0's device (detach, then attach of the device on
+// the new tap), and its DHCP server is bound to the new bridge; the next
+// Sync has nothing to do. Before, Sync returned nothing: the VM's NIC on
+// the dead tap, its DHCP server on the deleted bridge.
+func TestLiveFlipReplugs(t *testing.T) {
+	if kernelvm.DelegateWith(t, kernelvm.Options{Needs: []string{"bridge", "veth", "tun"},
+		Modules: []string{"nf_tables", "nft_chain_nat", "nft_nat", "nft_masq", "nft_ct"}}) {
+		return
+	}
+	testutil.RequireRoot(t)
+	ctx := context.Background()
+	pod := testutil.NewPod(t)
+	store, err := cache.New(filepath.Join(t.TempDir(), "cache"))
+	require.NoError(t, err)
+	vmi := liveVMI(t, "")
+	require.NoError(t, phase1.Run(ctx, vmi, pod.Pod.Path, store, phase1.Options{}))
+	root := t.TempDir()
+	hook := &prestart.Hook{
+		VMI: vmi, Store: store, NetNS: pod.Pod.Path, InterfaceType: "ethernet",
+		Dirs:       domxml.Options{PrivateDir: filepath.Join(root, "private"), EphemeralDir: filepath.Join(root, "ephemeral")},
+		ResolvConf: filepath.Join(root, "resolv.conf"),
+	}
+	running, err := hook.Run(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = running.Stop() })
+	x, err := running.Domain().Marshal()
+	require.NoError(t, err)
+	changes, err := running.Sync(ctx, x, vmi)
+	require.NoError(t, err)
+	require.Empty(t, changes)
+	before, err := pod.Pod.Handle.LinkByName("k6t-eth0")
+	require.NoError(t, err)
+
+	// The flip.
+	require.NoError(t, phase1.Cleanup(ctx, vmi, pod.Pod.Path, store, phase1.Options{}))
+	require.NoError(t, phase1.Run(ctx, vmi, pod.Pod.Path, store, phase1.Options{}))
+	after, err := pod.Pod.Handle.LinkByName("k6t-eth0")
+	require.NoError(t, err)
+	require.NotEqual(t, before.Attrs().Index, after.Attrs().Index, "a new bridge under the old name")
+	stale, err := running.DHCP().Stale("default")
+	require.NoError(t, err)
+	require.True(t, stale, "the DHCP server is on the deleted bridge")
+
+	changes, err = running.Sync(ctx, x, vmi)
+	require.NoError(t, err)
+	require.Len(t, changes, 2, "a replug")
+	require.Equal(t, phase2.OpDetach, changes[0].Op)
+	require.Equal(t, phase2.OpAttach, changes[1].Op)
+	require.Equal(t, "default", changes[1].Interface)
+	require.Contains(t, changes[1].XML, `<target dev="tap0" managed="no">`)
+	stale, err = running.DHCP().Stale("default")
+	require.NoError(t, err)
+	require.False(t, stale, "the DHCP server is bound to the new bridge")
+	require.Len(t, running.Servers(), 1)
+
+	changes, err = running.Sync(ctx, x, vmi)
+	require.NoError(t, err)
+	require.Empty(t, changes, "converged")
+}
