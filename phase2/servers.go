@@ -80,22 +80,28 @@ type DHCPServers struct {
 	// ops serializes the starts and stops, so that an interface never
 	// gets two servers, and orders them before StopAll's and Wait's wait.
 	ops sync.Mutex
-	// mu guards servers (and their info, which a restart changes).
+	// mu guards servers (and their info, which a restart changes) and
+	// links.
 	mu      sync.Mutex
 	servers []*dhcpServer
+	// links are the bridges of the interfaces started, served or not,
+	// as they were at their start ([DHCPServers.Stale]).
+	links map[string]linkID
+}
+
+// linkID is a link by name and index.
+type linkID struct {
+	name  string
+	index int
 }
 
 // dhcpServer is the server of one interface, supervised or not.
 type dhcpServer struct {
 	iface string
 	info  ServerInfo // guarded by DHCPServers.mu
-	// bridge and ifindex are the link the server first bound to, by name
-	// and index ([DHCPServers.Stale]).
-	bridge  string
-	ifindex int
-	stop    context.CancelFunc
-	done    chan struct{}
-	err     error // set before done is closed
+	stop  context.CancelFunc
+	done  chan struct{}
+	err   error // set before done is closed
 }
 
 // NewDHCPServers returns the servers of a VM, none started yet; they serve
@@ -112,7 +118,8 @@ func NewDHCPServers(ctx context.Context, opts DHCPOptions) (*DHCPServers, error)
 // is bound (ctx bounds that wait only). It does nothing when the interface
 // has a server already (running, or failed: [DHCPServers.Wait] reports
 // it), when its binding serves no DHCP ([binding.DHCPServer]) or when its
-// record has no IPAM.
+// record has no IPAM. Either way, unless it has a server already, it
+// notes which link the record's bridge is now ([DHCPServers.Stale]).
 func (s *DHCPServers) Start(ctx context.Context, vmi *api.VMI, it Item) error {
 	s.ops.Lock()
 	defer s.ops.Unlock()
@@ -127,6 +134,9 @@ func (s *DHCPServers) start(ctx context.Context, vmi *api.VMI, it Item) error {
 	if err := s.ctx.Err(); err != nil {
 		return fmt.Errorf("interface %q: the DHCP servers are stopped: %w", name, err)
 	}
+	if err := s.track(name, it.Record); err != nil {
+		return err
+	}
 	cfg, err := s.config(vmi, it, it.Record)
 	if err != nil || cfg == nil {
 		return err
@@ -137,7 +147,7 @@ func (s *DHCPServers) start(ctx context.Context, vmi *api.VMI, it Item) error {
 		stop()
 		return fmt.Errorf("interface %q: DHCP server: %w", name, err)
 	}
-	srv := &dhcpServer{iface: name, info: infoOf(cfg), bridge: cfg.Bridge, ifindex: b.ifindex, stop: stop, done: make(chan struct{})}
+	srv := &dhcpServer{iface: name, info: infoOf(cfg), stop: stop, done: make(chan struct{})}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -163,6 +173,7 @@ func (s *DHCPServers) Stop(iface string) error {
 
 func (s *DHCPServers) stopOne(iface string) error {
 	s.mu.Lock()
+	delete(s.links, iface)
 	i := s.find(iface)
 	if i < 0 {
 		s.mu.Unlock()
@@ -185,6 +196,13 @@ func (s *DHCPServers) Sync(ctx context.Context, vmi *api.VMI, items []Item) erro
 	s.ops.Lock()
 	defer s.ops.Unlock()
 	var errs []error
+	s.mu.Lock()
+	for iface := range s.links {
+		if !slices.ContainsFunc(items, func(it Item) bool { return it.Pair.Interface.Name == iface }) {
+			delete(s.links, iface)
+		}
+	}
+	s.mu.Unlock()
 	for _, srv := range slices.Clone(s.servers) {
 		if !slices.ContainsFunc(items, func(it Item) bool { return it.Pair.Interface.Name == srv.iface }) {
 			if err := s.stopOne(srv.iface); err != nil {
@@ -200,29 +218,44 @@ func (s *DHCPServers) Sync(ctx context.Context, vmi *api.VMI, items []Item) erro
 	return errors.Join(errs...)
 }
 
-// Stale reports whether the interface's server was bound to a link that is
-// gone or was made again since it started (another index under its name):
-// phase1 made the interface again (an unplug and a plug between two
-// looks), and whatever was attached to the old link, the server and the
-// VM's device alike, is on a link that no longer exists. An interface
-// without a server is not stale.
+// Stale reports whether the bridge of the interface (its record's, as it
+// was when the interface was started, with a server or without one: no
+// IPAM, a binding that serves no DHCP) is gone or another link under its
+// name: phase1 made the interface again (an unplug and a plug between two
+// looks), and whatever was attached to the old bridge and its tap, a
+// server and the VM's device alike, is on links that no longer exist. An
+// interface not started (or stopped since), or whose record names no
+// bridge, is not stale.
 func (s *DHCPServers) Stale(iface string) (bool, error) {
 	s.mu.Lock()
-	i := s.find(iface)
-	var bridge string
-	var idx int
-	if i >= 0 {
-		bridge, idx = s.servers[i].bridge, s.servers[i].ifindex
-	}
+	l, ok := s.links[iface]
 	s.mu.Unlock()
-	if i < 0 {
+	if !ok {
 		return false, nil
 	}
-	now, err := s.ifindex(bridge)
+	now, err := s.ifindex(l.name)
 	if err != nil {
-		return false, fmt.Errorf("interface %q: DHCP server's bridge %s: %w", iface, bridge, err)
+		return false, fmt.Errorf("interface %q: bridge %s: %w", iface, l.name, err)
 	}
-	return now != idx, nil
+	return now != l.index, nil
+}
+
+// track notes the index of the record's bridge at the interface's start.
+func (s *DHCPServers) track(iface string, rec *cache.Interface) error {
+	if rec == nil || rec.Bridge == "" {
+		return nil
+	}
+	idx, err := s.ifindex(rec.Bridge)
+	if err != nil {
+		return fmt.Errorf("interface %q: bridge %s: %w", iface, rec.Bridge, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.links == nil {
+		s.links = map[string]linkID{}
+	}
+	s.links[iface] = linkID{name: rec.Bridge, index: idx}
+	return nil
 }
 
 // Servers describes the servers, in the order they were started.
@@ -323,15 +356,18 @@ func (s *DHCPServers) resolvConf() ([]byte, error) {
 type bound struct {
 	stop    context.CancelFunc
 	done    chan error
-	ifindex int // of its bridge when it bound (0: none of that name)
+	ifindex int // of its bridge when it bound (supervised servers)
 }
 
 // bind starts a dhcp.Server for cfg under sctx and waits until it is
 // bound, or fails, or ctx ends.
 func (s *DHCPServers) bind(ctx, sctx context.Context, cfg *dhcp.Config) (*bound, error) {
-	idx, err := s.ifindex(cfg.Bridge)
-	if err != nil {
-		return nil, err
+	idx := 0
+	if s.opts.Watch > 0 {
+		var err error
+		if idx, err = s.ifindex(cfg.Bridge); err != nil {
+			return nil, err
+		}
 	}
 	var opts []dhcp.Option
 	if s.opts.NetNS != "" {

@@ -54,9 +54,10 @@ type DHCP interface {
 	Start(ctx context.Context, vmi *api.VMI, it Item) error
 	// Stop stops the interface's server, if it has one.
 	Stop(iface string) error
-	// Stale reports whether the interface's server is bound to a link
-	// that is gone or was made again since it started (false without a
-	// server): phase1 made the interface again under the running VM.
+	// Stale reports whether the interface's bridge (its record's, when
+	// Start was called for it, with a server or without one) is gone or
+	// another link under its name now (false for an interface not
+	// started): phase1 made the interface again under the running VM.
 	Stale(iface string) (bool, error)
 }
 
@@ -71,8 +72,9 @@ type DHCP interface {
 // A device the domain has is compared with what the interface's records
 // name now, not only by alias: when it is attached elsewhere (another
 // interface type, bridge, tap or macvtap, another MAC) or its interface
-// was made again under it (its DHCP server's bridge is gone or another
-// link: [DHCP.Stale]; phase1 unplugged and plugged it between two Syncs),
+// was made again under it (the bridge it was started with is gone or
+// another link: [DHCP.Stale]; phase1 unplugged and plugged it between two
+// Syncs),
 // it is replugged: a detach of the running device followed by an attach
 // of the new one, its DHCP server restarted on the new bridge.
 //
