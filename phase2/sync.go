@@ -76,7 +76,10 @@ type DHCP interface {
 // another link: [DHCP.Stale]; phase1 unplugged and plugged it between two
 // Syncs),
 // it is replugged: a detach of the running device followed by an attach
-// of the new one, its DHCP server restarted on the new bridge.
+// of the new one, its DHCP server restarted on the new bridge (the
+// launcher waits until libvirt has removed the detached device, its
+// VIR_DOMAIN_EVENT_ID_DEVICE_REMOVED event, before it attaches the new one
+// of the same alias).
 //
 // The devices to attach are rendered as [Render] renders them at start,
 // from the records src gives ([CacheRecords]: an interface is attached
