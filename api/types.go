@@ -78,7 +78,8 @@ type InterfaceStatus struct {
 
 // StatusMAC returns the MAC status.interfaces reports for the interface
 // named iface, parsed, and its field path; nil when there is none. A MAC
-// that does not parse is a [*FieldError] naming the path.
+// that does not parse, or that a spec macAddress could not be (multicast,
+// all zero), is a [*FieldError] naming the path.
 func (v *VMI) StatusMAC(iface string) (net.HardwareAddr, error) {
 	for i, s := range v.Status.Interfaces {
 		if s.Name != iface || s.Name == "" {
@@ -90,6 +91,9 @@ func (v *VMI) StatusMAC(iface string) (net.HardwareAddr, error) {
 		hw, err := net.ParseMAC(s.MAC)
 		if err != nil || len(hw) != 6 {
 			return nil, &FieldError{Path: fmt.Sprintf("status.interfaces[%d].mac", i), Value: s.MAC, Reason: "not a 6-byte MAC address"}
+		}
+		if why := notUnicast(hw); why != "" {
+			return nil, &FieldError{Path: fmt.Sprintf("status.interfaces[%d].mac", i), Value: s.MAC, Reason: why}
 		}
 		return hw, nil
 	}

@@ -421,15 +421,25 @@ func (v *validator) mac(path, s string, bindings []string) {
 		v.add(path, s, "not a 48-bit MAC address aa:bb:cc:dd:ee:ff")
 		return
 	}
-	if hw[0]&1 == 1 {
-		v.add(path, s, "multicast MAC address (least significant bit of the first octet set)")
+	if why := notUnicast(hw); why != "" {
+		v.add(path, s, "%s", why)
 	}
 	if strings.EqualFold(hw.String(), MasqueradeBridgeMAC) && slices.Contains(bindings, BindingMasquerade) {
 		v.add(path, s, "reserved for the masquerade bridge")
 	}
-	if hw.String() == "00:00:00:00:00:00" {
-		v.add(path, s, "all-zero MAC address")
+}
+
+// notUnicast says why a 6-byte MAC cannot be a VM's (multicast, all
+// zero), or "" when it can: the rule of a spec macAddress and of a
+// status.interfaces mac alike.
+func notUnicast(hw net.HardwareAddr) string {
+	switch {
+	case hw[0]&1 == 1:
+		return "multicast MAC address (least significant bit of the first octet set)"
+	case hw.String() == "00:00:00:00:00:00":
+		return "all-zero MAC address"
 	}
+	return ""
 }
 
 func (v *validator) ports(p string, iface *Interface, names map[string]string) {

@@ -1,6 +1,7 @@
 package migration
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -35,16 +36,24 @@ type Target struct {
 // the destination) and the domain phase2 built for the same VMI in the
 // target pod (prestart.Running.Domain after phase1 ran there). The
 // interfaces stay as the source defined them (model, MAC, PCI address,
-// queues: what the guest sees), except for the names of the target pod's
-// links: the tap (target dev) and the bridge (source bridge) become the
-// target's where they differ, as KubeVirt's pre-migration hook rewrites an
-// ordinal tap name (tap1) to the hashed one (tap16477688c0e) of a target
-// pod. The interfaces are matched by alias (ua-<name>).
+// queues: what the guest sees), except for their attachment to the target
+// pod's links: an interface on phase1's bridge and tap takes the target
+// domain's type, source and target whole (the tap, target dev, and the
+// bridge, source bridge, become the target's, as KubeVirt's pre-migration
+// hook rewrites an ordinal tap name, tap1, to the hashed one,
+// tap16477688c0e, of a target pod; a source rendered as type bridge and a
+// target as type ethernet, or the other way round, converge to the
+// target's); other attachments keep their type and take the target's link
+// names. The interfaces are matched by alias (ua-<name>).
 //
-// It refuses (naming the interface) a source interface the target domain
-// lacks, and one whose MAC differs from the target's: the target's DHCP
-// server would answer another MAC than the migrated vNIC's (KubeVirt's
-// bug #16696; phase1's MigrationTarget option keeps the source's MAC).
+// It refuses, naming the interface (a [*TargetError]): a source interface
+// whose alias is not ua-<name> of a present VMI interface, two source
+// interfaces of one alias, a source or target interface without <mac>,
+// one the target domain lacks or has twice, one whose MAC differs from
+// the target's (the target's DHCP server would answer another MAC than the
+// migrated vNIC's: KubeVirt's bug #16696; phase1's MigrationTarget option
+// keeps the source's MAC), another attachment type on each side (but
+// bridge and ethernet), and two interfaces left on one tap or macvtap.
 // SR-IOV host devices (alias ua-sriov-<name>) are dropped from the domain
 // and the target's own returned in Attach ([ActionDetachReattach]).
 //
@@ -74,19 +83,27 @@ func TargetDomain(vmi *api.VMI, plugins map[string]Plugin, source, target *libvi
 	if target.Devices != nil {
 		want = target.Devices.Interfaces
 	}
+	present := map[string]bool{}
+	for _, i := range plan.Interfaces {
+		present[i.Name] = true
+	}
+	seen := map[string]bool{}
 	for i := range dom.Devices.Interfaces {
 		src := &dom.Devices.Interfaces[i]
-		name, ok := ifaceName(src.Alias)
-		if !ok {
-			continue
-		}
-		j := slices.IndexFunc(want, func(t libvirtxml.DomainInterface) bool { n, ok := ifaceName(t.Alias); return ok && n == name })
-		if j < 0 {
-			return nil, &TargetError{Interface: name, Why: "the target pod's domain has no such interface (did phase1 run there for it?)"}
-		}
-		if err := rename(name, src, &want[j]); err != nil {
+		name, err := sourceName(i, src, present, seen)
+		if err != nil {
 			return nil, err
 		}
+		tgt, err := targetOf(name, want)
+		if err != nil {
+			return nil, err
+		}
+		if err := rename(name, src, tgt); err != nil {
+			return nil, err
+		}
+	}
+	if err := oneDevicePerLink(dom.Devices.Interfaces); err != nil {
+		return nil, err
 	}
 	// SR-IOV: the source's VFs do not travel; the target's are attached
 	// after the switch-over.
@@ -125,22 +142,149 @@ func (e *TargetError) Error() string {
 	return fmt.Sprintf("migration target: interface %q: %s", e.Interface, e.Why)
 }
 
-// rename gives src the target's link names; it refuses a MAC that differs.
+// sourceName is the VMI interface the source domain's i-th interface is:
+// it must have a ua-<name> alias naming a present interface of the VMI,
+// no other source interface the same alias, and a MAC (the guard against
+// another MAC on the target compares it). seen collects the names.
+func sourceName(i int, src *libvirtxml.DomainInterface, present, seen map[string]bool) (string, error) {
+	name, ok := ifaceName(src.Alias)
+	if !ok {
+		alias := "none"
+		if src.Alias != nil {
+			alias = fmt.Sprintf("%q", src.Alias.Name)
+		}
+		return "", &TargetError{Interface: fmt.Sprintf("source domain's interface %d", i),
+			Why: fmt.Sprintf("its alias (%s) is not ua-<name> of an interface of the VMI: refusing to guess which pod link it is", alias)}
+	}
+	switch {
+	case !present[name]:
+		return "", &TargetError{Interface: name, Why: "the source domain has an interface of alias ua-" + name + " and the VMI no such interface present"}
+	case seen[name]:
+		return "", &TargetError{Interface: name, Why: "the source domain has two interfaces of alias ua-" + name + ": both would take its one tap"}
+	case src.MAC == nil || src.MAC.Address == "":
+		return "", &TargetError{Interface: name, Why: "the source domain's interface has no <mac>: the MAC the guest uses cannot be checked against the target pod's"}
+	}
+	seen[name] = true
+	return name, nil
+}
+
+// targetOf is the one interface of the target pod's domain with the
+// alias of name.
+func targetOf(name string, want []libvirtxml.DomainInterface) (*libvirtxml.DomainInterface, error) {
+	var found *libvirtxml.DomainInterface
+	for j := range want {
+		if n, ok := ifaceName(want[j].Alias); !ok || n != name {
+			continue
+		}
+		if found != nil {
+			return nil, &TargetError{Interface: name, Why: "the target pod's domain has two interfaces of alias ua-" + name}
+		}
+		found = &want[j]
+	}
+	switch {
+	case found == nil:
+		return nil, &TargetError{Interface: name, Why: "the target pod's domain has no such interface (did phase1 run there for it?)"}
+	case found.MAC == nil || found.MAC.Address == "":
+		return nil, &TargetError{Interface: name, Why: "the target pod's domain gives it no <mac>"}
+	}
+	return found, nil
+}
+
+// oneDevicePerLink refuses two interfaces of the destination domain on
+// one tap (target dev) or one macvtap (source dev).
+func oneDevicePerLink(ifaces []libvirtxml.DomainInterface) error {
+	used := map[string]string{}
+	for _, i := range ifaces {
+		name, _ := ifaceName(i.Alias)
+		var links []string
+		if i.Target != nil && i.Target.Dev != "" {
+			links = append(links, i.Target.Dev)
+		}
+		if i.Source != nil && i.Source.Direct != nil && i.Source.Direct.Dev != "" {
+			links = append(links, i.Source.Direct.Dev)
+		}
+		for _, l := range links {
+			if other, ok := used[l]; ok && other != name {
+				return &TargetError{Interface: name, Why: fmt.Sprintf("it would share link %s with interface %q", l, other)}
+			}
+			used[l] = name
+		}
+	}
+	return nil
+}
+
+// attachment is how an interface is attached ("bridge", "ethernet",
+// "direct", …; "" when it has no source).
+func attachment(i *libvirtxml.DomainInterface) string {
+	if i.Source == nil {
+		return ""
+	}
+	switch s := i.Source; {
+	case s.Bridge != nil:
+		return "bridge"
+	case s.Ethernet != nil:
+		return "ethernet"
+	case s.Direct != nil:
+		return "direct"
+	case s.User != nil:
+		return "user"
+	case s.VHostUser != nil:
+		return "vhostuser"
+	case s.Network != nil:
+		return "network"
+	}
+	return "other"
+}
+
+// tapAttachment reports an attachment on phase1's bridge and tap: the
+// two interface types of the bridge and masquerade bindings.
+func tapAttachment(kind string) bool { return kind == "bridge" || kind == "ethernet" }
+
+// rename gives src the target pod's attachment; it refuses a MAC that
+// differs. An interface on phase1's bridge and tap (type bridge or
+// ethernet, on either side) takes the target's type, source and target
+// whole: a source launcher with CAP_NET_ADMIN renders type bridge, a
+// target without it type ethernet, and the other way round, and the
+// destination must use the target pod's links whatever the source's were.
+// Other attachments keep their type and take the target's link names; a
+// change of type between them is refused.
 func rename(name string, src, tgt *libvirtxml.DomainInterface) error {
-	if src.MAC != nil && tgt.MAC != nil && !strings.EqualFold(src.MAC.Address, tgt.MAC.Address) {
+	if !strings.EqualFold(src.MAC.Address, tgt.MAC.Address) {
 		return &TargetError{Interface: name, Why: fmt.Sprintf("the source's MAC %s is not the target pod's %s: the target's DHCP server would not answer the migrated vNIC (give the target's phase1 the VMI's status.interfaces)",
 			src.MAC.Address, tgt.MAC.Address)}
+	}
+	sk, tk := attachment(src), attachment(tgt)
+	if tapAttachment(sk) && tapAttachment(tk) {
+		c, err := copyInterface(tgt)
+		if err != nil {
+			return err
+		}
+		src.Source, src.Target = c.Source, c.Target
+		return nil
+	}
+	if sk != tk {
+		return &TargetError{Interface: name, Why: fmt.Sprintf("the source attaches it as %s, the target pod's domain as %s: no way to carry one to the other", cmp.Or(sk, "nothing"), cmp.Or(tk, "nothing"))}
 	}
 	if src.Target != nil && src.Target.Dev != "" && tgt.Target != nil && tgt.Target.Dev != "" {
 		src.Target.Dev = tgt.Target.Dev
 	}
-	if src.Source != nil && src.Source.Bridge != nil && tgt.Source != nil && tgt.Source.Bridge != nil {
-		src.Source.Bridge.Bridge = tgt.Source.Bridge.Bridge
-	}
-	if src.Source != nil && src.Source.Ethernet != nil && tgt.Source != nil && tgt.Source.Bridge != nil {
-		return &TargetError{Interface: name, Why: "the source attaches it as ethernet, the target pod's domain to a bridge: render both with the same interface type"}
+	if src.Source != nil && src.Source.Direct != nil && tgt.Source != nil && tgt.Source.Direct != nil {
+		src.Source.Direct.Dev = tgt.Source.Direct.Dev
 	}
 	return nil
+}
+
+// copyInterface is a deep copy of an interface.
+func copyInterface(i *libvirtxml.DomainInterface) (*libvirtxml.DomainInterface, error) {
+	s, err := i.Marshal()
+	if err != nil {
+		return nil, fmt.Errorf("migration: interface: %w", err)
+	}
+	out := &libvirtxml.DomainInterface{}
+	if err := out.Unmarshal(s); err != nil {
+		return nil, fmt.Errorf("migration: interface: %w", err)
+	}
+	return out, nil
 }
 
 // needsRefresh drops what cannot or need not be refreshed.

@@ -202,3 +202,100 @@ func TestTargetDomainLinkDown(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, out.Refresh)
 }
+
+// TestTargetDomainOtherAttachmentType: the source pod's launcher renders
+// one interface type (bridge: it has CAP_NET_ADMIN) and the target's the
+// other (ethernet: it has not), or the other way round; the destination
+// domain's interfaces are attached as the target pod's domain attaches
+// them (type, bridge, tap), with the source's MAC, PCI address and model,
+// and name no link of the source pod (source bridge / target ethernet
+// used to keep the source pod's bridge name).
+func TestTargetDomainOtherAttachmentType(t *testing.T) {
+	for _, tc := range []struct{ src, tgt binding.InterfaceType }{
+		{binding.InterfaceBridge, binding.InterfaceEthernet},
+		{binding.InterfaceEthernet, binding.InterfaceBridge},
+	} {
+		t.Run(string(tc.src)+" to "+string(tc.tgt), func(t *testing.T) {
+			srcVMI := loadVMI(t, strings.Replace(threeVMI, "%s", "", 1))
+			src, _ := podDomain(t, srcVMI, tc.src, false, "eth0", "net1", "net2")
+			tgtVMI := loadVMI(t, strings.Replace(threeVMI, "%s", ", annotations: {"+api.PodInterfaceNamesAnnotation+": hashed}", 1))
+			for _, n := range []string{"default", "blue", "red"} {
+				tgtVMI.Status.Interfaces = append(tgtVMI.Status.Interfaces, api.InterfaceStatus{Name: n, MAC: ifaceByAlias(t, src, n).MAC.Address})
+			}
+			tgt, store := podDomain(t, tgtVMI, tc.tgt, true, "eth0", api.HashedPodInterface("blue"), api.HashedPodInterface("red"))
+			out, err := migration.TargetDomain(tgtVMI, nil, src, tgt, store)
+			require.NoError(t, err)
+			for _, n := range []string{"default", "blue", "red"} {
+				s, g, w := ifaceByAlias(t, src, n), ifaceByAlias(t, out.Domain, n), ifaceByAlias(t, tgt, n)
+				require.Equal(t, w.Source, g.Source, "%s is attached as the target pod's domain attaches it", n)
+				require.Equal(t, w.Target, g.Target, "%s takes the target pod's tap", n)
+				require.Equal(t, s.MAC, g.MAC)
+				require.Equal(t, s.Address, g.Address)
+				require.Equal(t, s.Model, g.Model)
+			}
+			x, err := out.Domain.Marshal()
+			require.NoError(t, err)
+			for _, l := range []string{"k6t-net1", "k6t-net2", "tap1", "tap2", `type="` + string(tc.src) + `"`} {
+				require.NotContains(t, x, `"`+strings.Trim(l, `"`)+`"`, "no link or type of the source pod")
+			}
+		})
+	}
+}
+
+// TestTargetDomainHostileSource: a source domain that could put two NICs
+// on one tap or skip the MAC guard is refused, naming the interface: two
+// interfaces of one alias, an interface whose alias names no interface of
+// the VMI (or is not ua-<name>), a source or target interface without
+// <mac>, and two target interfaces of one alias.
+func TestTargetDomainHostileSource(t *testing.T) {
+	vmi := loadVMI(t, strings.Replace(threeVMI, "%s", "", 1))
+	for _, tc := range []struct {
+		name       string
+		src, tgt   func(d *libvirtxml.DomainDeviceList)
+		iface, why string
+	}{
+		{name: "two source interfaces of one alias", src: func(d *libvirtxml.DomainDeviceList) {
+			d.Interfaces = append(d.Interfaces, d.Interfaces[1])
+		}, iface: "blue", why: "two interfaces of alias ua-blue"},
+		{name: "two source interfaces of one alias, the copy first", src: func(d *libvirtxml.DomainDeviceList) {
+			dup := d.Interfaces[1]
+			dup.Address = nil
+			d.Interfaces = append([]libvirtxml.DomainInterface{dup}, d.Interfaces...)
+		}, iface: "blue", why: "two interfaces of alias ua-blue"},
+		{name: "alias of no VMI interface", src: func(d *libvirtxml.DomainDeviceList) {
+			d.Interfaces[2].Alias = &libvirtxml.DomainAlias{Name: "ua-ghost"}
+		}, iface: "ghost", why: "the VMI no such interface"},
+		{name: "alias not ua-", src: func(d *libvirtxml.DomainDeviceList) {
+			d.Interfaces[2].Alias = &libvirtxml.DomainAlias{Name: "net0"}
+		}, iface: "source domain's interface 2", why: `its alias ("net0") is not ua-<name>`},
+		{name: "no alias", src: func(d *libvirtxml.DomainDeviceList) {
+			d.Interfaces[2].Alias = nil
+		}, iface: "source domain's interface 2", why: "its alias (none)"},
+		{name: "source without mac", src: func(d *libvirtxml.DomainDeviceList) {
+			d.Interfaces[1].MAC = nil
+		}, iface: "blue", why: "no <mac>"},
+		{name: "target without mac", tgt: func(d *libvirtxml.DomainDeviceList) {
+			d.Interfaces[1].MAC = nil
+		}, iface: "blue", why: "no <mac>"},
+		{name: "two target interfaces of one alias", tgt: func(d *libvirtxml.DomainDeviceList) {
+			d.Interfaces = append(d.Interfaces, d.Interfaces[1])
+		}, iface: "blue", why: "two interfaces of alias ua-blue"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src, _ := podDomain(t, vmi, binding.InterfaceEthernet, false, "eth0", "net1", "net2")
+			tgt, store := podDomain(t, vmi, binding.InterfaceEthernet, false, "eth0", "net1", "net2")
+			require.Equal(t, "ua-blue", src.Devices.Interfaces[1].Alias.Name)
+			if tc.src != nil {
+				tc.src(src.Devices)
+			}
+			if tc.tgt != nil {
+				tc.tgt(tgt.Devices)
+			}
+			_, err := migration.TargetDomain(vmi, nil, src, tgt, store)
+			var te *migration.TargetError
+			require.ErrorAs(t, err, &te)
+			require.Equal(t, tc.iface, te.Interface)
+			require.ErrorContains(t, err, tc.why)
+		})
+	}
+}

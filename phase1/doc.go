@@ -26,7 +26,10 @@
 // their records, unless [Options.KeepOnFailure] is set. An interface whose
 // record said "finished" when the run started is never undone by it: the
 // VM may be running on it (QEMU holds its tap), so a repeated run that
-// fails leaves it as it was (see [Run]). Phase1 deletes or changes only links it
+// fails leaves it as it was (see [Run]). A run on a VMI that already
+// runs is an update whose changes stand alone: absent interfaces are
+// unplugged first, and a new interface that fails is undone alone while
+// the others are plugged. Phase1 deletes or changes only links it
 // created, which it marks (see package binding): a link under one of its
 // names that it did not create is refused, never adopted and never
 // deleted.

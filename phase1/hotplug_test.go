@@ -4,8 +4,10 @@ package phase1_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"net/netip"
 	"slices"
 	"strings"
@@ -171,14 +173,36 @@ func TestPlugFaultTouchesOnlyIt(t *testing.T) {
 		require.Error(t, err, "call %d", n)
 		require.Equal(t, others, othersOf(f.Snapshot(), redLinks...), "call %d: the running interfaces' kernel state", n)
 		require.Equal(t, otherFiles, othersRecords(testutil.CacheFiles(t, s), "red"), "call %d: their records", n)
-		_, perr := s.ReadProgress(uid, "red")
-		require.ErrorIs(t, perr, cache.ErrNotExist, "call %d: red rolled back, no record", n)
-		require.Equal(t, pristineRed, linkState(f.Snapshot(), redLinks...), "call %d: red's pod link as the CNI left it", n)
+		// The failure is red's: red alone is rolled back. It is another
+		// interface's re-check: red's plug stands alone and is done.
+		requireRedAllOrNone(t, f, s, err, pristineRed, linkState(wantEnd, redLinks...), n)
 
 		require.NoError(t, run(t, testutil.LoadVMI(t, threeVMI), f, s, phase1.Options{}), "call %d: a re-run plugs red", n)
 		require.Equal(t, wantEnd, f.Snapshot())
 		require.Equal(t, wantFiles, recordsOnly(testutil.CacheFiles(t, s)))
 	}
+}
+
+// requireRedAllOrNone: after a failed update that plugs red, red is
+// either rolled back (no record, its pod link as the CNI left it) or
+// plugged (finished, its links as a clean plug leaves them): rolled back
+// when the failure is red's own, plugged when it is another interface's
+// re-check (red's plug stands alone); either after a cancellation.
+func requireRedAllOrNone(t *testing.T, f *netdrivertest.Fake, s *cache.Store, err error, pristine, plugged []string, n int) {
+	t.Helper()
+	require.Error(t, err)
+	pod, perr := s.ReadProgress(uid, "red")
+	redsFault := strings.Contains(err.Error(), `interface "red"`)
+	canceled := errors.Is(err, context.Canceled)
+	if perr != nil {
+		require.ErrorIs(t, perr, cache.ErrNotExist, "call %d (%v)", n, err)
+		require.True(t, redsFault || canceled, "call %d (%v): red rolled back for another interface's failure", n, err)
+		require.Equal(t, pristine, linkState(f.Snapshot(), redLinks...), "call %d: red's pod link as the CNI left it", n)
+		return
+	}
+	require.False(t, redsFault, "call %d (%v): red failed and was kept", n, err)
+	require.Equal(t, cache.Finished, pod.State, "call %d", n)
+	require.Equal(t, plugged, linkState(f.Snapshot(), redLinks...), "call %d: red plugged", n)
 }
 
 // insertedVMI is threeVMI with a network (green) inserted before blue and
@@ -264,4 +288,56 @@ func TestUnpluggedDroppedFromSpec(t *testing.T) {
 	require.NoError(t, run(t, testutil.LoadVMI(t, dropped), f, s, phase1.Options{}))
 	require.Equal(t, before, f.Snapshot(), "red now at index 1 keeps its bridge's address")
 	require.Equal(t, files, recordsOnly(testutil.CacheFiles(t, s)))
+}
+
+// TestUpdateChangesStandAlone: one update of a VMI that runs (default,
+// blue, red) unplugs red (state: absent), adds green, whose pod link is
+// missing (Multus has not made it), and adds yellow, whose pod link is
+// there. Each change stands alone: red is unplugged and yellow plugged,
+// and the run fails naming green alone (discover, link not found), with
+// nothing of green left; blue and default are byte-identical. Before,
+// green's failure returned before red's unplug and yellow's plug. Once
+// green's pod link is there, a re-run plugs it.
+func TestUpdateChangesStandAlone(t *testing.T) {
+	update := strings.Replace(threeVMI, "{name: red, bridge: {}}",
+		"{name: red, bridge: {}, state: absent}\n      - {name: green, bridge: {}}\n      - {name: yellow, bridge: {}}", 1)
+	update = strings.Replace(update, "  - {name: red, multus: {networkName: red-net}}\n",
+		"  - {name: red, multus: {networkName: red-net}}\n  - {name: green, multus: {networkName: green-net}}\n  - {name: yellow, multus: {networkName: yellow-net}}\n", 1)
+	// green's pod link (net3) is missing; yellow's (net4) is there.
+	f := netdrivertest.SimulatedPod(append(threeLinks(), netdrivertest.SimLink{Name: "net4", NoIPAM: true})...)
+	s := testutil.NewStore(t)
+	require.NoError(t, run(t, testutil.LoadVMI(t, threeVMI), f, s, phase1.Options{}))
+	others := othersOf(f.Snapshot(), "net2", "k6t-net2", "tap2", "net4", "k6t-net4", "tap4")
+	files := recordsOnly(testutil.CacheFiles(t, s))
+	maps.DeleteFunc(files, func(k, _ string) bool { return strings.Contains(k, "-red.json") })
+
+	err := run(t, testutil.LoadVMI(t, update), f, s, phase1.Options{})
+	var pe *phase1.Error
+	require.ErrorAs(t, err, &pe)
+	require.Equal(t, "green", pe.Interface)
+	require.Equal(t, phase1.StepDiscover, pe.Step)
+	require.ErrorIs(t, err, phase1.ErrLinkNotFound)
+	require.NotContains(t, err.Error(), `interface "yellow"`)
+
+	names := linkNames(t, f)
+	require.NotContains(t, names, "k6t-net2", "red unplugged")
+	require.NotContains(t, names, "tap2")
+	_, err = s.ReadProgress(uid, "red")
+	require.ErrorIs(t, err, cache.ErrNotExist, "red's records gone")
+	_, err = s.ReadProgress(uid, "green")
+	require.ErrorIs(t, err, cache.ErrNotExist, "nothing of green")
+	pod, err := s.ReadProgress(uid, "yellow")
+	require.NoError(t, err)
+	require.Equal(t, cache.Finished, pod.State, "yellow plugged")
+	require.Contains(t, names, "tap4")
+	require.Equal(t, others, othersOf(f.Snapshot(), "net2", "k6t-net2", "tap2", "net4", "k6t-net4", "tap4"), "default and blue untouched")
+	got := recordsOnly(testutil.CacheFiles(t, s))
+	maps.DeleteFunc(got, func(k, _ string) bool { return strings.Contains(k, "-yellow.json") })
+	require.Equal(t, files, got, "default's and blue's records byte-identical")
+
+	f.SeedPodLink(netdrivertest.PodLink{Name: "net3", MAC: net.HardwareAddr{0x0a, 0x58, 0x0a, 0xf4, 0x01, 0x42}, MTU: 1440})
+	require.NoError(t, run(t, testutil.LoadVMI(t, update), f, s, phase1.Options{}), "green plugged once its pod link is there")
+	pod, err = s.ReadProgress(uid, "green")
+	require.NoError(t, err)
+	require.Equal(t, cache.Finished, pod.State)
 }

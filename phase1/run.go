@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/virtnet/virtnet/netdriver/kernel"
@@ -127,12 +128,21 @@ func (o *Options) fill() {
 // earlier run had finished, unless [Options.KeepOnFailure] is set. So the
 // first run of a VMI gives it all of its interfaces or none, and a re-run
 // on a VMI that already runs never takes away an interface an earlier run
-// finished (it may only add the new ones, all or none).
+// finished.
+//
+// A re-run on a VMI that already runs (an earlier run finished one of its
+// interfaces) is an update whose changes stand alone: a new interface
+// that cannot be discovered, planned or prepared (its pod link missing, a
+// kernel step failing) is undone alone and the others are plugged; a
+// failed re-check of a finished interface leaves it as it is; an absent
+// interface is unplugged whatever happens to the others. The error then
+// joins each failure, naming its interface ([*Error]), and a re-run
+// converges (TestUpdateChangesStandAlone).
 //
 // An interface whose state is absent (KubeVirt 1.x's hot-unplug) is not
 // prepared; what an earlier run prepared for it is removed, and its
-// records deleted, before the other interfaces are prepared, its pod
-// link being gone already or not (TestAbsentInterface).
+// records deleted, before the other interfaces are planned or prepared,
+// its pod link being gone already or not (TestAbsentInterface).
 func Run(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.Store, opts Options) (err error) {
 	opts.fill()
 	all, err := pairsOf(vmi, opts)
@@ -172,30 +182,56 @@ func Run(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.Store
 	}
 	defer closeFn()
 
+	// An update (the VMI has an interface an earlier run finished) is a
+	// set of changes that stand alone: an absent interface is unplugged,
+	// and each new one plugged, whatever happens to the others. The first
+	// run stays all or none.
+	update := slices.ContainsFunc(states, func(p *cache.Progress) bool { return p != nil && p.State == cache.Finished })
+	// An absent interface (KubeVirt 1.x's hot-unplug) loses what an
+	// earlier run prepared for it, its pod link possibly gone already;
+	// one never prepared has no record and is skipped. It comes first, so
+	// that no plug of the same update can hold it back.
+	var failed []error
+	if err := cleanupPairs(ctx, d, vmi, absent, store, opts, func(int) bool { return true }); err != nil {
+		if !update {
+			return err
+		}
+		failed = append(failed, err)
+	}
+
 	// Discover and plan every pair before changing anything.
-	txns := make([]ifaceTxn, len(pairs))
+	txns := make([]ifaceTxn, 0, len(pairs))
+	var planned []api.Pair
 	for i, p := range pairs {
 		if err := ctx.Err(); err != nil {
-			return &Error{Step: StepCanceled, Err: err}
+			return joinErrors(append(failed, &Error{Step: StepCanceled, Err: err}))
 		}
 		run, err := planPair(ctx, d, vmi, p, states[i], recorded[i], opts)
 		if err != nil {
-			return err
+			if !update {
+				return err
+			}
+			// This interface's change alone fails; one an earlier run
+			// finished stays as it is.
+			failed = append(failed, err)
+			continue
 		}
-		txns[i] = ifaceTxn{pairRun: run, committed: states[i] != nil && states[i].State == cache.Finished}
+		txns = append(txns, ifaceTxn{pairRun: run, committed: states[i] != nil && states[i].State == cache.Finished})
+		planned = append(planned, p)
 	}
-	// An absent interface (KubeVirt 1.x's hot-unplug) loses what an
-	// earlier run prepared for it, its pod link possibly gone already;
-	// one never prepared has no record and is skipped.
-	if err := cleanupPairs(ctx, d, vmi, absent, store, opts, func(int) bool { return true }); err != nil {
-		return err
-	}
-	rollback := func(err error) error {
+	pairs = planned
+	rollback := func(err error, only ...int) error {
+		err = joinErrors(append(failed, err))
 		if opts.KeepOnFailure {
 			return err
 		}
+		undo := txns
+		undoPairs := pairs
+		if len(only) > 0 {
+			undo, undoPairs = []ifaceTxn{txns[only[0]]}, []api.Pair{pairs[only[0]]}
+		}
 		// Even when the failure is the caller's cancellation.
-		if cerr := rollbackTxns(context.WithoutCancel(ctx), d, vmi, pairs, txns, store, opts); cerr != nil {
+		if cerr := rollbackTxns(context.WithoutCancel(ctx), d, vmi, undoPairs, undo, store, opts); cerr != nil {
 			opts.Logger.Error("rollback failed; a re-run resumes from the cache", "error", cerr)
 			return errors.Join(err, fmt.Errorf("rollback: %w", cerr))
 		}
@@ -204,6 +240,25 @@ func Run(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.Store
 		}
 		opts.Logger.Warn("phase1 failed and was rolled back", "error", err)
 		return err
+	}
+	// standAlone undoes interface i alone (an update's new interface that
+	// failed) and goes on with the others; it reports whether it did.
+	standAlone := func(i int, err error) bool {
+		if !update {
+			return false
+		}
+		if txns[i].committed {
+			// An earlier run finished it: never undone, left as the
+			// failed re-check left it (a re-run repairs it).
+			failed = append(failed, err)
+			txns[i].skip = true
+			return true
+		}
+		if rerr := rollback(err, i); rerr != nil {
+			failed = []error{rerr}
+		}
+		txns[i].skip = true
+		return true
 	}
 	wrote := false
 	if locks.nsID != "" {
@@ -222,16 +277,19 @@ func Run(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.Store
 		txns[i].begun = true
 		w, err := txns[i].prepare(ctx, d, store, uid)
 		wrote = wrote || w
-		if err != nil {
+		if err != nil && !standAlone(i, err) {
 			return rollback(err)
 		}
 	}
 	// Only now is every interface ready: mark them all finished, then
 	// make the records durable with one directory fsync.
 	for i := range txns {
+		if txns[i].skip {
+			continue
+		}
 		w, err := txns[i].commit(store, uid)
 		wrote = wrote || w
-		if err != nil {
+		if err != nil && !standAlone(i, err) {
 			return rollback(err)
 		}
 	}
@@ -241,9 +299,19 @@ func Run(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.Store
 		}
 	}
 	for i := range txns {
-		txns[i].in.Logger.Info("interface ready")
+		if !txns[i].skip {
+			txns[i].in.Logger.Info("interface ready")
+		}
 	}
-	return nil
+	return joinErrors(failed)
+}
+
+// joinErrors is errors.Join, but the one error itself when there is one.
+func joinErrors(errs []error) error {
+	if len(errs) == 1 {
+		return errs[0]
+	}
+	return errors.Join(errs...)
 }
 
 // forgetIfEmpty removes the VMI's record directory (its namespace record
@@ -274,6 +342,8 @@ type ifaceTxn struct {
 	// begun: this run wrote a record of the interface or called its
 	// binding's Prepare.
 	begun bool
+	// skip: an update's new interface that failed and was undone alone.
+	skip bool
 }
 
 // commit marks the interface finished (a no-op write for one an earlier
@@ -294,7 +364,7 @@ func rollbackTxns(ctx context.Context, d netdriver.Driver, vmi *api.VMI, pairs [
 	var undo []api.Pair
 	var resumed []bool
 	for i, t := range txns {
-		if !t.begun || t.committed {
+		if !t.begun || t.committed || t.skip {
 			continue
 		}
 		undo = append(undo, pairs[i])

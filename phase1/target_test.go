@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/virtnet/virtnet/api"
+	"github.com/virtnet/virtnet/cache"
 	"github.com/virtnet/virtnet/internal/testing/testutil"
 	"github.com/virtnet/virtnet/netdriver/netdrivertest"
 	"github.com/virtnet/virtnet/phase1"
@@ -90,4 +91,34 @@ func addrTexts(as []netip.Addr) []string {
 		out = append(out, a.String())
 	}
 	return out
+}
+
+// TestMigrationTargetRefusesMulticastStatusMAC: on a migration target a
+// status.interfaces MAC that a spec macAddress could not be (multicast,
+// all zero) is refused before any change, naming the field, as the spec's
+// is; nothing is recorded (it used to be recorded as the VM's MAC).
+func TestMigrationTargetRefusesMulticastStatusMAC(t *testing.T) {
+	for _, tc := range []struct{ mac, why string }{
+		{"01:00:5e:00:00:01", "multicast MAC address"},
+		{"03:aa:bb:cc:dd:01", "multicast MAC address"},
+		{"00:00:00:00:00:00", "all-zero MAC address"},
+	} {
+		t.Run(tc.mac, func(t *testing.T) {
+			vmi := testutil.LoadVMI(t, bridgeVMI)
+			vmi.Status.Interfaces = []api.InterfaceStatus{{Name: "default", MAC: tc.mac}}
+			f := netdrivertest.SimulatedPod(netdrivertest.SimLink{Name: "eth0"})
+			s := testutil.NewStore(t)
+			err := run(t, vmi, f, s, phase1.Options{MigrationTarget: true})
+			require.ErrorContains(t, err, "status.interfaces[0].mac")
+			require.ErrorContains(t, err, tc.why)
+			var pe *phase1.Error
+			require.ErrorAs(t, err, &pe)
+			require.Equal(t, phase1.StepValidate, pe.Step)
+			require.Equal(t, "default", pe.Interface)
+			require.True(t, phase1.IsPermanent(err))
+			require.Empty(t, f.Calls(), "refused before any change")
+			_, err = s.ReadInterface(uid, "default")
+			require.ErrorIs(t, err, cache.ErrNotExist, "nothing recorded")
+		})
+	}
 }

@@ -139,9 +139,10 @@ func Items(ctx context.Context, vmi *api.VMI, pairs []api.Pair, src Records, opt
 // are its maker's to place, KubeVirt's hotplug placeholders among them). A
 // rendered <interface> or <hostdev> whose alias dom has already replaces
 // that device in place (a domain rendered before); the others follow
-// dom's own; everything else in dom is kept. A dom with two interfaces or
-// two host devices of one alias is refused before anything is rendered:
-// which one to replace would be a guess. It is the one render of the
+// dom's own; everything else in dom is kept. A dom with two devices of
+// one alias (two interfaces, two host devices, or one of each) is refused
+// before anything is rendered: which one to replace would be a guess
+// ([Sync] applies the same rule to the running domain). It is the one render of the
 // launcher's hook (prestart), its dry run ([Domain]) and the binding
 // sidecar.
 func Render(vmi *api.VMI, items []Item, dom *libvirtxml.Domain, opts binding.RenderOptions) error {
@@ -152,11 +153,7 @@ func Render(vmi *api.VMI, items []Item, dom *libvirtxml.Domain, opts binding.Ren
 		}
 		return domxml.EnsureRootPorts(dom)
 	}
-	ifaceAt, err := aliasIndex(devs.Interfaces, func(d *libvirtxml.DomainInterface) *libvirtxml.DomainAlias { return d.Alias }, "interfaces")
-	if err != nil {
-		return err
-	}
-	hostdevAt, err := aliasIndex(devs.Hostdevs, func(d *libvirtxml.DomainHostdev) *libvirtxml.DomainAlias { return d.Alias }, "host devices")
+	ifaceAt, hostdevAt, err := deviceAliases(dom)
 	if err != nil {
 		return err
 	}
@@ -175,21 +172,48 @@ func Render(vmi *api.VMI, items []Item, dom *libvirtxml.Domain, opts binding.Ren
 	return nil
 }
 
-// aliasIndex maps the aliases of devs to their index; two devices of one
-// alias are an error naming it.
-func aliasIndex[T any](devs []T, alias func(*T) *libvirtxml.DomainAlias, kind string) (map[string]int, error) {
-	at := map[string]int{}
+// deviceAliases is the one rule [Render] and [Sync] apply to the aliases
+// of a domain they are given: it maps the aliases of the domain's
+// interfaces and of its host devices to their index, and refuses, naming
+// the alias, two interfaces of one alias, two host devices of one alias
+// and an interface and a host device of one alias (libvirt's aliases are
+// unique among all of a domain's devices; which device is meant would be
+// a guess).
+func deviceAliases(dom *libvirtxml.Domain) (ifaces, hostdevs map[string]int, err error) {
+	ifaces, hostdevs = map[string]int{}, map[string]int{}
+	if dom.Devices == nil {
+		return ifaces, hostdevs, nil
+	}
+	if err := aliasIndex(dom.Devices.Interfaces, func(d *libvirtxml.DomainInterface) *libvirtxml.DomainAlias { return d.Alias }, "interfaces", ifaces); err != nil {
+		return nil, nil, err
+	}
+	if err := aliasIndex(dom.Devices.Hostdevs, func(d *libvirtxml.DomainHostdev) *libvirtxml.DomainAlias { return d.Alias }, "host devices", hostdevs); err != nil {
+		return nil, nil, err
+	}
+	for i := range dom.Devices.Hostdevs {
+		if a := dom.Devices.Hostdevs[i].Alias; a != nil {
+			if _, ok := ifaces[a.Name]; ok {
+				return nil, nil, fmt.Errorf("phase2: domain XML: an interface and a host device with alias %q: refusing to guess which is meant", a.Name)
+			}
+		}
+	}
+	return ifaces, hostdevs, nil
+}
+
+// aliasIndex maps the aliases of devs to their index in at; two devices of
+// one alias are an error naming it.
+func aliasIndex[T any](devs []T, alias func(*T) *libvirtxml.DomainAlias, kind string, at map[string]int) error {
 	for i := range devs {
 		a := alias(&devs[i])
 		if a == nil {
 			continue
 		}
 		if _, ok := at[a.Name]; ok {
-			return nil, fmt.Errorf("phase2: domain XML: two %s with alias %q: refusing to guess which to replace", kind, a.Name)
+			return fmt.Errorf("phase2: domain XML: two %s with alias %q: refusing to guess which is meant", kind, a.Name)
 		}
 		at[a.Name] = i
 	}
-	return at, nil
+	return nil
 }
 
 // merge puts each added device in the place of the device of have with

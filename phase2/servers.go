@@ -80,9 +80,19 @@ type DHCPServers struct {
 	// ops serializes the starts and stops, so that an interface never
 	// gets two servers, and orders them before StopAll's and Wait's wait.
 	ops sync.Mutex
-	// mu guards servers (and their info, which a restart changes).
+	// mu guards servers (and their info, which a restart changes) and
+	// links.
 	mu      sync.Mutex
 	servers []*dhcpServer
+	// links are the bridges of the interfaces started, served or not,
+	// as they were at their start ([DHCPServers.Stale]).
+	links map[string]linkID
+}
+
+// linkID is a link by name and index.
+type linkID struct {
+	name  string
+	index int
 }
 
 // dhcpServer is the server of one interface, supervised or not.
@@ -108,7 +118,8 @@ func NewDHCPServers(ctx context.Context, opts DHCPOptions) (*DHCPServers, error)
 // is bound (ctx bounds that wait only). It does nothing when the interface
 // has a server already (running, or failed: [DHCPServers.Wait] reports
 // it), when its binding serves no DHCP ([binding.DHCPServer]) or when its
-// record has no IPAM.
+// record has no IPAM. Either way, unless it has a server already, it
+// notes which link the record's bridge is now ([DHCPServers.Stale]).
 func (s *DHCPServers) Start(ctx context.Context, vmi *api.VMI, it Item) error {
 	s.ops.Lock()
 	defer s.ops.Unlock()
@@ -122,6 +133,9 @@ func (s *DHCPServers) start(ctx context.Context, vmi *api.VMI, it Item) error {
 	}
 	if err := s.ctx.Err(); err != nil {
 		return fmt.Errorf("interface %q: the DHCP servers are stopped: %w", name, err)
+	}
+	if err := s.track(name, it.Record); err != nil {
+		return err
 	}
 	cfg, err := s.config(vmi, it, it.Record)
 	if err != nil || cfg == nil {
@@ -159,6 +173,7 @@ func (s *DHCPServers) Stop(iface string) error {
 
 func (s *DHCPServers) stopOne(iface string) error {
 	s.mu.Lock()
+	delete(s.links, iface)
 	i := s.find(iface)
 	if i < 0 {
 		s.mu.Unlock()
@@ -181,6 +196,13 @@ func (s *DHCPServers) Sync(ctx context.Context, vmi *api.VMI, items []Item) erro
 	s.ops.Lock()
 	defer s.ops.Unlock()
 	var errs []error
+	s.mu.Lock()
+	for iface := range s.links {
+		if !slices.ContainsFunc(items, func(it Item) bool { return it.Pair.Interface.Name == iface }) {
+			delete(s.links, iface)
+		}
+	}
+	s.mu.Unlock()
 	for _, srv := range slices.Clone(s.servers) {
 		if !slices.ContainsFunc(items, func(it Item) bool { return it.Pair.Interface.Name == srv.iface }) {
 			if err := s.stopOne(srv.iface); err != nil {
@@ -194,6 +216,46 @@ func (s *DHCPServers) Sync(ctx context.Context, vmi *api.VMI, items []Item) erro
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// Stale reports whether the bridge of the interface (its record's, as it
+// was when the interface was started, with a server or without one: no
+// IPAM, a binding that serves no DHCP) is gone or another link under its
+// name: phase1 made the interface again (an unplug and a plug between two
+// looks), and whatever was attached to the old bridge and its tap, a
+// server and the VM's device alike, is on links that no longer exist. An
+// interface not started (or stopped since), or whose record names no
+// bridge, is not stale.
+func (s *DHCPServers) Stale(iface string) (bool, error) {
+	s.mu.Lock()
+	l, ok := s.links[iface]
+	s.mu.Unlock()
+	if !ok {
+		return false, nil
+	}
+	now, err := s.ifindex(l.name)
+	if err != nil {
+		return false, fmt.Errorf("interface %q: bridge %s: %w", iface, l.name, err)
+	}
+	return now != l.index, nil
+}
+
+// track notes the index of the record's bridge at the interface's start.
+func (s *DHCPServers) track(iface string, rec *cache.Interface) error {
+	if rec == nil || rec.Bridge == "" {
+		return nil
+	}
+	idx, err := s.ifindex(rec.Bridge)
+	if err != nil {
+		return fmt.Errorf("interface %q: bridge %s: %w", iface, rec.Bridge, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.links == nil {
+		s.links = map[string]linkID{}
+	}
+	s.links[iface] = linkID{name: rec.Bridge, index: idx}
+	return nil
 }
 
 // Servers describes the servers, in the order they were started.

@@ -3,6 +3,7 @@ package phase2_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/netip"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"libvirt.org/go/libvirtxml"
 
 	"github.com/virtnet/virtnet/api"
+	"github.com/virtnet/virtnet/binding"
 	"github.com/virtnet/virtnet/cache"
 	"github.com/virtnet/virtnet/internal/testing/testutil"
 	"github.com/virtnet/virtnet/phase2"
@@ -50,11 +52,17 @@ var blueRecord = cache.Interface{
 	IPv4: netip.MustParsePrefix("192.168.2.7/24"), ServerIPv4: netip.MustParseAddr("169.254.75.11"),
 }
 
-// fakeDHCP records the servers Sync starts and stops.
+// fakeDHCP records the servers Sync starts and stops; stale names the
+// interfaces whose server's bridge was made again.
 type fakeDHCP struct {
 	running map[string]bool
+	stale   map[string]bool
 	log     []string
 	fail    error
+}
+
+func (f *fakeDHCP) Stale(iface string) (bool, error) {
+	return f.running[iface] && f.stale[iface], nil
 }
 
 func (f *fakeDHCP) Start(_ context.Context, _ *api.VMI, it phase2.Item) error {
@@ -68,6 +76,7 @@ func (f *fakeDHCP) Start(_ context.Context, _ *api.VMI, it phase2.Item) error {
 
 func (f *fakeDHCP) Stop(iface string) error {
 	delete(f.running, iface)
+	delete(f.stale, iface)
 	f.log = append(f.log, "stop "+iface)
 	return nil
 }
@@ -189,4 +198,216 @@ func TestSyncLinkDownAtStart(t *testing.T) {
 	changes, err := phase2.Sync(ctx, x, vmi, phase2.CacheRecords{Store: store}, nil, phase2.Options{})
 	require.NoError(t, err)
 	require.Empty(t, changes)
+}
+
+// TestSyncDuplicateAliasesRefused: a running domain with two devices of
+// one alias (two interfaces, two host devices, an interface and a host
+// device) is refused by Sync as Render refuses it, with the same error,
+// and no DHCP server is started: one rule for both (before, Sync took the
+// last device of the alias and went on).
+func TestSyncDuplicateAliasesRefused(t *testing.T) {
+	ctx := context.Background()
+	store := writeRecords(t, syncUID, masqRecord("default", "eth0", "02:1a:2b:3c:4d:5e"), blueRecord)
+	testutil.WriteRecord(t, store, syncUID, finished(blueRecord))
+	vmi := syncVMI(t, "-")
+	hostdev := func(alias string) libvirtxml.DomainHostdev {
+		return libvirtxml.DomainHostdev{Alias: &libvirtxml.DomainAlias{Name: alias}, SubsysPCI: &libvirtxml.DomainHostdevSubsysPCI{
+			Source: &libvirtxml.DomainHostdevSubsysPCISource{Address: &libvirtxml.DomainAddressPCI{}}}}
+	}
+	for _, tc := range []struct {
+		name  string
+		twice func(d *libvirtxml.DomainDeviceList)
+		err   string
+	}{
+		{"interfaces", func(d *libvirtxml.DomainDeviceList) {
+			down := d.Interfaces[0]
+			down.Link = &libvirtxml.DomainInterfaceLink{State: "down"}
+			d.Interfaces = append(d.Interfaces, down)
+		}, `two interfaces with alias "ua-default"`},
+		{"host devices", func(d *libvirtxml.DomainDeviceList) {
+			d.Hostdevs = append(d.Hostdevs, hostdev("ua-sriov-vf"), hostdev("ua-sriov-vf"))
+		}, `two host devices with alias "ua-sriov-vf"`},
+		{"interface and host device", func(d *libvirtxml.DomainDeviceList) {
+			d.Hostdevs = append(d.Hostdevs, hostdev("ua-blue"))
+		}, `an interface and a host device with alias "ua-blue"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dom, err := phase2.Domain(ctx, syncVMI(t, ""), store, phase2.Options{})
+			require.NoError(t, err)
+			if tc.name == "interface and host device" {
+				// blue is attached: its alias is the interface's.
+				dom, err = phase2.Domain(ctx, vmi, store, phase2.Options{})
+				require.NoError(t, err)
+			}
+			tc.twice(dom.Devices)
+			dhcp := &fakeDHCP{running: map[string]bool{}}
+			changes, serr := phase2.Sync(ctx, marshal(t, dom), vmi, phase2.CacheRecords{Store: store}, dhcp, phase2.Options{})
+			require.ErrorContains(t, serr, tc.err)
+			require.Empty(t, changes)
+			require.Empty(t, dhcp.log, "no DHCP server started")
+
+			items, err := phase2.ReadRecords(ctx, vmi, store, phase2.Options{})
+			require.NoError(t, err)
+			rerr := phase2.Render(vmi, items, dom, binding.RenderOptions{})
+			require.ErrorContains(t, rerr, tc.err)
+			require.Equal(t, rerr.Error(), serr.Error(), "one rule, one error")
+		})
+	}
+}
+
+// TestSyncReplugsAfterFlip: blue is attached; then, between two Syncs,
+// phase1 unplugs it (state: absent) and plugs it again (present): a new
+// tap and bridge. Sync compares what the domain's device is attached to
+// with what the records name now: when the records name another bridge
+// or tap (names that moved), another MAC (Multus made a new pod link), or
+// another interface type, or when the interface's DHCP server finds its
+// bridge made again under the same name, Sync returns a detach of the
+// running device then an attach of the new one and restarts the DHCP
+// server; applied, the next Sync has nothing to do. Before, Sync compared
+// aliases only and returned nothing: the guest's NIC stayed on the dead
+// tap, its DHCP server on the deleted bridge.
+func TestSyncReplugsAfterFlip(t *testing.T) {
+	ctx := context.Background()
+	movedNames := blueRecord
+	movedNames.Bridge, movedNames.Tap, movedNames.NIC = "k6t-net9", "tap9", "net9-nic"
+	newMAC := blueRecord
+	newMAC.MAC = cache.MustParseMAC("0a:58:0a:f4:02:99")
+	for _, tc := range []struct {
+		name   string
+		again  cache.Interface
+		remade bool
+		typ    binding.InterfaceType
+	}{
+		{name: "bridge and tap of other names", again: movedNames},
+		{name: "tap of another name, type ethernet", again: movedNames, typ: binding.InterfaceEthernet},
+		{name: "another MAC", again: newMAC},
+		{name: "same names, bridge made again", again: blueRecord, remade: true},
+		{name: "same names, bridge made again, type ethernet", again: blueRecord, remade: true, typ: binding.InterfaceEthernet},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := writeRecords(t, syncUID, masqRecord("default", "eth0", "02:1a:2b:3c:4d:5e"), blueRecord)
+			testutil.WriteRecord(t, store, syncUID, finished(blueRecord))
+			opts := phase2.Options{Render: binding.RenderOptions{InterfaceType: tc.typ}}
+			dom, err := phase2.Domain(ctx, syncVMI(t, ""), store, opts)
+			require.NoError(t, err)
+			dhcp := &fakeDHCP{running: map[string]bool{}, stale: map[string]bool{}}
+			vmi := syncVMI(t, "-")
+			changes, err := phase2.Sync(ctx, marshal(t, dom), vmi, phase2.CacheRecords{Store: store}, dhcp, opts)
+			require.NoError(t, err)
+			require.Len(t, changes, 1)
+			apply(t, dom, changes)
+			old := changes[0].XML
+
+			// The flip: phase1 removes blue's records and makes them again.
+			require.NoError(t, store.Delete(syncUID, "blue"))
+			testutil.WriteRecord(t, store, syncUID, &tc.again)
+			testutil.WriteRecord(t, store, syncUID, finished(tc.again))
+			dhcp.stale["blue"] = tc.remade
+			dhcp.log = nil
+
+			changes, err = phase2.Sync(ctx, marshal(t, dom), vmi, phase2.CacheRecords{Store: store}, dhcp, opts)
+			require.NoError(t, err)
+			require.Len(t, changes, 2, "a replug")
+			require.Equal(t, phase2.OpDetach, changes[0].Op)
+			require.Equal(t, "ua-blue", changes[0].Alias)
+			require.Equal(t, old, changes[0].XML, "the running device detached")
+			require.Equal(t, phase2.OpAttach, changes[1].Op)
+			want, err := phase2.Domain(ctx, vmi, store, opts)
+			require.NoError(t, err)
+			require.Equal(t, mustMarshalIface(t, want, "ua-blue"), changes[1].XML, "the device the records name now attached")
+			require.Equal(t, []string{"stop blue", "start blue"}, dhcp.log, "the DHCP server restarted")
+
+			apply(t, dom, changes)
+			dhcp.log = nil
+			changes, err = phase2.Sync(ctx, marshal(t, dom), vmi, phase2.CacheRecords{Store: store}, dhcp, opts)
+			require.NoError(t, err)
+			require.Empty(t, changes, "converged")
+			require.Empty(t, dhcp.log)
+		})
+	}
+}
+
+// mustMarshalIface is the XML of dom's interface of the alias.
+func mustMarshalIface(t *testing.T, dom *libvirtxml.Domain, alias string) string {
+	t.Helper()
+	for _, i := range dom.Devices.Interfaces {
+		if i.Alias != nil && i.Alias.Name == alias {
+			x, err := i.Marshal()
+			require.NoError(t, err)
+			return x
+		}
+	}
+	t.Fatalf("no interface %s", alias)
+	return ""
+}
+
+// TestSyncChangesStandAlone: one update sets blue down, unplugs red
+// (state: absent) and plugs green, whose record phase1 has not finished
+// (its pod link is missing), and yellow, whose DHCP server cannot start.
+// Each change stands alone: Sync returns blue's update and red's detach
+// (red's DHCP server stopped), and an error naming green (NotReadyError)
+// and yellow; nothing of green or yellow. Before, green's missing record
+// failed the whole Sync with no change.
+func TestSyncChangesStandAlone(t *testing.T) {
+	ctx := context.Background()
+	rec := func(name string, b byte) cache.Interface {
+		r := blueRecord
+		r.Interface, r.PodInterface = name, api.HashedPodInterface(name)
+		r.Bridge, r.Tap, r.NIC = "k6t-"+name, "tap"+name, name+"-nic"
+		r.MAC = cache.MustParseMAC(fmt.Sprintf("0a:58:0a:f4:02:%02x", b))
+		return r
+	}
+	red, green, yellow := rec("red", 8), rec("green", 9), rec("yellow", 10)
+	store := writeRecords(t, syncUID, masqRecord("default", "eth0", "02:1a:2b:3c:4d:5e"), blueRecord, red, yellow)
+	for _, r := range []cache.Interface{blueRecord, red, yellow} {
+		testutil.WriteRecord(t, store, syncUID, finished(r))
+	}
+	testutil.WriteRecord(t, store, syncUID, &green) // started, not finished
+	vmi := func(blue, red string, more bool) *api.VMI {
+		y := `
+kind: VirtualMachineInstance
+metadata: {name: vmi-sync, namespace: default, uid: ` + syncUID + `, annotations: {virtnet.io/pod-interface-names: hashed}}
+spec:
+  domain:
+    machine: {type: q35}
+    resources: {requests: {memory: 128Mi}}
+    devices:
+      interfaces:
+      - {name: default, masquerade: {}}
+      - {name: blue, bridge: {}` + blue + `}
+      - {name: red, bridge: {}` + red + `}
+`
+		nets := "  networks:\n  - {name: default, pod: {}}\n  - {name: blue, multus: {networkName: blue-net}}\n  - {name: red, multus: {networkName: red-net}}\n"
+		if more {
+			y += "      - {name: green, bridge: {}}\n      - {name: yellow, bridge: {}}\n"
+			nets += "  - {name: green, multus: {networkName: green-net}}\n  - {name: yellow, multus: {networkName: yellow-net}}\n"
+		}
+		return testutil.LoadVMI(t, y+nets)
+	}
+	dom, err := phase2.Domain(ctx, vmi("", "", false), store, phase2.Options{})
+	require.NoError(t, err)
+	dhcp := &yellowFails{fakeDHCP{running: map[string]bool{"blue": true, "red": true}}}
+
+	changes, err := phase2.Sync(ctx, marshal(t, dom), vmi(", state: down", ", state: absent", true), phase2.CacheRecords{Store: store}, dhcp, phase2.Options{})
+	var nr *phase2.NotReadyError
+	require.ErrorAs(t, err, &nr)
+	require.Equal(t, "green", nr.Interface)
+	require.ErrorContains(t, err, `interface "yellow": DHCP server: cannot bind`)
+	var got []string
+	for _, c := range changes {
+		got = append(got, string(c.Op)+" "+c.Interface)
+	}
+	require.Equal(t, []string{"update blue", "detach red"}, got, "blue's down and red's unplug stand alone")
+	require.Contains(t, changes[0].XML, `<link state="down"></link>`)
+	require.Equal(t, map[string]bool{"blue": true}, dhcp.running, "red's server stopped, none for green or yellow")
+}
+
+// yellowFails is a fakeDHCP whose server of yellow cannot start.
+type yellowFails struct{ fakeDHCP }
+
+func (f *yellowFails) Start(ctx context.Context, vmi *api.VMI, it phase2.Item) error {
+	if it.Pair.Interface.Name == "yellow" {
+		return errors.New("cannot bind")
+	}
+	return f.fakeDHCP.Start(ctx, vmi, it)
 }

@@ -151,3 +151,84 @@ func TestLivePlugDHCP(t *testing.T) {
 	require.Equal(t, "192.168.2.7/24", addrs[0].IPNet.String(), "blue's pod link as the CNI left it")
 	t.Logf("plug: phase1 %v, with Sync and a bound DHCP server %v; unplug (phase1 and Sync) %v", p1, plug, unplug)
 }
+
+// TestLiveFlipReplugs is the flip of item 3 of issue #38 on this kernel:
+// a VM started by the hook with masquerade (eth0, DHCP served) and blue
+// (bridge binding, no IPAM: no DHCP server). First blue flips: phase1
+// unplugs it (state: absent) and plugs it again between two Syncs, a new
+// bridge and tap under the same names, the same MAC; the hook's
+// Running.Sync sees that the bridge blue was started with is gone and
+// returns a replug of blue's device alone (detach, then attach on the new
+// tap). Then the whole VMI flips (phase1's Cleanup and Run): both devices
+// are replugged and eth0's DHCP server is bound to the new bridge. After
+// each replug the next Sync has nothing to do. Before, Sync returned
+// nothing: the VM's NICs on dead taps, the DHCP server on a deleted
+// bridge.
+func TestLiveFlipReplugs(t *testing.T) {
+	if kernelvm.DelegateWith(t, kernelvm.Options{Needs: []string{"bridge", "veth", "tun"},
+		Modules: []string{"nf_tables", "nft_chain_nat", "nft_nat", "nft_masq", "nft_ct"}}) {
+		return
+	}
+	testutil.RequireRoot(t)
+	ctx := context.Background()
+	pod := testutil.NewPod(t)
+	blue := api.HashedPodInterface("blue")
+	testutil.AddVeth(t, pod.Node, "veth-blue", pod.Pod, blue, 1400)
+	store, err := cache.New(filepath.Join(t.TempDir(), "cache"))
+	require.NoError(t, err)
+	vmi := liveVMI(t, "-")
+	require.NoError(t, phase1.Run(ctx, vmi, pod.Pod.Path, store, phase1.Options{}))
+	root := t.TempDir()
+	hook := &prestart.Hook{
+		VMI: vmi, Store: store, NetNS: pod.Pod.Path, InterfaceType: "ethernet",
+		Dirs:       domxml.Options{PrivateDir: filepath.Join(root, "private"), EphemeralDir: filepath.Join(root, "ephemeral")},
+		ResolvConf: filepath.Join(root, "resolv.conf"),
+	}
+	running, err := hook.Run(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = running.Stop() })
+	require.Len(t, running.Servers(), 1, "eth0's; blue has no IPAM")
+	x, err := running.Domain().Marshal()
+	require.NoError(t, err)
+	sync := func() []string {
+		t.Helper()
+		changes, err := running.Sync(ctx, x, vmi)
+		require.NoError(t, err)
+		var out []string
+		for _, c := range changes {
+			out = append(out, string(c.Op)+" "+c.Interface)
+		}
+		return out
+	}
+	require.Empty(t, sync())
+	index := func(name string) int {
+		t.Helper()
+		l, err := pod.Pod.Handle.LinkByName(name)
+		require.NoError(t, err)
+		return l.Attrs().Index
+	}
+	blueBridge := "k6t-" + strings.TrimPrefix(blue, "pod")
+
+	// blue flips: absent, then present again.
+	before := index(blueBridge)
+	require.NoError(t, phase1.Run(ctx, liveVMI(t, ", state: absent"), pod.Pod.Path, store, phase1.Options{}))
+	require.NoError(t, phase1.Run(ctx, vmi, pod.Pod.Path, store, phase1.Options{}))
+	require.NotEqual(t, before, index(blueBridge), "a new bridge under the old name")
+	require.Equal(t, []string{"detach blue", "attach blue"}, sync(), "blue replugged, eth0 left alone")
+	require.Empty(t, sync(), "converged")
+
+	// The whole VMI flips.
+	before = index("k6t-eth0")
+	require.NoError(t, phase1.Cleanup(ctx, vmi, pod.Pod.Path, store, phase1.Options{}))
+	require.NoError(t, phase1.Run(ctx, vmi, pod.Pod.Path, store, phase1.Options{}))
+	require.NotEqual(t, before, index("k6t-eth0"))
+	stale, err := running.DHCP().Stale("default")
+	require.NoError(t, err)
+	require.True(t, stale, "eth0's DHCP server is on the deleted bridge")
+	require.Equal(t, []string{"detach default", "attach default", "detach blue", "attach blue"}, sync())
+	stale, err = running.DHCP().Stale("default")
+	require.NoError(t, err)
+	require.False(t, stale, "eth0's DHCP server is bound to the new bridge")
+	require.Len(t, running.Servers(), 1)
+	require.Empty(t, sync(), "converged")
+}
