@@ -246,25 +246,19 @@ type strictWalk struct {
 	unknown []string
 }
 
-// fail reports the value being walked.
-func (w *strictWalk) fail(reason string) {
+// room reports whether one more error is listed; it counts the one that
+// is not. A caller builds the reason only when there is room.
+func (w *strictWalk) room() bool {
 	if len(w.errs) >= maxStrictErrors {
 		w.dropped++
-		return
+		return false
 	}
-	w.errs = append(w.errs, &FieldError{Path: shortPath(w.path), Reason: reason})
+	return true
 }
 
-// grow makes room in w.path for n more bytes, doubling it (append grows
-// a large slice by a quarter, which allocates several times the final
-// size on the way).
-func (w *strictWalk) grow(n int) {
-	if len(w.path)+n <= cap(w.path) {
-		return
-	}
-	p := make([]byte, len(w.path), max(2*cap(w.path), len(w.path)+n, 64))
-	copy(p, w.path)
-	w.path = p
+// fail reports the value being walked; see room.
+func (w *strictWalk) fail(reason string) {
+	w.errs = append(w.errs, &FieldError{Path: shortPath(w.path), Reason: reason})
 }
 
 // shortPath is path as a string of at most about maxPathLen bytes.
@@ -320,8 +314,7 @@ func (w *strictWalk) value(n schemaNode, depth int) (empty bool, err error) {
 				return false, fmt.Errorf("%s: object key %v is not a string", shortPath(w.path[:base]), kt)
 			}
 			key := kt.String()
-			w.path = w.path[:base]
-			w.grow(1 + len(key))
+			w.path = growPath(w.path[:base], 1+len(key))
 			if base > 0 {
 				w.path = append(w.path, '.')
 			}
@@ -338,7 +331,7 @@ func (w *strictWalk) value(n schemaNode, depth int) (empty bool, err error) {
 					seen[key] = struct{}{}
 				}
 			}
-			if dup {
+			if dup && w.room() {
 				w.fail("duplicate field (the API server refuses it; a decoder would keep the last)")
 			}
 			c, known := w.child(n, key)
@@ -365,8 +358,7 @@ func (w *strictWalk) value(n schemaNode, depth int) (empty bool, err error) {
 	case '[':
 		i := 0
 		for ; w.dec.PeekKind() != ']'; i++ {
-			w.path = w.path[:base]
-			w.grow(22)
+			w.path = growPath(w.path[:base], 22)
 			w.path = append(w.path, '[')
 			w.path = strconv.AppendInt(w.path, int64(i), 10)
 			w.path = append(w.path, ']')
@@ -389,9 +381,13 @@ func (w *strictWalk) unknownKey(n schemaNode, key string) {
 	meant, caseOnly := w.caseMatch(n, key)
 	switch {
 	case caseOnly:
-		w.fail(fmt.Sprintf("unknown field (field names are case-sensitive: did you mean %q?)", meant))
+		if w.room() {
+			w.fail(fmt.Sprintf("unknown field (field names are case-sensitive: did you mean %q?)", meant))
+		}
 	case !w.lenient:
-		w.fail("unknown field (in neither KubeVirt's schema, v0.53.2 or v1.9.0, nor what virtnet reads)")
+		if w.room() {
+			w.fail("unknown field (in neither KubeVirt's schema, v0.53.2 or v1.9.0, nor what virtnet reads)")
+		}
 	case len(w.unknown) < maxStrictErrors:
 		w.unknown = append(w.unknown, shortPath(w.path))
 	}
@@ -436,7 +432,7 @@ func (w *strictWalk) checkType(n schemaNode, tok jsontext.Token) {
 	default:
 		return
 	}
-	if ok {
+	if ok || !w.room() {
 		return
 	}
 	w.fail(fmt.Sprintf("wrong type: want %s, got %s", kindName(t), got))
