@@ -70,8 +70,9 @@ type Config struct {
 	Logger *slog.Logger
 	// ShutdownGrace bounds how long Run waits, once it stops, for calls
 	// in progress (a client may hold a half-sent call for ever); then it
-	// closes every connection and returns (at most a second later,
-	// whatever the clients do). 0 means DefaultShutdownGrace.
+	// closes every connection, waits at most a second more for the gRPC
+	// server (a handler that ignores its closed call is left behind),
+	// stops the DHCP servers and returns. 0 means DefaultShutdownGrace.
 	ShutdownGrace time.Duration
 	// WatchInterval is how often each DHCP server's bridge is checked
 	// (phase2.DHCPOptions.Watch: a server whose bridge went away or was
