@@ -13,7 +13,8 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// MaxManifestSize bounds the manifests [Decode] accepts.
+// MaxManifestSize bounds the manifests [Decode] and [DecodeKubeVirt]
+// accept.
 const MaxManifestSize = 4 << 20
 
 // Decode reads a KubeVirt manifest, YAML or JSON, of kind
@@ -27,7 +28,12 @@ const MaxManifestSize = 4 << 20
 //   - a field given twice in one object is an error;
 //   - a field that is neither in KubeVirt's VirtualMachineInstance (or
 //     VirtualMachine) schema, v0.53.2's or v1.9.0's, nor in what virtnet
-//     reads is an error; status, which KubeVirt writes, is not checked.
+//     reads is an error;
+//   - under status, which KubeVirt writes, any field is accepted (and
+//     not listed in [VMI.Unknown]), in this mode and in
+//     [DecodeKubeVirt]'s; the fields virtnet reads there (runtimeUser,
+//     migrationTransport, interfaces) must have their type, and a key
+//     given twice is an error there as everywhere.
 //
 // These come back together as a [*DecodeError] wrapping one [*FieldError]
 // per field (see [FieldErrors]), which matches [ErrInvalid]. Fields that
@@ -36,7 +42,11 @@ const MaxManifestSize = 4 << 20
 // [VMI.Unsupported], the others (scheduling, probes, status, …) have no
 // effect on what virtnet does. YAML aliases may not expand the manifest
 // beyond [MaxAliasExpansion] times its size (a [*DecodeError] wrapping
-// [ErrAliasExpansion]). Decode applies no defaults and does not validate:
+// [ErrAliasExpansion]). Decoding allocates at most 8 times a JSON
+// manifest's size plus 4 MiB, whatever its shape (nesting, key length,
+// width); YAML's parser costs more per node (up to about 130 times the
+// size for a manifest of tiny nodes), linear too. Decode applies no
+// defaults and does not validate:
 // see [SetDefaults] and [Validate], or [Load] for all three.
 //
 // Decode is for manifests people write (the CLIs, [Load]); a VMI that
@@ -52,10 +62,11 @@ func Decode(data []byte) (*VMI, error) { return decode(data, false) }
 // that differs from a known one in case only is still an error: it is a
 // known field misspelt, not a new one) and a field given twice is still
 // an error. The caller logs [VMI.Unknown]; virtnet renders nothing from
-// those fields.
+// those fields. The data must be JSON (as KubeVirt writes it): YAML is
+// refused.
 func DecodeKubeVirt(data []byte) (*VMI, error) { return decode(data, true) }
 
-// LoadKubeVirt is [Load] with [DecodeKubeVirt].
+// LoadKubeVirt is [Load] with [DecodeKubeVirt]: JSON only.
 func LoadKubeVirt(data []byte) (*VMI, error) { return load(data, true) }
 
 func decode(data []byte, lenient bool) (*VMI, error) {
@@ -81,6 +92,12 @@ type decoded struct {
 func decodeManifest(data []byte, lenient bool) (decoded, error) {
 	if len(data) > MaxManifestSize {
 		return decoded{}, &DecodeError{Reason: fmt.Sprintf("manifest is %d bytes, more than %d", len(data), MaxManifestSize)}
+	}
+	if lenient && !json.Valid(data) {
+		// KubeVirt serialises JSON; YAML's parser costs up to a hundred
+		// times the input (see MaxManifestSize), which a hook sidecar's
+		// caller would choose.
+		return decoded{}, &DecodeError{Reason: "not JSON (a VMI KubeVirt serialised is JSON, nested at most 10000 levels)"}
 	}
 	js, strictErrs, err := toJSON(data)
 	if err != nil {

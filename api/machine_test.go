@@ -42,3 +42,42 @@ func TestDecodeKubeVirt(t *testing.T) {
 		})
 	}
 }
+
+// TestStatusRulesBothModes: status, which KubeVirt writes, follows one rule
+// in both modes, the one the documentation states: a field nobody knows is
+// accepted (and not listed in VMI.Unknown: status is not the spec), a key
+// given twice is refused by its path (KubeVirt never sends one; the
+// decoder would keep the last, and status.runtimeUser picks the taps'
+// owner), and a field virtnet reads (runtimeUser, migrationTransport,
+// interfaces) of the wrong type is refused by its path, like a spec field.
+// Before, a mistyped read field came back as the JSON decoder's error
+// without a path, and the documents said status was not checked at all.
+func TestStatusRulesBothModes(t *testing.T) {
+	const spec = `"kind":"VirtualMachineInstance","metadata":{"name":"n"},"spec":{"domain":{"devices":{}}}`
+	decoders := map[string]func([]byte) (*api.VMI, error){"Decode": api.Decode, "DecodeKubeVirt": api.DecodeKubeVirt}
+	for name, decode := range decoders {
+		t.Run(name, func(t *testing.T) {
+			vmi, err := decode([]byte(`{` + spec + `,"status":{"futureStatus":{"a":[1,{"b":2}]},"runtimeUser":107,"interfaces":[{"name":"default","futureField":1}]}}`))
+			require.NoError(t, err)
+			require.Empty(t, vmi.Unknown)
+			require.EqualValues(t, 107, vmi.Status.RuntimeUser)
+
+			for doc, path := range map[string]string{
+				`"status":{"runtimeUser":0,"runtimeUser":107}`:               "status.runtimeUser",
+				`"status":{"futureStatus":{"a":1,"a":2}}`:                    "status.futureStatus.a",
+				`"status":{"interfaces":[{"name":"a","mac":"x","mac":"y"}]}`: "status.interfaces[0].mac",
+				`"status":{"runtimeUser":"107"}`:                             "status.runtimeUser",
+				`"status":{"runtimeUser":-1}`:                                "status.runtimeUser",
+				`"status":{"migrationTransport":1}`:                          "status.migrationTransport",
+				`"status":{"interfaces":{"name":"a"}}`:                       "status.interfaces",
+				`"status":{"interfaces":[{"name":"a","queueCount":"1"}]}`:    "status.interfaces[0].queueCount",
+			} {
+				_, err := decode([]byte(`{` + spec + `,` + doc + `}`))
+				require.Error(t, err, doc)
+				fes := api.FieldErrors(err)
+				require.Len(t, fes, 1, "%s: %v", doc, err)
+				require.Equal(t, path, fes[0].Path, doc)
+			}
+		})
+	}
+}

@@ -8,12 +8,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // kubevirtSchemaJSON lists the field names of KubeVirt's
@@ -51,6 +53,12 @@ const maxStrictErrors = 50
 // limit).
 const maxDepth = 10000
 
+// maxPathLen bounds a field path as an error or a list names it: a
+// longer one (a deep or long-keyed manifest) keeps its first and last
+// maxPathLen/2 bytes around the count of bytes left out, so that what a
+// decode returns stays bounded whatever the manifest's shape.
+const maxPathLen = 1 << 10
+
 // A schema node is a position in the manifest as both KubeVirt's schema
 // and virtnet's Go types see it. A field is known when either knows it:
 // KubeVirt's schema covers every field a real manifest may carry (the ones
@@ -59,6 +67,9 @@ const maxDepth = 10000
 type schemaNode struct {
 	kv string       // KubeVirt type ref; "-" where KubeVirt's schema has nothing
 	gt reflect.Type // Go type; nil where virtnet models nothing
+	// open accepts any key, at any depth, without listing it (status,
+	// which KubeVirt writes); the fields virtnet models keep their type.
+	open bool
 }
 
 var (
@@ -70,12 +81,40 @@ func (n schemaNode) free() bool {
 	return n.kv == "*" || n.gt == anyType || n.gt == rawMessageType
 }
 
-// child is the node of key in an object, and whether the key is known.
-func (n schemaNode) child(key string) (schemaNode, bool) {
+// fieldSet is the JSON fields of a Go struct type (see [jsonFields]),
+// indexed by name.
+type fieldSet struct {
+	names []string
+	types []reflect.Type
+	index map[string]int
+}
+
+// fields is t's fieldSet, made once per walk.
+func (w *strictWalk) fields(t reflect.Type) *fieldSet {
+	if fs, ok := w.fieldSets[t]; ok {
+		return fs
+	}
+	names, types := jsonFields(t)
+	fs := &fieldSet{names: names, types: types, index: make(map[string]int, len(names))}
+	for i, n := range names {
+		if _, ok := fs.index[n]; !ok {
+			fs.index[n] = i
+		}
+	}
+	if w.fieldSets == nil {
+		w.fieldSets = map[reflect.Type]*fieldSet{}
+	}
+	w.fieldSets[t] = fs
+	return fs
+}
+
+// child is the node of key in an object at n, and whether the key is
+// known.
+func (w *strictWalk) child(n schemaNode, key string) (schemaNode, bool) {
 	if n.free() {
 		return schemaNode{kv: "*"}, true
 	}
-	c := schemaNode{kv: "-"}
+	c := schemaNode{kv: "-", open: n.open}
 	kvKnown := false
 	switch {
 	case strings.HasPrefix(n.kv, "{}"):
@@ -91,13 +130,13 @@ func (n schemaNode) child(key string) (schemaNode, bool) {
 		case reflect.Map:
 			c.gt, goKnown = t.Elem(), true
 		case reflect.Struct:
-			names, types := jsonFields(t)
-			if i := slices.Index(names, key); i >= 0 {
-				c.gt, goKnown = types[i], true
+			fs := w.fields(t)
+			if i, ok := fs.index[key]; ok {
+				c.gt, goKnown = fs.types[i], true
 			}
 		}
 	}
-	return c, kvKnown || goKnown
+	return c, kvKnown || goKnown || n.open
 }
 
 // elem is the node of an array's elements.
@@ -105,7 +144,7 @@ func (n schemaNode) elem() schemaNode {
 	if n.free() {
 		return schemaNode{kv: "*"}
 	}
-	c := schemaNode{kv: "-"}
+	c := schemaNode{kv: "-", open: n.open}
 	if strings.HasPrefix(n.kv, "[]") {
 		c.kv = n.kv[2:]
 	}
@@ -115,15 +154,24 @@ func (n schemaNode) elem() schemaNode {
 	return c
 }
 
-// keys are the field names known at n (for suggestions).
-func (n schemaNode) keys() []string {
-	out := slices.Collect(maps.Keys(kubevirtSchema().Types[n.kv]))
-	if t := deref(n.gt); t != nil && t.Kind() == reflect.Struct {
-		names, _ := jsonFields(t)
-		out = append(out, names...)
+// caseMatch is the known field name at n that differs from key in case
+// only (the least, when several do), if any.
+func (w *strictWalk) caseMatch(n schemaNode, key string) (string, bool) {
+	best, found := "", false
+	consider := func(k string) {
+		if k != key && strings.EqualFold(k, key) && (!found || k < best) {
+			best, found = k, true
+		}
 	}
-	slices.Sort(out)
-	return out
+	for k := range kubevirtSchema().Types[n.kv] {
+		consider(k)
+	}
+	if t := deref(n.gt); t != nil && t.Kind() == reflect.Struct {
+		for _, k := range w.fields(t).names {
+			consider(k)
+		}
+	}
+	return best, found
 }
 
 func deref(t reflect.Type) reflect.Type {
@@ -173,12 +221,24 @@ func jsonFields(t reflect.Type) (names []string, types []reflect.Type) {
 // virtnet's types know and every key given twice in one object; on the
 // way it records the KubeVirt features virtnet does not render (see
 // [VMI.Unsupported]).
+//
+// Its cost is linear in the document whatever the document's shape: the
+// path of the value being walked is one buffer, cut back and appended to
+// as the walk goes down and up (a string per level would cost the square
+// of the depth), it becomes a string only for what is reported (bounded,
+// see [maxStrictErrors] and [maxPathLen]), an object's keys are kept only
+// from its second key on, and a Go type's fields are listed once.
 type strictWalk struct {
-	dec         *json.Decoder
-	prefix      string // "spec" for a VMI, "spec.template.spec" for a VM
-	errs        []error
-	dropped     int
-	unsupported []string
+	dec    *jsontext.Decoder
+	prefix string // "spec" for a VMI, "spec.template.spec" for a VM
+	// domainPath, devicesPath and volumesPath are prefix's
+	// ".domain", ".domain.devices" and ".volumes[".
+	domainPath, devicesPath, volumesPath string
+	path                                 []byte // of the value being walked
+	fieldSets                            map[reflect.Type]*fieldSet
+	errs                                 []error
+	dropped                              int
+	unsupported                          []string
 	// lenient accepts a key nobody knows (see [DecodeKubeVirt]) and
 	// lists it in unknown, unless it differs from a known key in case
 	// only.
@@ -186,12 +246,35 @@ type strictWalk struct {
 	unknown []string
 }
 
-func (w *strictWalk) fail(path, reason string) {
+// room reports whether one more error is listed; it counts the one that
+// is not. A caller builds the reason only when there is room.
+func (w *strictWalk) room() bool {
 	if len(w.errs) >= maxStrictErrors {
 		w.dropped++
-		return
+		return false
 	}
-	w.errs = append(w.errs, &FieldError{Path: path, Reason: reason})
+	return true
+}
+
+// fail reports the value being walked; see room.
+func (w *strictWalk) fail(reason string) {
+	w.errs = append(w.errs, &FieldError{Path: shortPath(w.path), Reason: reason})
+}
+
+// shortPath is path as a string of at most about maxPathLen bytes.
+func shortPath(path []byte) string {
+	if len(path) <= maxPathLen {
+		return string(path)
+	}
+	i := maxPathLen / 2
+	for i > 0 && !utf8.RuneStart(path[i]) {
+		i--
+	}
+	j := len(path) - maxPathLen/2
+	for j < len(path) && !utf8.RuneStart(path[j]) {
+		j++
+	}
+	return fmt.Sprintf("%s…(%d bytes)…%s", path[:i], j-i, path[j:])
 }
 
 // errors are the problems found, the dropped ones counted in a last one.
@@ -202,78 +285,112 @@ func (w *strictWalk) errors() []error {
 	return w.errs
 }
 
-// value walks one value at path; it reports whether the value is "empty"
-// (null, false or an empty array), which is what an absent device list
-// looks like.
-func (w *strictWalk) value(n schemaNode, path string, depth int) (empty bool, err error) {
+// value walks one value, at w.path; it reports whether the value is
+// "empty" (null, false or an empty array), which is what an absent device
+// list looks like.
+func (w *strictWalk) value(n schemaNode, depth int) (empty bool, err error) {
 	if depth > maxDepth {
-		return false, fmt.Errorf("%s: nested more than %d levels", path, maxDepth)
+		return false, fmt.Errorf("%s: nested more than %d levels", shortPath(w.path), maxDepth)
 	}
-	tok, err := w.dec.Token()
+	tok, err := w.dec.ReadToken()
 	if err != nil {
 		return false, err
 	}
-	w.checkType(n, path, tok)
-	switch t := tok.(type) {
-	case json.Delim:
-		switch t {
-		case '{':
-			seen := map[string]bool{}
-			for w.dec.More() {
-				kt, err := w.dec.Token()
-				if err != nil {
-					return false, err
-				}
-				key, ok := kt.(string)
-				if !ok {
-					return false, fmt.Errorf("%s: object key %v is not a string", path, kt)
-				}
-				p := joinPath(path, key)
-				if seen[key] {
-					w.fail(p, "duplicate field (the API server refuses it; a decoder would keep the last)")
-				}
-				seen[key] = true
-				c, known := n.child(key)
-				if depth == 0 && key == "status" {
-					// Written by KubeVirt, read by nobody here: whatever
-					// a newer KubeVirt puts there is fine.
-					c, known = schemaNode{kv: "*"}, true
-				}
-				if !known {
-					if reason, caseOnly := unknownReason(n, key); w.lenient && !caseOnly {
-						if len(w.unknown) < maxStrictErrors {
-							w.unknown = append(w.unknown, p)
-						}
-					} else {
-						w.fail(p, reason)
-					}
-					c = schemaNode{kv: "*"} // walk on for duplicates only
-				}
-				childEmpty, err := w.value(c, p, depth+1)
-				if err != nil {
-					return false, err
-				}
-				w.note(path, p, key, childEmpty)
+	w.checkType(n, tok)
+	base := len(w.path)
+	defer func() { w.path = w.path[:base] }()
+	switch tok.Kind() {
+	case '{':
+		// The keys seen, once there are two (most objects of a deep
+		// manifest have one).
+		var first string
+		var seen map[string]struct{}
+		for i := 0; w.dec.PeekKind() != '}'; i++ {
+			kt, err := w.dec.ReadToken()
+			if err != nil {
+				return false, err
 			}
-			_, err := w.dec.Token() // '}'
-			return false, err
-		case '[':
-			i := 0
-			for w.dec.More() {
-				if _, err := w.value(n.elem(), path+"["+strconv.Itoa(i)+"]", depth+1); err != nil {
-					return false, err
-				}
-				i++
+			if kt.Kind() != '"' {
+				return false, fmt.Errorf("%s: object key %v is not a string", shortPath(w.path[:base]), kt)
 			}
-			_, err := w.dec.Token() // ']'
-			return i == 0, err
+			key := kt.String()
+			w.path = growPath(w.path[:base], 1+len(key))
+			if base > 0 {
+				w.path = append(w.path, '.')
+			}
+			w.path = append(w.path, key...)
+			dup := false
+			switch i {
+			case 0:
+				first = key
+			case 1:
+				seen = map[string]struct{}{first: {}}
+				fallthrough
+			default:
+				if _, dup = seen[key]; !dup {
+					seen[key] = struct{}{}
+				}
+			}
+			if dup && w.room() {
+				w.fail("duplicate field (the API server refuses it; a decoder would keep the last)")
+			}
+			c, known := w.child(n, key)
+			if depth == 0 && key == "status" {
+				// Written by KubeVirt: whatever a newer KubeVirt
+				// puts there is fine, the fields virtnet reads
+				// keep their type.
+				c, known = schemaNode{kv: "-", gt: c.gt, open: true}, true
+			}
+			if !known {
+				w.unknownKey(n, key)
+				c = schemaNode{kv: "*"} // walk on for duplicates only
+			}
+			childEmpty, err := w.value(c, depth+1)
+			if err != nil {
+				return false, err
+			}
+			if !dup {
+				w.note(base, key, childEmpty)
+			}
 		}
-	case nil:
+		_, err := w.dec.ReadToken() // '}'
+		return false, err
+	case '[':
+		i := 0
+		for ; w.dec.PeekKind() != ']'; i++ {
+			w.path = growPath(w.path[:base], 22)
+			w.path = append(w.path, '[')
+			w.path = strconv.AppendInt(w.path, int64(i), 10)
+			w.path = append(w.path, ']')
+			if _, err := w.value(n.elem(), depth+1); err != nil {
+				return false, err
+			}
+		}
+		_, err := w.dec.ReadToken() // ']'
+		return i == 0, err
+	case 'n', 'f':
 		return true, nil
-	case bool:
-		return !t, nil
 	}
 	return false, nil
+}
+
+// unknownKey reports key, at w.path, which n does not know: an error,
+// unless the walk is lenient and no known key differs from it in case
+// only.
+func (w *strictWalk) unknownKey(n schemaNode, key string) {
+	meant, caseOnly := w.caseMatch(n, key)
+	switch {
+	case caseOnly:
+		if w.room() {
+			w.fail(fmt.Sprintf("unknown field (field names are case-sensitive: did you mean %q?)", meant))
+		}
+	case !w.lenient:
+		if w.room() {
+			w.fail("unknown field (in neither KubeVirt's schema, v0.53.2 or v1.9.0, nor what virtnet reads)")
+		}
+	case len(w.unknown) < maxStrictErrors:
+		w.unknown = append(w.unknown, shortPath(w.path))
+	}
 }
 
 // checkType reports a value whose JSON kind the Go type at n cannot hold
@@ -281,47 +398,44 @@ func (w *strictWalk) value(n schemaNode, path string, depth int) (empty bool, er
 // every such field comes back in one pass rather than the decoder's first
 // alone. Where virtnet models nothing (n.gt nil) KubeVirt's schema has the
 // last word and the value is not checked.
-func (w *strictWalk) checkType(n schemaNode, path string, tok json.Token) {
+func (w *strictWalk) checkType(n schemaNode, tok jsontext.Token) {
 	t := deref(n.gt)
-	if t == nil || n.free() || tok == nil {
+	if t == nil || n.free() || tok.Kind() == 'n' {
 		return
 	}
 	var got string
 	ok := true
-	switch v := tok.(type) {
-	case json.Delim:
-		switch v {
-		case '{':
-			got, ok = "an object", t.Kind() == reflect.Struct || t.Kind() == reflect.Map
-		case '[':
-			got, ok = "a list", t.Kind() == reflect.Slice || t.Kind() == reflect.Array
-		default:
-			return
-		}
-	case string:
+	switch tok.Kind() {
+	case '{':
+		got, ok = "an object", t.Kind() == reflect.Struct || t.Kind() == reflect.Map
+	case '[':
+		got, ok = "a list", t.Kind() == reflect.Slice || t.Kind() == reflect.Array
+	case '"':
 		got, ok = "a string", t.Kind() == reflect.String
-	case bool:
+	case 't', 'f':
 		got, ok = "a boolean", t.Kind() == reflect.Bool
-	case json.Number:
+	case '0':
 		got = "a number"
 		switch t.Kind() {
 		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-			_, err := strconv.ParseInt(v.String(), 10, t.Bits())
-			ok = err == nil
-			got = "the number " + v.String()
+			if _, err := strconv.ParseInt(tok.String(), 10, t.Bits()); err != nil {
+				ok, got = false, "the number "+tok.String()
+			}
 		case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-			_, err := strconv.ParseUint(v.String(), 10, t.Bits())
-			ok = err == nil
-			got = "the number " + v.String()
+			if _, err := strconv.ParseUint(tok.String(), 10, t.Bits()); err != nil {
+				ok, got = false, "the number "+tok.String()
+			}
 		case reflect.Float32, reflect.Float64:
 		default:
 			ok = false
 		}
-	}
-	if ok {
+	default:
 		return
 	}
-	w.fail(path, fmt.Sprintf("wrong type: want %s, got %s", kindName(t), got))
+	if ok || !w.room() {
+		return
+	}
+	w.fail(fmt.Sprintf("wrong type: want %s, got %s", kindName(t), got))
 }
 
 // kindName is how a field error names the JSON kind of a Go type.
@@ -345,14 +459,21 @@ func kindName(t reflect.Type) string {
 	return t.String()
 }
 
-// note records an unsupported KubeVirt feature at path p (key under
-// parent).
-func (w *strictWalk) note(parent, p, key string, empty bool) {
-	if parent == w.prefix+".domain" && slices.Contains(unsupportedDomainKeys(), key) ||
-		parent == w.prefix+".domain.devices" && slices.Contains(unsupportedDeviceKeys(), key) && !empty ||
-		strings.HasPrefix(parent, w.prefix+".volumes[") && !strings.Contains(parent[len(w.prefix)+len(".volumes["):], ".") &&
-			!slices.Contains(supportedVolumeKeys(), key) {
-		w.unsupported = append(w.unsupported, p)
+// note records an unsupported KubeVirt feature: key, at w.path, under
+// the object at w.path[:base] (each key of an object once).
+func (w *strictWalk) note(base int, key string, empty bool) {
+	parent := w.path[:base]
+	var unsupported bool
+	switch {
+	case string(parent) == w.domainPath:
+		unsupported = slices.Contains(unsupportedDomainKeys(), key)
+	case string(parent) == w.devicesPath:
+		unsupported = !empty && slices.Contains(unsupportedDeviceKeys(), key)
+	case bytes.HasPrefix(parent, []byte(w.volumesPath)):
+		unsupported = bytes.IndexByte(parent[len(w.volumesPath):], '.') < 0 && !slices.Contains(supportedVolumeKeys(), key)
+	}
+	if unsupported {
+		w.unsupported = append(w.unsupported, shortPath(w.path))
 	}
 }
 
@@ -399,28 +520,19 @@ func orderUnsupported(found []string, prefix string) []string {
 	return out
 }
 
-// unknownReason says that key is unknown and, when a known key differs
-// from it in case only (caseOnly), which one was meant.
-func unknownReason(n schemaNode, key string) (reason string, caseOnly bool) {
-	for _, k := range n.keys() {
-		if strings.EqualFold(k, key) {
-			return fmt.Sprintf("unknown field (field names are case-sensitive: did you mean %q?)", k), true
-		}
-	}
-	return "unknown field (in neither KubeVirt's schema, v0.53.2 or v1.9.0, nor what virtnet reads)", false
-}
-
 // strictCheck walks js, rooted at root (prefix is the path of the VMI
 // spec), and returns the unknown and duplicate fields and the unsupported
 // features.
 func strictCheck(js []byte, root schemaNode, prefix string, lenient bool) (errs []error, unsupported, unknown []string, err error) {
-	dec := json.NewDecoder(bytes.NewReader(js))
-	dec.UseNumber()
-	w := &strictWalk{dec: dec, prefix: prefix, lenient: lenient}
-	if _, err := w.value(root, "", 0); err != nil {
+	// Duplicates are the walk's to report; invalid UTF-8 is replaced, as
+	// the decoder replaces it.
+	dec := jsontext.NewDecoder(bytes.NewBuffer(js), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	w := &strictWalk{dec: dec, prefix: prefix, lenient: lenient,
+		domainPath: prefix + ".domain", devicesPath: prefix + ".domain.devices", volumesPath: prefix + ".volumes["}
+	if _, err := w.value(root, 0); err != nil {
 		return nil, nil, nil, err
 	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+	if _, err := dec.ReadToken(); !errors.Is(err, io.EOF) {
 		return nil, nil, nil, fmt.Errorf("data after the document")
 	}
 	return w.errors(), orderUnsupported(w.unsupported, prefix), w.unknown, nil

@@ -32,7 +32,10 @@ type yamlCheck struct {
 	budget int64
 	sizes  map[*yaml.Node]int64 // expanded size of each anchored node
 	active map[*yaml.Node]bool  // anchors being sized (cycle check)
+	path   []byte               // of the node being walked (duplicates)
 	errs   []error
+	// dropped counts the duplicates beyond maxStrictErrors.
+	dropped int
 }
 
 // checkYAML parses data (the first document, as the decoder reads it)
@@ -56,7 +59,10 @@ func checkYAML(data []byte) ([]error, error) {
 		return nil, &DecodeError{Reason: "YAML aliases", Err: fmt.Errorf("%w: the %d-byte manifest expands to more than %d bytes (at most %d× its size plus %d)",
 			ErrAliasExpansion, len(data), c.budget, MaxAliasExpansion, aliasExpansionSlack)}
 	}
-	c.duplicates(&doc, "", map[*yaml.Node]bool{})
+	c.duplicates(&doc, map[*yaml.Node]bool{})
+	if c.dropped > 0 {
+		c.errs = append(c.errs, &FieldError{Path: "(manifest)", Reason: fmt.Sprintf("%d more duplicate fields not listed", c.dropped)})
+	}
 	return c.errs, nil
 }
 
@@ -97,45 +103,69 @@ func (c *yamlCheck) size(n *yaml.Node) (int64, error) {
 // duplicates reports every mapping key that appears twice in one mapping
 // (through aliases too: the expanded document is what is decoded, but
 // each anchored node is looked at once). A merge key ("<<") may be
-// overridden: that is what it is for.
-func (c *yamlCheck) duplicates(n *yaml.Node, path string, seen map[*yaml.Node]bool) {
+// overridden: that is what it is for. c.path is the path of n, one buffer
+// for the whole walk (a string per level would cost the square of the
+// depth); at most maxStrictErrors duplicates are listed, the rest
+// counted.
+func (c *yamlCheck) duplicates(n *yaml.Node, seen map[*yaml.Node]bool) {
 	if n.Kind == yaml.AliasNode || seen[n] {
 		return
 	}
 	seen[n] = true
+	base := len(c.path)
+	defer func() { c.path = c.path[:base] }()
 	switch n.Kind {
 	case yaml.DocumentNode:
 		for _, ch := range n.Content {
-			c.duplicates(ch, path, seen)
+			c.duplicates(ch, seen)
 		}
 	case yaml.SequenceNode:
 		for i, ch := range n.Content {
-			c.duplicates(ch, path+"["+strconv.Itoa(i)+"]", seen)
+			c.path = growPath(c.path[:base], 22)
+			c.path = append(c.path, '[')
+			c.path = strconv.AppendInt(c.path, int64(i), 10)
+			c.path = append(c.path, ']')
+			c.duplicates(ch, seen)
 		}
 	case yaml.MappingNode:
-		keys := map[string]bool{}
+		var keys map[string]bool
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
 			if k.Kind != yaml.ScalarNode {
 				continue
 			}
-			p := joinPath(path, k.Value)
 			if k.Value == "<<" && k.Tag == "!!merge" {
 				continue
 			}
+			c.path = growPath(c.path[:base], 1+len(k.Value))
+			if base > 0 {
+				c.path = append(c.path, '.')
+			}
+			c.path = append(c.path, k.Value...)
+			if keys == nil {
+				keys = map[string]bool{}
+			}
 			if keys[k.Value] {
-				c.errs = append(c.errs, &FieldError{Path: p, Reason: "duplicate field (the API server refuses it; a decoder would keep the last)"})
+				if len(c.errs) < maxStrictErrors {
+					c.errs = append(c.errs, &FieldError{Path: shortPath(c.path), Reason: "duplicate field (the API server refuses it; a decoder would keep the last)"})
+				} else {
+					c.dropped++
+				}
 			}
 			keys[k.Value] = true
-			c.duplicates(v, p, seen)
+			c.duplicates(v, seen)
 		}
 	}
 }
 
-// joinPath appends a key to a field path.
-func joinPath(path, key string) string {
-	if path == "" {
-		return key
+// growPath makes room in path for n more bytes, doubling it (append grows
+// a large slice by a quarter, which allocates several times the final
+// size on the way).
+func growPath(path []byte, n int) []byte {
+	if len(path)+n <= cap(path) {
+		return path
 	}
-	return path + "." + key
+	p := make([]byte, len(path), max(2*cap(path), len(path)+n, 64))
+	copy(p, path)
+	return p
 }

@@ -22,7 +22,9 @@
 //     (started once), none for an interface set state: absent or gone
 //     from the VMI (an absent interface is not rendered);
 //   - PreCloudInitIso: the cloud-init data unchanged;
-//   - Shutdown: stops the DHCP servers and exits.
+//   - Shutdown: stops the DHCP servers and exits, within 5 s (calls in
+//     progress may finish) whatever its clients do: then every
+//     connection is closed.
 //
 // Which plugin names it serves: NETWORK_BINDING_PLUGIN_NAME (set by
 // KubeVirt ≥ 1.9 to the name in the KubeVirt CR), else

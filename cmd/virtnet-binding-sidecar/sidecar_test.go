@@ -38,6 +38,9 @@ func TestMain(m *testing.M) {
 		main()
 		os.Exit(0)
 	}
+	if filepath.Base(os.Args[0]) == "udp67-squatter" {
+		squatUDP67()
+	}
 	os.Exit(m.Run())
 }
 

@@ -1,9 +1,15 @@
 package dhcp
 
 import (
+	"bufio"
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
+	"strconv"
+	"strings"
 
 	"github.com/insomniacslk/dhcp/dhcpv6"
 	"golang.org/x/net/ipv6"
@@ -44,6 +50,13 @@ func listenExclusive(family int, device string, port int) (*net.UDPConn, error) 
 		return nil, fmt.Errorf("SO_BINDTODEVICE %s: %w", device, err)
 	}
 	if err := unix.Bind(fd, sa); err != nil {
+		if errors.Is(err, unix.EADDRINUSE) {
+			// Nothing of virtnet's holds the port: a process of the
+			// pod bound it first (ip_unprivileged_port_start is 67
+			// for a non-root VMI). Say who.
+			return nil, fmt.Errorf("bind port %d: %w: UDP port %d is taken by another socket of the pod's network namespace (%s): "+
+				"a process of the pod bound it before the DHCP server, and would get the VM's DHCP", port, err, port, portHolders(family, port))
+		}
 		return nil, fmt.Errorf("bind port %d: %w", port, err)
 	}
 	c, err := net.FilePacketConn(f)
@@ -73,4 +86,62 @@ func listen6(ifi *net.Interface) (*net.UDPConn, error) {
 		}
 	}
 	return c, nil
+}
+
+// portHolders describes the UDP sockets of the calling thread's network
+// namespace bound to port: owner uid, local address and inode, from
+// /proc/thread-self/net/udp (udp6).
+func portHolders(family, port int) string {
+	name := "/proc/thread-self/net/udp"
+	if family == unix.AF_INET6 {
+		name += "6"
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return "its owner unknown: " + err.Error()
+	}
+	defer f.Close()
+	var found []string
+	sc := bufio.NewScanner(f)
+	sc.Scan() // the header
+	for sc.Scan() {
+		// sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode …
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 10 {
+			continue
+		}
+		addr, p, ok := procAddr(fields[1])
+		if !ok || p != port {
+			continue
+		}
+		found = append(found, fmt.Sprintf("uid %s, %s, inode %s", fields[7], netip.AddrPortFrom(addr, uint16(p)), fields[9]))
+	}
+	if len(found) == 0 {
+		return "its owner not found in " + name
+	}
+	return strings.Join(found, "; ")
+}
+
+// procAddr parses a /proc/net/udp address, "0100007F:0043": the address
+// as the kernel's 32-bit words, each printed as a number in host order,
+// then the port in hex.
+func procAddr(s string) (netip.Addr, int, bool) {
+	a, p, ok := strings.Cut(s, ":")
+	if !ok || (len(a) != 8 && len(a) != 32) {
+		return netip.Addr{}, 0, false
+	}
+	port, err := strconv.ParseUint(p, 16, 16)
+	if err != nil {
+		return netip.Addr{}, 0, false
+	}
+	b := make([]byte, len(a)/2)
+	for i := 0; i < len(b); i += 4 {
+		w, err := strconv.ParseUint(a[2*i:2*i+8], 16, 32)
+		if err != nil {
+			return netip.Addr{}, 0, false
+		}
+		binary.NativeEndian.PutUint32(b[i:], uint32(w))
+	}
+	addr, _ := netip.AddrFromSlice(b)
+	return addr.Unmap(), int(port), true
 }

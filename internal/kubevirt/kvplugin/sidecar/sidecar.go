@@ -16,6 +16,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"golang.org/x/net/netutil"
@@ -69,7 +70,9 @@ type Config struct {
 	Logger *slog.Logger
 	// ShutdownGrace bounds how long Run waits, once it stops, for calls
 	// in progress (a client may hold a half-sent call for ever); then it
-	// closes them. 0 means DefaultShutdownGrace.
+	// closes every connection, waits at most a second more for the gRPC
+	// server (a handler that ignores its closed call is left behind),
+	// stops the DHCP servers and returns. 0 means DefaultShutdownGrace.
 	ShutdownGrace time.Duration
 	// WatchInterval is how often each DHCP server's bridge is checked
 	// (phase2.DHCPOptions.Watch: a server whose bridge went away or was
@@ -93,6 +96,10 @@ const (
 	// MaxConnections bounds the open connections (virt-launcher opens one
 	// per call).
 	MaxConnections = 32
+	// HandshakeTimeout bounds how long a new connection may take to send
+	// its HTTP/2 preface and settings (gRPC's default is 120 s, during
+	// which a silent connection holds one of MaxConnections).
+	HandshakeTimeout = 10 * time.Second
 )
 
 // SocketName is the socket's file name: <plugin>.sock, or, serving all
@@ -169,26 +176,31 @@ func Run(ctx context.Context, cfg Config) error {
 	s := &sidecar{cfg: cfg, served: served, registry: registry.Default(), log: cfg.Logger, shutdown: cancel,
 		dhcp: servers, calls: make(chan struct{}, MaxConcurrentCalls)}
 	srv := grpc.NewServer(grpc.MaxRecvMsgSize(MaxMessageSize), grpc.MaxConcurrentStreams(MaxConcurrentCalls),
-		grpc.UnaryInterceptor(s.limit))
+		grpc.UnaryInterceptor(s.limit), grpc.ConnectionTimeout(HandshakeTimeout))
 	info.RegisterInfoServer(srv, s)
 	v1alpha3.RegisterCallbacksServer(srv, s)
+	conns := &connSet{Listener: netutil.LimitListener(lis, MaxConnections), open: map[net.Conn]struct{}{}}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(netutil.LimitListener(lis, MaxConnections)) }()
+	go func() { errc <- srv.Serve(conns) }()
 	cfg.Logger.Info("serving hooks", "socket", path, "plugin", cfg.Plugin, "version", Version)
 	select {
 	case <-ctx.Done():
 	case err := <-errc:
 		return err
 	}
-	s.stop(srv)
+	s.stop(srv, conns)
 	_ = servers.StopAll() // a failed server was logged (and restarted)
 	cfg.Logger.Info("stopped")
 	return nil
 }
 
 // stop lets the calls in progress finish for at most ShutdownGrace, then
-// closes them.
-func (s *sidecar) stop(srv *grpc.Server) {
+// closes every connection (calls in progress, connections that never sent
+// a call, handshakes half done) and stops the server. It returns within
+// ShutdownGrace plus stopWait whatever the clients do: a handler that
+// does not return once its call is closed is left behind (Run's caller
+// then exits).
+func (s *sidecar) stop(srv *grpc.Server, conns *connSet) {
 	grace := s.cfg.ShutdownGrace
 	if grace <= 0 {
 		grace = DefaultShutdownGrace
@@ -202,11 +214,78 @@ func (s *sidecar) stop(srv *grpc.Server) {
 	defer t.Stop()
 	select {
 	case <-done:
+		return
 	case <-t.C:
-		s.log.Warn("calls still open after the shutdown grace; closing them", "grace", grace.String())
-		srv.Stop()
-		<-done
 	}
+	s.log.Warn("calls still open after the shutdown grace; closing them", "grace", grace.String())
+	conns.closeAll()
+	go srv.Stop()
+	wait := time.NewTimer(stopWait)
+	defer wait.Stop()
+	select {
+	case <-done:
+	case <-wait.C:
+		s.log.Error("the hook server did not stop once its connections were closed; ending without it", "waited", stopWait.String())
+	}
+}
+
+// stopWait bounds how long stop waits for the gRPC server once it closed
+// its connections.
+const stopWait = time.Second
+
+// connSet is a listener that keeps the connections it accepted until they
+// are closed, so that stop can close them all: gRPC's own Stop waits for
+// a connection that has not finished its HTTP/2 handshake.
+type connSet struct {
+	net.Listener
+	mu     sync.Mutex
+	closed bool
+	open   map[net.Conn]struct{}
+}
+
+func (l *connSet) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		c.Close()
+		return nil, net.ErrClosed
+	}
+	tc := &trackedConn{Conn: c, set: l}
+	l.open[tc] = struct{}{}
+	return tc, nil
+}
+
+// closeAll closes every connection accepted and still open, and those
+// accepted from now on.
+func (l *connSet) closeAll() {
+	l.mu.Lock()
+	l.closed = true
+	open := l.open
+	l.open = map[net.Conn]struct{}{}
+	l.mu.Unlock()
+	for c := range open {
+		c.Close()
+	}
+}
+
+// trackedConn leaves its connSet when closed.
+type trackedConn struct {
+	net.Conn
+	set  *connSet
+	once sync.Once
+}
+
+func (c *trackedConn) Close() error {
+	c.once.Do(func() {
+		c.set.mu.Lock()
+		delete(c.set.open, c)
+		c.set.mu.Unlock()
+	})
+	return c.Conn.Close()
 }
 
 // limit refuses a call beyond MaxConcurrentCalls at once.
