@@ -36,6 +36,15 @@ func buildPlugins(b *testing.B) (dir string) {
 	return dir
 }
 
+// runTempDir is a fresh directory under /run, removed at the end of tb.
+func runTempDir(tb testing.TB) string {
+	tb.Helper()
+	dir, err := os.MkdirTemp("/run", "virtnet-bench-")
+	require.NoError(tb, err)
+	tb.Cleanup(func() { require.NoError(tb, os.RemoveAll(dir)) })
+	return dir
+}
+
 // cniRun execs plugin with verb inside netns (the runtime's namespace:
 // the node of the pod) and returns how long the process took.
 func cniRun(b *testing.B, runtimeNS, plugin, verb, netns, conf, binDir string) time.Duration {
@@ -72,11 +81,16 @@ func cniRun(b *testing.B, runtimeNS, plugin, verb, netns, conf, binDir string) t
 func BenchmarkCNIProcess(b *testing.B) {
 	testutil.RequireRoot(b)
 	bin := buildPlugins(b)
-	confs := []struct{ name, plugin, conf string }{
+	confs := []struct {
+		name, plugin, conf string
+		dir                func(testing.TB) string
+	}{
 		{"bridge-reference", "bridge", `{"cniVersion":"1.0.0","name":"benchnet","type":"bridge","bridge":"cni0",` +
-			`"ipam":{"type":"host-local","subnet":"10.250.0.0/24","dataDir":"%s"}}`},
+			`"ipam":{"type":"host-local","subnet":"10.250.0.0/24","dataDir":"%s"}}`, testing.TB.TempDir},
+		// The binding CNI keeps its records under /run only (a node's
+		// tmpfs), as on a node.
 		{"virtnet-binding-cni-masquerade", "virtnet-binding-cni", `{"cniVersion":"1.0.0","name":"virtnet-masquerade","type":"virtnet-binding-cni",` +
-			`"binding":"masquerade","cacheDir":"%s","args":{"cni":{"logicNetworkName":"default"}}}`},
+			`"binding":"masquerade","cacheDir":"%s","args":{"cni":{"logicNetworkName":"default"}}}`, runTempDir},
 	}
 	for _, c := range confs {
 		b.Run(c.name, func(b *testing.B) {
@@ -84,7 +98,7 @@ func BenchmarkCNIProcess(b *testing.B) {
 			for b.Loop() {
 				b.StopTimer()
 				pod := testutil.NewPod(b)
-				conf := fmt.Sprintf(c.conf, b.TempDir())
+				conf := fmt.Sprintf(c.conf, c.dir(b))
 				b.StartTimer()
 				adds = append(adds, cniRun(b, pod.Node.Path, c.plugin, "ADD", pod.Pod.Path, conf, bin))
 				dels = append(dels, cniRun(b, pod.Node.Path, c.plugin, "DEL", pod.Pod.Path, conf, bin))
