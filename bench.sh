@@ -44,6 +44,8 @@ gobench ./netdriver/kernel 'ApplyNAT$' 40x >>"$tmp/go"
 gobench ./phase2/dhcp 'DiscoverAck$|ServerHeap$' 2000x >>"$tmp/go"
 # CNI plugins as whole processes, against the reference bridge plugin, in one run.
 gobench ./bench 'CNIProcess$|CNIStartup$' 21x >"$tmp/cni"
+# One plugged layer-2 bridge interface on a running VM's pod.
+gobench ./bench 'HotplugPhase1$' 21x >"$tmp/hotplug"
 
 echo "| benchmark | result | per interface | notes |"
 echo "|---|---:|---:|---|"
@@ -76,15 +78,36 @@ while read -r name iters rest; do
 	[ -n "$heap" ] && notes="heap in use after $iters exchanges: $((heap / 1024)) KiB (growth $growth B)"
 	printf '| %s | %s µs/op | %s | %s |\n' "$name" "$(awk -v n="$ns" 'BEGIN{printf "%.1f", n/1000}')" "$per" "$notes"
 done <"$tmp/go"
-# | BenchmarkCNIProcess/<plugin> | ADD | DEL |, | BenchmarkCNIStartup/<plugin> | VERSION process | init |
-metric() { awk -v m="$1" '{for (i=1;i<NF;i++) if ($(i+1)==m) printf "%.1f", $i/1e6}'; }
+# | BenchmarkCNIProcess/<plugin> | ADD | DEL |, | BenchmarkCNIStartup | per binary: VERSION process | init |
+metric() { awk -v m="$1" '{for (i=1;i<NF;i++) if ($(i+1)==m) printf "%.2f", $i/1e6}'; }
 while read -r name _ rest; do
 	name=${name%-*}
 	case $name in
-	*CNIProcess*) printf '| CNI %s (median of 21 fresh pods) | ADD %s ms | DEL %s ms | whole process: exec, init, verb, exit |\n' \
-		"${name#*/}" "$(metric add-ns/op <<<"$rest")" "$(metric del-ns/op <<<"$rest")" ;;
-	*CNIStartup*) printf '| CNI %s start-up | VERSION %s ms | package init %s ms | GODEBUG=inittrace=1, %s B allocated by init |\n' \
-		"${name#*/}" "$(metric version-ns/op <<<"$rest")" "$(metric init-ns/op <<<"$rest")" \
-		"$(awk '{for (i=1;i<NF;i++) if ($(i+1)=="init-B/op") print $i}' <<<"$rest")" ;;
+	*CNIProcess*)
+		printf '| CNI %s (median of 21 fresh pods) | ADD %s ms | DEL %s ms | whole process: exec, init, verb, exit |\n' \
+			"${name#*/}" "$(metric add-ns/op <<<"$rest")" "$(metric del-ns/op <<<"$rest")"
+		echo "${name#*/} $(metric add-ns/op <<<"$rest") $(metric del-ns/op <<<"$rest")" >>"$tmp/cni-verbs" ;;
+	*CNIStartup*)
+		for p in empty bridge virtnet-binding-cni macvtap; do
+			printf '| CNI %s start-up | VERSION %s ms | package init %s ms | GODEBUG=inittrace=1, %s B allocated by init |\n' \
+				"$p" "$(metric "$p-version-ns/op" <<<"$rest")" "$(metric "$p-init-ns/op" <<<"$rest")" \
+				"$(awk -v m="$p-init-B/op" '{for (i=1;i<NF;i++) if ($(i+1)==m) print $i}' <<<"$rest")"
+			echo "$p $(metric "$p-init-ns/op" <<<"$rest")" >>"$tmp/cni-init"
+		done ;;
 	esac
 done <"$tmp/cni"
+
+# One line per goal of the benchmarks, with its baseline of the same run:
+# BENCH <name> <value> <unit> (<baseline name> <value> <unit>).
+echo
+field() { awk -v k="$2" '$1==k{print $'"$3"'}' "$1"; }
+empty=$(field "$tmp/cni-init" empty 2)
+for p in virtnet-binding-cni macvtap; do
+	echo "BENCH cni-init-$p $(field "$tmp/cni-init" "$p" 2) ms (empty-go-program $empty ms)"
+done
+hp() { metric "$1" <"$tmp/hotplug"; }
+echo "BENCH hotplug-phase1 $(hp plug-ns/op) ms (vm-start-phase1 $(hp start-ns/op) ms)"
+echo "BENCH hotplug-phase1-unplug $(hp unplug-ns/op) ms (vm-start-phase1 $(hp start-ns/op) ms)"
+ref=bridge-reference ours=virtnet-binding-cni-masquerade
+echo "BENCH cni-add $(field "$tmp/cni-verbs" $ours 2) ms ($ref $(field "$tmp/cni-verbs" $ref 2) ms)"
+echo "BENCH cni-del $(field "$tmp/cni-verbs" $ours 3) ms ($ref $(field "$tmp/cni-verbs" $ref 3) ms)"
