@@ -242,11 +242,23 @@ func RestoreLink(ctx context.Context, d netdriver.Driver, link *cache.Link) erro
 	return nil
 }
 
+// dadPoll is the pause between two looks at the link's addresses while
+// duplicate address detection runs, when the driver cannot watch them
+// ([netdriver.AddrWatcher]) or the watch ended early.
+const dadPoll = 50 * time.Millisecond
+
 // waitDAD waits until no global IPv6 address of the link is tentative;
-// one whose duplicate address detection failed is an error.
+// one whose duplicate address detection failed is an error. With a
+// driver that watches addresses, each change the kernel reports (the end
+// of detection changes the address's flags) makes it look again;
+// otherwise it looks every dadPoll.
 func waitDAD(ctx context.Context, d netdriver.Driver, name string) error {
 	ctx, cancel := context.WithTimeout(ctx, dadWait)
 	defer cancel()
+	var changes <-chan struct{}
+	watching := false
+	poll := time.NewTimer(dadPoll)
+	defer poll.Stop()
 	for {
 		addrs, err := d.AddrListFlags(name, netdriver.IPv6)
 		if err != nil {
@@ -264,10 +276,29 @@ func waitDAD(ctx context.Context, d netdriver.Driver, name string) error {
 		if pending == "" {
 			return nil
 		}
+		if w, ok := d.(netdriver.AddrWatcher); ok && !watching {
+			// Watching from now on, and looking once more: no change
+			// falls between the look above and the watch.
+			watching = true
+			if c, stop, err := w.WatchAddrs(name); err == nil {
+				defer stop()
+				changes = c
+				continue
+			}
+		}
+		var tick <-chan time.Time
+		if changes == nil {
+			poll.Reset(dadPoll)
+			tick = poll.C
+		}
 		select {
 		case <-ctx.Done():
 			return &binding.PodLinkError{Name: name, Reason: "restored address " + pending + " still tentative (duplicate address detection)", Err: ctx.Err()}
-		case <-time.After(50 * time.Millisecond):
+		case _, ok := <-changes:
+			if !ok {
+				changes = nil // the watch ended early: poll
+			}
+		case <-tick:
 		}
 	}
 }
