@@ -532,19 +532,46 @@ func ensure(d netdriver.Driver, in binding.Input, name, typ string, add func() e
 // DeleteOwned deletes a link if it is phase1's for this interface with
 // type typ (see [Mark]); any other link under that name is left alone.
 func DeleteOwned(d netdriver.Driver, in binding.Input, name, typ string) error {
-	l, err := Lookup(d, name)
-	if err != nil || l == nil {
-		return err
+	return DeleteAllOwned(d, in, Owned{Name: name, Type: typ})
+}
+
+// Owned names a link phase1 made and its type, for [DeleteAllOwned].
+type Owned struct{ Name, Type string }
+
+// DeleteAllOwned deletes, of links, those that are phase1's for this
+// interface with their type ([DeleteOwned]'s rule: any other link under
+// such a name is left alone), all in one kernel operation when the driver
+// can ([netdriver.LinksDeleter]: the kernel unregisters them together),
+// else in order.
+func DeleteAllOwned(d netdriver.Driver, in binding.Input, links ...Owned) error {
+	var names []string
+	for _, o := range links {
+		l, err := Lookup(d, o.Name)
+		if err != nil {
+			return err
+		}
+		if l == nil {
+			continue
+		}
+		own, why, err := classify(d, in, l, o.Type)
+		if err != nil {
+			return err
+		}
+		if own == foreign {
+			in.Logger.Warn("leaving a link phase1 did not create", "link", o.Name, "reason", why)
+			continue
+		}
+		names = append(names, o.Name)
 	}
-	o, why, err := classify(d, in, l, typ)
-	if err != nil {
-		return err
+	if ld, ok := d.(netdriver.LinksDeleter); ok {
+		return ld.DeleteLinks(names...)
 	}
-	if o == foreign {
-		in.Logger.Warn("leaving a link phase1 did not create", "link", name, "reason", why)
-		return nil
+	for _, name := range names {
+		if err := d.DeleteLink(name); err != nil {
+			return err
+		}
 	}
-	return d.DeleteLink(name)
+	return nil
 }
 
 // OwnedOrAbsent reports whether the link under name is phase1's for this
