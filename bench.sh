@@ -26,6 +26,11 @@ go build -o "$tmp/phase1bench" ./bench/cmd/phase1bench
 # the rtnl lock the next run needs.
 "$tmp/phase1bench" -n 1,8,64,256 -runs "$runs" -settle 1s -scripts bench -cache-dir /dev/shm >"$tmp/p1-tmpfs"
 "$tmp/phase1bench" -n 64 -runs "$runs" -settle 1s -scripts bench -masquerade=false -header=false -cache-dir /var/tmp >"$tmp/p1-disk"
+# phase1 as the whole virtnet-xml -netns process (exec, init, decode,
+# phase1, render) against the script, masquerade ×1.
+go build -o "$tmp/virtnet-xml" ./examples/virtnet-xml
+"$tmp/phase1bench" -n 1 -runs "$((runs > 7 ? runs : 7))" -settle 1s -scripts bench -header=false -cache-dir /dev/shm \
+	-process "$tmp/virtnet-xml" | grep masquerade >"$tmp/p1-process"
 
 gobench() { # pkg regexp benchtime
 	go test "$1" -run '^$' -bench "$2" -benchtime "$3" -count 1 | grep '^Benchmark'
@@ -105,6 +110,8 @@ empty=$(field "$tmp/cni-init" empty 2)
 for p in virtnet-binding-cni macvtap; do
 	echo "BENCH cni-init-$p $(field "$tmp/cni-init" "$p" 2) ms (empty-go-program $empty ms)"
 done
+# | case | ours | script | ratio | ...
+awk -F' \\| ' '{gsub(/ ms/,""); print "BENCH phase1-process " $2 " ms (script " $3 " ms)"}' "$tmp/p1-process"
 hp() { metric "$1" <"$tmp/hotplug"; }
 echo "BENCH hotplug-phase1 $(hp plug-ns/op) ms (vm-start-phase1 $(hp start-ns/op) ms)"
 echo "BENCH hotplug-phase1-unplug $(hp unplug-ns/op) ms (vm-start-phase1 $(hp start-ns/op) ms)"
