@@ -51,6 +51,8 @@ gobench ./phase2/dhcp 'DiscoverAck$|ServerHeap$' 2000x >>"$tmp/go"
 gobench ./bench 'CNIProcess$|CNIStartup$' 21x >"$tmp/cni"
 # One plugged layer-2 bridge interface on a running VM's pod.
 gobench ./bench 'HotplugPhase1$' 21x >"$tmp/hotplug"
+# The masquerade sidecar's resident memory, idle and over 1,000 calls.
+gobench ./bench 'SidecarRSS$' 1x >"$tmp/sidecar"
 
 echo "| benchmark | result | per interface | notes |"
 echo "|---|---:|---:|---|"
@@ -112,6 +114,10 @@ for p in virtnet-binding-cni macvtap; do
 done
 # | case | ours | script | ratio | ...
 awk -F' \\| ' '{gsub(/ ms/,""); print "BENCH phase1-process " $2 " ms (script " $3 " ms)"}' "$tmp/p1-process"
+kib() { awk -v m="$1" '{for (i=1;i<NF;i++) if ($(i+1)==m) printf "%.1f", $i/1024}' "$tmp/sidecar"; }
+echo "BENCH sidecar-rss $(kib rss1000-KiB) MB (sidecar-rss-idle $(kib idle-rss-KiB) MB)"
+echo "BENCH sidecar-rss-anon $(kib anon1000-KiB) MB (sidecar-rss-anon-idle $(kib idle-anon-KiB) MB)"
+echo "BENCH sidecar-rss-growth $(awk '{for (i=1;i<NF;i++) if ($(i+1)=="growth-B/call") printf "%.0f", $i}' "$tmp/sidecar") B/call (flat 0 B/call)"
 hp() { metric "$1" <"$tmp/hotplug"; }
 echo "BENCH hotplug-phase1 $(hp plug-ns/op) ms (vm-start-phase1 $(hp start-ns/op) ms)"
 echo "BENCH hotplug-phase1-unplug $(hp unplug-ns/op) ms (vm-start-phase1 $(hp start-ns/op) ms)"
