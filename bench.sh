@@ -7,6 +7,9 @@
 # ours on identical fresh pods (a dev-time row; CI never needs it).
 # KUBEVIRT_1X_SRC=/path/to/kubevirt-v1.9.0 adds the same rows against
 # KubeVirt v1.9.0's phase1 (virt-handler's pkg/network/setup/netpod).
+# MIGRATION_LOG=FILE adds the migration-downtime line from the FIGURE lines
+# of `go test -v -count 5 -run 'TestLiveMigration$' ./e2e/` in FILE (the
+# e2e test boots guests: not run here).
 case "${1:-}" in -h | --help) sed -n '2,/^[^#]/{/^#/{s/^# \{0,1\}//;p}}' "$0"; exit 0 ;; esac
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -49,6 +52,8 @@ gobench ./netdriver/kernel 'ApplyNAT$' 40x >>"$tmp/go"
 gobench ./phase2/dhcp 'DiscoverAck$|ServerHeap$' 2000x >>"$tmp/go"
 # CNI plugins as whole processes, against the reference bridge plugin, in one run.
 gobench ./bench 'CNIProcess$|CNIStartup$' 21x >"$tmp/cni"
+# A node of 100 pods: ADD, CHECK, GC, DEL, 10 pods at a time.
+gobench ./bench 'CNINode$' 1x >"$tmp/cninode"
 # One plugged layer-2 bridge interface on a running VM's pod.
 gobench ./bench 'HotplugPhase1$' 21x >"$tmp/hotplug"
 # The masquerade sidecar's resident memory, idle and over 1,000 calls.
@@ -121,6 +126,22 @@ echo "BENCH sidecar-rss-growth $(awk '{for (i=1;i<NF;i++) if ($(i+1)=="growth-B/
 hp() { metric "$1" <"$tmp/hotplug"; }
 echo "BENCH hotplug-phase1 $(hp plug-ns/op) ms (vm-start-phase1 $(hp start-ns/op) ms)"
 echo "BENCH hotplug-phase1-unplug $(hp unplug-ns/op) ms (vm-start-phase1 $(hp start-ns/op) ms)"
+if [ -n "${MIGRATION_LOG:-}" ]; then
+	# "... UDP probe 146ms (...); QEMU's reported downtime 184 ms; ..."
+	sed -n 's/.*FIGURE migration.*UDP probe \([0-9.]*\)\(m\{0,1\}s\) .*reported downtime \([0-9]*\) ms.*/\1 \2 \3/p' "$MIGRATION_LOG" |
+		awk '{print ($2 == "s" ? $1 * 1000 : $1), $3}' >"$tmp/migration"
+	n=$(wc -l <"$tmp/migration")
+	if [ "$n" -gt 0 ]; then
+		mid=$(((n + 1) / 2))
+		echo "BENCH migration-downtime $(cut -d' ' -f1 "$tmp/migration" | sort -n | sed -n "${mid}p") ms" \
+			"(qemu-reported-downtime $(cut -d' ' -f2 "$tmp/migration" | sort -n | sed -n "${mid}p") ms) median of $n migrations"
+	fi
+fi
 ref=bridge-reference ours=virtnet-binding-cni-masquerade
 echo "BENCH cni-add $(field "$tmp/cni-verbs" $ours 2) ms ($ref $(field "$tmp/cni-verbs" $ref 2) ms)"
+node() { awk -v p="$1" -v m="$2" '$1 ~ "/"p"-[0-9]+$" {for (i=1;i<NF;i++) if ($(i+1)==m) printf "%.2f", $i/1e6}' "$tmp/cninode"; }
+for v in add-p50 add-p99 check-p50 check-p99 del-p50 del-p99; do
+	echo "BENCH cni-100pods-$v $(node $ours "$v-ns") ms ($ref $(node $ref "$v-ns") ms)"
+done
+echo "BENCH cni-100pods-gc $(node $ours gc-ns) ms ($ref $(node $ref gc-ns) ms)"
 echo "BENCH cni-del $(field "$tmp/cni-verbs" $ours 3) ms ($ref $(field "$tmp/cni-verbs" $ref 3) ms)"
