@@ -110,7 +110,10 @@ func BenchmarkSidecarRSS(b *testing.B) {
 		require.NoError(b, f(conn), "sidecar log:\n%s", &logs)
 	}
 	ctx := context.Background()
-	call(func(c *grpc.ClientConn) error { _, err := info.NewInfoClient(c).Info(ctx, &info.InfoParams{}); return err })
+	call(func(c *grpc.ClientConn) error {
+		_, err := info.NewInfoClient(c).Info(ctx, &info.InfoParams{})
+		return err
+	})
 	time.Sleep(time.Second)
 	idle, idleAnon := rssKiB(b, cmd.Process.Pid), statusKiB(b, cmd.Process.Pid, "RssAnon:")
 	define := func(c *grpc.ClientConn) error {
