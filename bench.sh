@@ -6,6 +6,9 @@
 # as phase1bench's doc says, KubeVirt's own v0.53.2 or v1.9.0 so far; the
 # user brings it, nothing here makes one), timed against ours on identical
 # fresh pods.
+# MIGRATION_LOG=FILE adds the migration-downtime line from the FIGURE lines
+# of `go test -v -count 5 -run 'TestLiveMigration$' ./e2e/` in FILE (the
+# e2e test boots guests: not run here).
 case "${1:-}" in -h | --help) sed -n '2,/^[^#]/{/^#/{s/^# \{0,1\}//;p}}' "$0"; exit 0 ;; esac
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -25,6 +28,11 @@ go build -o "$tmp/phase1bench" ./bench/cmd/phase1bench
 # the rtnl lock the next run needs.
 "$tmp/phase1bench" -n 1,8,64,256 -runs "$runs" -settle 1s -scripts bench -cache-dir /dev/shm >"$tmp/p1-tmpfs"
 "$tmp/phase1bench" -n 64 -runs "$runs" -settle 1s -scripts bench -masquerade=false -header=false -cache-dir /var/tmp >"$tmp/p1-disk"
+# phase1 as the whole virtnet-xml -netns process (exec, init, decode,
+# phase1, render) against the script, masquerade ×1.
+go build -o "$tmp/virtnet-xml" ./examples/virtnet-xml
+"$tmp/phase1bench" -n 1 -runs "$((runs > 7 ? runs : 7))" -settle 1s -scripts bench -header=false -cache-dir /dev/shm \
+	-process "$tmp/virtnet-xml" | grep masquerade >"$tmp/p1-process"
 
 gobench() { # pkg regexp benchtime
 	go test "$1" -run '^$' -bench "$2" -benchtime "$3" -count 1 | grep '^Benchmark'
@@ -40,6 +48,12 @@ gobench ./netdriver/kernel 'ApplyNAT$' 40x >>"$tmp/go"
 gobench ./phase2/dhcp 'DiscoverAck$|ServerHeap$' 2000x >>"$tmp/go"
 # CNI plugins as whole processes, against the reference bridge plugin, in one run.
 gobench ./bench 'CNIProcess$|CNIStartup$' 21x >"$tmp/cni"
+# A node of 100 pods: ADD, CHECK, GC, DEL, 10 pods at a time.
+gobench ./bench 'CNINode$' 1x >"$tmp/cninode"
+# One plugged layer-2 bridge interface on a running VM's pod.
+gobench ./bench 'HotplugPhase1$' 21x >"$tmp/hotplug"
+# The masquerade sidecar's resident memory, idle and over 1,000 calls.
+gobench ./bench 'SidecarRSS$' 1x >"$tmp/sidecar"
 
 echo "| benchmark | result | per interface | notes |"
 echo "|---|---:|---:|---|"
@@ -72,15 +86,61 @@ while read -r name iters rest; do
 	[ -n "$heap" ] && notes="heap in use after $iters exchanges: $((heap / 1024)) KiB (growth $growth B)"
 	printf '| %s | %s µs/op | %s | %s |\n' "$name" "$(awk -v n="$ns" 'BEGIN{printf "%.1f", n/1000}')" "$per" "$notes"
 done <"$tmp/go"
-# | BenchmarkCNIProcess/<plugin> | ADD | DEL |, | BenchmarkCNIStartup/<plugin> | VERSION process | init |
-metric() { awk -v m="$1" '{for (i=1;i<NF;i++) if ($(i+1)==m) printf "%.1f", $i/1e6}'; }
+# | BenchmarkCNIProcess/<plugin> | ADD | DEL |, | BenchmarkCNIStartup | per binary: VERSION process | init |
+metric() { awk -v m="$1" '{for (i=1;i<NF;i++) if ($(i+1)==m) printf "%.2f", $i/1e6}'; }
 while read -r name _ rest; do
 	name=${name%-*}
 	case $name in
-	*CNIProcess*) printf '| CNI %s (median of 21 fresh pods) | ADD %s ms | DEL %s ms | whole process: exec, init, verb, exit |\n' \
-		"${name#*/}" "$(metric add-ns/op <<<"$rest")" "$(metric del-ns/op <<<"$rest")" ;;
-	*CNIStartup*) printf '| CNI %s start-up | VERSION %s ms | package init %s ms | GODEBUG=inittrace=1, %s B allocated by init |\n' \
-		"${name#*/}" "$(metric version-ns/op <<<"$rest")" "$(metric init-ns/op <<<"$rest")" \
-		"$(awk '{for (i=1;i<NF;i++) if ($(i+1)=="init-B/op") print $i}' <<<"$rest")" ;;
+	*CNIProcess*)
+		printf '| CNI %s (median of 21 fresh pods) | ADD %s ms | DEL %s ms | whole process: exec, init, verb, exit |\n' \
+			"${name#*/}" "$(metric add-ns/op <<<"$rest")" "$(metric del-ns/op <<<"$rest")"
+		echo "${name#*/} $(metric add-ns/op <<<"$rest") $(metric del-ns/op <<<"$rest")" >>"$tmp/cni-verbs" ;;
+	*CNIStartup*)
+		for p in empty bridge virtnet-binding-cni macvtap; do
+			printf '| CNI %s start-up | VERSION %s ms | package init %s ms | GODEBUG=inittrace=1, %s B allocated by init |\n' \
+				"$p" "$(metric "$p-version-ns/op" <<<"$rest")" "$(metric "$p-init-ns/op" <<<"$rest")" \
+				"$(awk -v m="$p-init-B/op" '{for (i=1;i<NF;i++) if ($(i+1)==m) print $i}' <<<"$rest")"
+			echo "$p $(metric "$p-init-ns/op" <<<"$rest")" >>"$tmp/cni-init"
+		done ;;
 	esac
 done <"$tmp/cni"
+
+# One line per goal of the benchmarks, with its baseline of the same run:
+# BENCH <name> <value> <unit> (<baseline name> <value> <unit>).
+echo
+field() { awk -v k="$2" '$1==k{print $'"$3"'}' "$1"; }
+empty=$(field "$tmp/cni-init" empty 2)
+for p in virtnet-binding-cni macvtap; do
+	echo "BENCH cni-init-$p $(field "$tmp/cni-init" "$p" 2) ms (empty-go-program $empty ms)"
+done
+# | case | ours | script | ratio | ...
+awk -F' \\| ' '{gsub(/ ms/,""); print "BENCH phase1-process " $2 " ms (script " $3 " ms)"}' "$tmp/p1-process"
+kib() { awk -v m="$1" '{for (i=1;i<NF;i++) if ($(i+1)==m) printf "%.1f", $i/1024}' "$tmp/sidecar"; }
+echo "BENCH sidecar-rss $(kib rss1000-KiB) MB (sidecar-rss-idle $(kib idle-rss-KiB) MB)"
+echo "BENCH sidecar-rss-anon $(kib anon1000-KiB) MB (sidecar-rss-anon-idle $(kib idle-anon-KiB) MB)"
+echo "BENCH sidecar-rss-growth $(awk '{for (i=1;i<NF;i++) if ($(i+1)=="growth-B/call") printf "%.0f", $i}' "$tmp/sidecar") B/call (flat 0 B/call)"
+hp() { metric "$1" <"$tmp/hotplug"; }
+echo "BENCH hotplug-phase1 $(hp plug-ns/op) ms (vm-start-phase1 $(hp start-ns/op) ms)"
+echo "BENCH hotplug-phase1-unplug $(hp unplug-ns/op) ms (vm-start-phase1 $(hp start-ns/op) ms)"
+if [ -n "${MIGRATION_LOG:-}" ]; then
+	# "... UDP probe 146ms (...); QEMU's reported downtime 184 ms; ..."
+	sed -n 's/.*FIGURE migration.*UDP probe \([0-9.]*\)\(m\{0,1\}s\) .*reported downtime \([0-9]*\) ms.*/\1 \2 \3/p' "$MIGRATION_LOG" |
+		awk '{print ($2 == "s" ? $1 * 1000 : $1), $3}' >"$tmp/migration"
+	n=$(wc -l <"$tmp/migration")
+	if [ "$n" -gt 0 ]; then
+		mid=$(((n + 1) / 2))
+		echo "BENCH migration-downtime $(cut -d' ' -f1 "$tmp/migration" | sort -n | sed -n "${mid}p") ms" \
+			"(qemu-reported-downtime $(cut -d' ' -f2 "$tmp/migration" | sort -n | sed -n "${mid}p") ms) median of $n migrations"
+		# The goal: the gap above QEMU's own figure, run by run.
+		echo "BENCH migration-downtime-above-qemu $(awk '{print $1 - $2}' "$tmp/migration" | sort -n | sed -n "${mid}p") ms" \
+			"(goal 50 ms) median of $n migrations"
+	fi
+fi
+ref=bridge-reference ours=virtnet-binding-cni-masquerade
+echo "BENCH cni-add $(field "$tmp/cni-verbs" $ours 2) ms ($ref $(field "$tmp/cni-verbs" $ref 2) ms)"
+node() { awk -v p="$1" -v m="$2" '$1 ~ "/"p"-[0-9]+$" {for (i=1;i<NF;i++) if ($(i+1)==m) printf "%.2f", $i/1e6}' "$tmp/cninode"; }
+for v in add-p50 add-p99 check-p50 check-p99 del-p50 del-p99; do
+	echo "BENCH cni-100pods-$v $(node $ours "$v-ns") ms ($ref $(node $ref "$v-ns") ms)"
+done
+echo "BENCH cni-100pods-gc $(node $ours gc-ns) ms ($ref $(node $ref gc-ns) ms)"
+echo "BENCH cni-del $(field "$tmp/cni-verbs" $ours 3) ms ($ref $(field "$tmp/cni-verbs" $ref 3) ms)"

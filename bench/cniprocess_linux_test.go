@@ -27,12 +27,22 @@ func buildPlugins(b *testing.B) (dir string) {
 	for _, p := range []string{"bridge", "host-local"} {
 		require.NoError(b, os.Symlink(filepath.Join(ref, p), filepath.Join(dir, p)))
 	}
-	for name, pkg := range map[string]string{"virtnet-binding-cni": "../cmd/virtnet-binding-cni", "macvtap": "../cmd/macvtap-cni"} {
+	for name, pkg := range map[string]string{"virtnet-binding-cni": "../cmd/virtnet-binding-cni", "macvtap": "../cmd/macvtap-cni",
+		"empty": "./testdata/empty"} {
 		cmd := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(dir, name), pkg)
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		out, err := cmd.CombinedOutput()
 		require.NoError(b, err, "go build %s:\n%s", pkg, out)
 	}
+	return dir
+}
+
+// runTempDir is a fresh directory under /run, removed at the end of tb.
+func runTempDir(tb testing.TB) string {
+	tb.Helper()
+	dir, err := os.MkdirTemp("/run", "virtnet-bench-")
+	require.NoError(tb, err)
+	tb.Cleanup(func() { require.NoError(tb, os.RemoveAll(dir)) })
 	return dir
 }
 
@@ -72,11 +82,16 @@ func cniRun(b *testing.B, runtimeNS, plugin, verb, netns, conf, binDir string) t
 func BenchmarkCNIProcess(b *testing.B) {
 	testutil.RequireRoot(b)
 	bin := buildPlugins(b)
-	confs := []struct{ name, plugin, conf string }{
+	confs := []struct {
+		name, plugin, conf string
+		dir                func(testing.TB) string
+	}{
 		{"bridge-reference", "bridge", `{"cniVersion":"1.0.0","name":"benchnet","type":"bridge","bridge":"cni0",` +
-			`"ipam":{"type":"host-local","subnet":"10.250.0.0/24","dataDir":"%s"}}`},
+			`"ipam":{"type":"host-local","subnet":"10.250.0.0/24","dataDir":"%s"}}`, testing.TB.TempDir},
+		// The binding CNI keeps its records under /run only (a node's
+		// tmpfs), as on a node.
 		{"virtnet-binding-cni-masquerade", "virtnet-binding-cni", `{"cniVersion":"1.0.0","name":"virtnet-masquerade","type":"virtnet-binding-cni",` +
-			`"binding":"masquerade","cacheDir":"%s","args":{"cni":{"logicNetworkName":"default"}}}`},
+			`"binding":"masquerade","cacheDir":"%s","args":{"cni":{"logicNetworkName":"default"}}}`, runTempDir},
 	}
 	for _, c := range confs {
 		b.Run(c.name, func(b *testing.B) {
@@ -84,7 +99,7 @@ func BenchmarkCNIProcess(b *testing.B) {
 			for b.Loop() {
 				b.StopTimer()
 				pod := testutil.NewPod(b)
-				conf := fmt.Sprintf(c.conf, b.TempDir())
+				conf := fmt.Sprintf(c.conf, c.dir(b))
 				b.StartTimer()
 				adds = append(adds, cniRun(b, pod.Node.Path, c.plugin, "ADD", pod.Pod.Path, conf, bin))
 				dels = append(dels, cniRun(b, pod.Node.Path, c.plugin, "DEL", pod.Pod.Path, conf, bin))
@@ -96,33 +111,37 @@ func BenchmarkCNIProcess(b *testing.B) {
 }
 
 // BenchmarkCNIStartup times the start-up of each plugin: a whole VERSION
-// process (median, version-ns/op) and its package initialisation as the
-// runtime reports it with GODEBUG=inittrace=1 (the sum of every package's
-// init clock time, median over the runs: init-ns/op; bytes allocated by
-// init: init-B/op).
+// process (median, <plugin>-version-ns/op) and its package initialisation
+// as the runtime reports it with GODEBUG=inittrace=1 (the sum of every
+// package's init clock time, median over the runs: <plugin>-init-ns/op;
+// bytes allocated by init: <plugin>-init-B/op). "empty" is a Go program
+// that does nothing (the floor), built like the plugins. Each iteration
+// runs every binary once, so that the machine's load falls on all alike.
 func BenchmarkCNIStartup(b *testing.B) {
 	bin := buildPlugins(b)
-	for _, p := range []string{"bridge", "virtnet-binding-cni", "macvtap"} {
-		b.Run(p, func(b *testing.B) {
-			var runs, inits []time.Duration
-			var bytesInit float64
-			for b.Loop() {
-				cmd := exec.Command(filepath.Join(bin, p))
-				cmd.Env = []string{"CNI_COMMAND=VERSION", "GODEBUG=inittrace=1"}
-				cmd.Stdin = strings.NewReader(`{"cniVersion":"1.1.0"}`)
-				var stderr bytes.Buffer
-				cmd.Stderr = &stderr
-				start := time.Now()
-				require.NoError(b, cmd.Run())
-				runs = append(runs, time.Since(start))
-				d, by := initTrace(stderr.String())
-				inits = append(inits, d)
-				bytesInit = by
-			}
-			b.ReportMetric(float64(median(runs)), "version-ns/op")
-			b.ReportMetric(float64(median(inits)), "init-ns/op")
-			b.ReportMetric(bytesInit, "init-B/op")
-		})
+	plugins := []string{"empty", "bridge", "virtnet-binding-cni", "macvtap"}
+	runs := make([][]time.Duration, len(plugins))
+	inits := make([][]time.Duration, len(plugins))
+	bytesInit := make([]float64, len(plugins))
+	for b.Loop() {
+		for i, p := range plugins {
+			cmd := exec.Command(filepath.Join(bin, p))
+			cmd.Env = []string{"CNI_COMMAND=VERSION", "GODEBUG=inittrace=1"}
+			cmd.Stdin = strings.NewReader(`{"cniVersion":"1.1.0"}`)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			start := time.Now()
+			require.NoError(b, cmd.Run(), "%s VERSION:\n%s", p, stderr.String())
+			runs[i] = append(runs[i], time.Since(start))
+			d, by := initTrace(stderr.String())
+			inits[i] = append(inits[i], d)
+			bytesInit[i] = by
+		}
+	}
+	for i, p := range plugins {
+		b.ReportMetric(float64(median(runs[i])), p+"-version-ns/op")
+		b.ReportMetric(float64(median(inits[i])), p+"-init-ns/op")
+		b.ReportMetric(bytesInit[i], p+"-init-B/op")
 	}
 }
 

@@ -255,7 +255,7 @@ func TestLiveMigration(t *testing.T) {
 	probe.stop()
 	downtime, lastA, firstB := probe.gap(a.pod.PodIP, b.pod.PodIP)
 	require.Greater(t, firstB, lastA, "no answer through pod B before the last one through pod A")
-	t.Logf("FIGURE migration: virsh migrate %v; network downtime seen by the node's 10 ms UDP probe %v (last answer via pod A → first via pod B); QEMU's reported downtime %s; phase1 in the target pod %v",
+	t.Logf("FIGURE migration (1 run): virsh migrate %v; network downtime seen by the node's 10 ms UDP probe %v (the guest's last port unreachable via pod A → its first via pod B); QEMU's reported downtime %s; phase1 in the target pod %v",
 		migrateTook.Round(time.Millisecond), downtime.Round(time.Millisecond), qemuDowntime, phase1Target.Round(time.Millisecond))
 
 	cB := &console{path: b.console}
@@ -339,7 +339,8 @@ func jobField(out, name string) string {
 }
 
 // probe sends a UDP datagram to each target every interval from the
-// node and records when the port unreachables come back, by source.
+// node and records when the guest's port unreachables come back, by the
+// target probed ([guestAnswer]).
 type probe struct {
 	mu    sync.Mutex
 	seen  map[string][]time.Time
@@ -365,6 +366,7 @@ func startProbe(t *testing.T, node *testutil.NS, ips []net.IP, port int, every t
 		udp, err = net.ListenUDP("udp4", nil)
 		return err
 	}))
+	sport := udp.LocalAddr().(*net.UDPAddr).Port
 	tv := unix.Timeval{Usec: 200000}
 	require.NoError(t, unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv))
 	p.conns = []io.Closer{udp}
@@ -385,13 +387,15 @@ func startProbe(t *testing.T, node *testutil.NS, ips []net.IP, port int, every t
 				continue
 			}
 			at, ok := kernelTime(oob[:oobn])
-			ihl := int(buf[0]&0x0f) * 4
-			if !ok || n <= ihl || buf[ihl] != byte(ipv4.ICMPTypeDestinationUnreachable) {
+			if !ok {
 				continue
 			}
-			from := net.IP(buf[12:16]).String()
+			target, ok := guestAnswer(buf[:n], ips, sport, port)
+			if !ok {
+				continue
+			}
 			p.mu.Lock()
-			p.seen[from] = append(p.seen[from], at)
+			p.seen[target] = append(p.seen[target], at)
 			p.mu.Unlock()
 		}
 	}()
@@ -401,7 +405,7 @@ func startProbe(t *testing.T, node *testutil.NS, ips []net.IP, port int, every t
 		defer tick.Stop()
 		for {
 			for _, ip := range ips {
-				_, _ = udp.WriteToUDP([]byte("probe"), &net.UDPAddr{IP: ip, Port: port})
+				_, _ = udp.WriteToUDP([]byte(probePayload), &net.UDPAddr{IP: ip, Port: port})
 			}
 			select {
 			case <-p.done:
@@ -411,6 +415,47 @@ func startProbe(t *testing.T, node *testutil.NS, ips []net.IP, port int, every t
 		}
 	}()
 	return p
+}
+
+// probePayload is what each probe datagram carries.
+const probePayload = "probe"
+
+// guestAnswer reports whether pkt (an IPv4 packet from a raw ICMP socket)
+// is the guest's answer to one of the probe's datagrams, and to which
+// target: an ICMP port unreachable (type 3, code 3: a host that received
+// the datagram and has no listener) quoting the probe's own datagram (UDP
+// from sport to one of ips at dport, carrying the probe's payload as far
+// as quoted). A host unreachable (code 1), which the kernel of the pod the
+// guest has not reached yet sends when the guest does not answer ARP, is
+// not an answer: counting it measured gaps shorter than QEMU's own pause.
+func guestAnswer(pkt []byte, ips []net.IP, sport, dport int) (string, bool) {
+	if len(pkt) < 20 || pkt[0]>>4 != 4 {
+		return "", false
+	}
+	ihl := int(pkt[0]&0x0f) * 4
+	icmp := pkt[ihl:]
+	if ihl < 20 || len(pkt) < ihl+8+20+8 || icmp[0] != byte(ipv4.ICMPTypeDestinationUnreachable) || icmp[1] != 3 {
+		return "", false
+	}
+	inner := icmp[8:]
+	iihl := int(inner[0]&0x0f) * 4
+	if inner[0]>>4 != 4 || iihl < 20 || inner[9] != unix.IPPROTO_UDP || len(inner) < iihl+8 {
+		return "", false
+	}
+	udp := inner[iihl:]
+	if int(binary.BigEndian.Uint16(udp[0:2])) != sport || int(binary.BigEndian.Uint16(udp[2:4])) != dport {
+		return "", false
+	}
+	if quoted := udp[8:]; !strings.HasPrefix(probePayload, string(quoted[:min(len(quoted), len(probePayload))])) {
+		return "", false
+	}
+	dst := net.IP(inner[16:20])
+	for _, ip := range ips {
+		if ip.Equal(dst) {
+			return ip.String(), true
+		}
+	}
+	return "", false
 }
 
 // kernelTime is the SCM_TIMESTAMPNS of a received packet's control
@@ -758,4 +803,49 @@ func recText(v encoding.TextMarshaler) string {
 		panic(err)
 	}
 	return string(b)
+}
+
+// TestGuestAnswer: only the port unreachable that quotes the probe's own
+// datagram counts as the guest's answer; a host unreachable from the
+// pod's kernel, another datagram's error or another kind of ICMP do not.
+func TestGuestAnswer(t *testing.T) {
+	a, b := net.IPv4(10, 244, 1, 7), net.IPv4(10, 244, 2, 7)
+	ips := []net.IP{a, b}
+	// icmpErr builds an ICMP destination unreachable of code from src,
+	// quoting a UDP datagram from sport to dst:dport with payload.
+	icmpErr := func(code byte, src, dst net.IP, sport, dport int, payload string) []byte {
+		inner := make([]byte, 20+8+len(payload))
+		inner[0], inner[8], inner[9] = 0x45, 63, unix.IPPROTO_UDP
+		copy(inner[12:16], net.IPv4(10, 244, 0, 1).To4())
+		copy(inner[16:20], dst.To4())
+		binary.BigEndian.PutUint16(inner[20:22], uint16(sport))
+		binary.BigEndian.PutUint16(inner[22:24], uint16(dport))
+		copy(inner[28:], payload)
+		pkt := make([]byte, 20+8, 20+8+len(inner))
+		pkt[0], pkt[9] = 0x45, unix.IPPROTO_ICMP
+		copy(pkt[12:16], src.To4())
+		pkt[20], pkt[21] = byte(ipv4.ICMPTypeDestinationUnreachable), code
+		return append(pkt, inner...)
+	}
+	for _, c := range []struct {
+		name   string
+		pkt    []byte
+		target string
+	}{
+		{"guest's port unreachable via pod A", icmpErr(3, a, a, 40000, 9999, "probe"), a.String()},
+		{"guest's port unreachable via pod B", icmpErr(3, b, b, 40000, 9999, "probe"), b.String()},
+		{"quoting part of the payload", icmpErr(3, b, b, 40000, 9999, "pro"), b.String()},
+		{"host unreachable from pod B's kernel", icmpErr(1, b, b, 40000, 9999, "probe"), ""},
+		{"another socket's datagram", icmpErr(3, b, b, 40001, 9999, "probe"), ""},
+		{"another port", icmpErr(3, b, b, 40000, 53, "probe"), ""},
+		{"another payload", icmpErr(3, b, b, 40000, 9999, "hello"), ""},
+		{"an address not probed", icmpErr(3, b, net.IPv4(10, 244, 3, 7), 40000, 9999, "probe"), ""},
+		{"truncated", icmpErr(3, b, b, 40000, 9999, "probe")[:40], ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			target, ok := guestAnswer(c.pkt, ips, 40000, 9999)
+			require.Equal(t, c.target != "", ok)
+			require.Equal(t, c.target, target)
+		})
+	}
 }

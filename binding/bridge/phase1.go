@@ -510,10 +510,8 @@ func moveAddressToDummy(d netdriver.Driver, in binding.Input, link *cache.Link, 
 // phase1's names that phase1 did not create are left alone
 // ([kernelops.DeleteOwned]).
 func (phase1) Cleanup(ctx context.Context, d netdriver.Driver, in binding.Input, link *cache.Link, rec *cache.Interface) error {
-	if err := kernelops.DeleteOwned(d, in, in.Names.Tap, netdriver.TypeTuntap); err != nil {
-		return err
-	}
-	if err := kernelops.DeleteOwned(d, in, in.Names.Bridge, netdriver.TypeBridge); err != nil {
+	if err := kernelops.DeleteAllOwned(d, in, kernelops.Owned{Name: in.Names.Tap, Type: netdriver.TypeTuntap},
+		kernelops.Owned{Name: in.Names.Bridge, Type: netdriver.TypeBridge}); err != nil {
 		return err
 	}
 	if link == nil {

@@ -348,8 +348,6 @@ func (Binding) Cleanup(ctx context.Context, d netdriver.Driver, in binding.Input
 			return err
 		}
 	}
-	if err := kernelops.DeleteOwned(d, in, in.Names.Tap, netdriver.TypeTuntap); err != nil {
-		return err
-	}
-	return kernelops.DeleteOwned(d, in, in.Names.Bridge, netdriver.TypeBridge)
+	return kernelops.DeleteAllOwned(d, in, kernelops.Owned{Name: in.Names.Tap, Type: netdriver.TypeTuntap},
+		kernelops.Owned{Name: in.Names.Bridge, Type: netdriver.TypeBridge})
 }

@@ -16,7 +16,8 @@ import (
 var _ netdriver.NeighborResolver = (*Netlink)(nil)
 
 // neighborPoll is the pause between two looks at the neighbour table
-// while the kernel resolves an address.
+// while the kernel resolves an address, when the driver cannot subscribe
+// to the kernel's neighbour updates (or the kernel dropped some).
 const neighborPoll = 50 * time.Millisecond
 
 // usableNeigh are the neighbour states whose link-layer address is
@@ -24,9 +25,12 @@ const neighborPoll = 50 * time.Millisecond
 const usableNeigh = netlink.NUD_REACHABLE | netlink.NUD_STALE | netlink.NUD_DELAY | netlink.NUD_PROBE | netlink.NUD_PERMANENT | netlink.NUD_NOARP
 
 // ResolveNeighbor implements [netdriver.NeighborResolver]: it looks in the
-// link's neighbour table and, when addr has no usable entry, sends one UDP
+// link's neighbour table and, when addr has no usable entry, subscribes
+// to the namespace's neighbour updates, looks again, and sends one UDP
 // datagram to addr's discard port (9) out of the link, which makes the
-// kernel resolve it, then looks again every 50 ms until ctx ends.
+// kernel resolve it; the kernel's update for addr ends the wait (a look
+// every 50 ms instead when the subscription fails or ends early), or ctx
+// does.
 func (n *Netlink) ResolveNeighbor(ctx context.Context, name string, addr netip.Addr) (net.HardwareAddr, error) {
 	l, _, err := n.ref(name)
 	if err != nil {
@@ -37,30 +41,74 @@ func (n *Netlink) ResolveNeighbor(ctx context.Context, name string, addr netip.A
 	if addr.Is6() {
 		fam = unix.AF_INET6
 	}
-	kicked := false
-	for {
+	usable := func(ne netlink.Neigh) bool {
+		a, ok := netip.AddrFromSlice(ne.IP)
+		return ok && a.Unmap() == addr && ne.State&usableNeigh != 0 && len(ne.HardwareAddr) > 0
+	}
+	look := func() (net.HardwareAddr, error) {
 		n.count(1)
 		neighs, err := retryDump(func() ([]netlink.Neigh, error) { return n.h.NeighList(idx, fam) })
 		if err != nil {
 			return nil, fmt.Errorf("neighbours of %q: %w", name, err)
 		}
 		for _, ne := range neighs {
-			if a, ok := netip.AddrFromSlice(ne.IP); ok && a.Unmap() == addr && ne.State&usableNeigh != 0 && len(ne.HardwareAddr) > 0 {
+			if usable(ne) {
 				return ne.HardwareAddr, nil
 			}
 		}
-		if !kicked {
-			if err := n.thr.Do(func() error { return kick(name, idx, fam, addr) }); err != nil {
-				return nil, fmt.Errorf("resolve %s on %q: %w", addr, name, err)
-			}
-			kicked = true
+		return nil, nil
+	}
+	if mac, err := look(); mac != nil || err != nil {
+		return mac, err
+	}
+	// Subscribed before the second look: no update falls between them.
+	var updates chan netlink.NeighUpdate
+	ch := make(chan netlink.NeighUpdate, 16)
+	if stop, err := subscribe(n, ch, func(ch chan<- netlink.NeighUpdate, done <-chan struct{}) error {
+		return netlink.NeighSubscribeWithOptions(ch, done, netlink.NeighSubscribeOptions{ErrorCallback: func(error) {}})
+	}); err == nil {
+		updates = ch
+		defer stop()
+	}
+	if mac, err := look(); mac != nil || err != nil {
+		return mac, err
+	}
+	if err := n.thr.Do(func() error { return kick(name, idx, fam, addr) }); err != nil {
+		return nil, fmt.Errorf("resolve %s on %q: %w", addr, name, err)
+	}
+	var poll *time.Timer
+	defer func() {
+		if poll != nil {
+			poll.Stop()
 		}
-		t := time.NewTimer(neighborPoll)
+	}()
+	for {
+		var tick <-chan time.Time
+		if updates == nil {
+			if poll == nil {
+				poll = time.NewTimer(neighborPoll)
+			} else {
+				poll.Reset(neighborPoll)
+			}
+			tick = poll.C
+		}
 		select {
 		case <-ctx.Done():
-			t.Stop()
 			return nil, fmt.Errorf("resolve %s on %q: %w", addr, name, ctx.Err())
-		case <-t.C:
+		case u, ok := <-updates:
+			if ok {
+				if u.Type == unix.RTM_NEWNEIGH && u.LinkIndex == idx && usable(u.Neigh) {
+					return u.HardwareAddr, nil
+				}
+				continue
+			}
+			// Ended early (the kernel dropped updates): look now, then
+			// every neighborPoll.
+			updates = nil
+		case <-tick:
+		}
+		if mac, err := look(); mac != nil || err != nil {
+			return mac, err
 		}
 	}
 }

@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -32,6 +33,10 @@ const uid = "b3c4d5e6-0000-4000-8000-00000000be0c"
 // profile is set from -profile before anything runs.
 var profile bool
 
+// process is set from -process before anything runs: phase1's side is
+// then that virtnet-xml binary as a whole process.
+var process string
+
 // cacheParent is set from -cache-dir.
 var cacheParent string
 
@@ -49,6 +54,7 @@ func main() {
 	peer := flag.String("peer", "", "directory holding a peer's phase1 (layout in the package doc; KubeVirt's v0.53.2 or v1.9.0): time it against ours instead")
 	peerState := flag.String("peer-state", "", "with -peer: write each side's kernel state after the first run of each case into this directory")
 	settle := flag.Duration("settle", 0, "wait after creating each pod's namespaces (and 5 ms more per interface), so that the previous run's namespaces are gone")
+	flag.StringVar(&process, "process", "", "a virtnet-xml binary: time phase1's side as that whole process (-vmi FILE -netns POD: exec, init, decode, phase1, render) instead of the phase1 call")
 	showVersion := flag.Bool("version", false, "print the version and exit")
 	flag.Parse()
 	if *showVersion {
@@ -144,9 +150,12 @@ func measure(name string, n, runs int, masq bool, script string) (result, error)
 			time.Sleep(settleTime + time.Duration(n)*5*time.Millisecond)
 			var d time.Duration
 			var reqs int64
-			if phase1Side {
+			switch {
+			case phase1Side && process != "":
+				d, err = runProcess(vmi, pod)
+			case phase1Side:
 				d, reqs, err = runPhase1(vmi, pod)
-			} else {
+			default:
 				d, err = runScript(pod, script, n, masq)
 			}
 			if err == nil {
@@ -244,6 +253,34 @@ func runPhase1(vmi *api.VMI, pod string) (time.Duration, int64, error) {
 		}
 	}
 	return elapsed, d.Requests(), err
+}
+
+// runProcess times `virtnet-xml -vmi FILE -netns POD -cache DIR -o
+// /dev/null`: the whole process a launcher-like caller would start.
+func runProcess(vmi *api.VMI, pod string) (time.Duration, error) {
+	dir, err := os.MkdirTemp(cacheParent, "phase1bench-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(dir)
+	data, err := json.Marshal(vmi)
+	if err != nil {
+		return 0, err
+	}
+	file := filepath.Join(dir, "vmi.json")
+	if err := os.WriteFile(file, data, 0o600); err != nil {
+		return 0, err
+	}
+	cmd := exec.Command(process, "-vmi", file, "-netns", pod, "-cache", filepath.Join(dir, "cache"), "-o", os.DevNull)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	start := time.Now()
+	err = cmd.Run()
+	elapsed := time.Since(start)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w\n%s", process, err, out.String())
+	}
+	return elapsed, nil
 }
 
 func runScript(pod, script string, n int, masq bool) (time.Duration, error) {

@@ -242,11 +242,23 @@ func RestoreLink(ctx context.Context, d netdriver.Driver, link *cache.Link) erro
 	return nil
 }
 
+// dadPoll is the pause between two looks at the link's addresses while
+// duplicate address detection runs, when the driver cannot watch them
+// ([netdriver.AddrWatcher]) or the watch ended early.
+const dadPoll = 50 * time.Millisecond
+
 // waitDAD waits until no global IPv6 address of the link is tentative;
-// one whose duplicate address detection failed is an error.
+// one whose duplicate address detection failed is an error. With a
+// driver that watches addresses, each change the kernel reports (the end
+// of detection changes the address's flags) makes it look again;
+// otherwise it looks every dadPoll.
 func waitDAD(ctx context.Context, d netdriver.Driver, name string) error {
 	ctx, cancel := context.WithTimeout(ctx, dadWait)
 	defer cancel()
+	var changes <-chan struct{}
+	watching := false
+	poll := time.NewTimer(dadPoll)
+	defer poll.Stop()
 	for {
 		addrs, err := d.AddrListFlags(name, netdriver.IPv6)
 		if err != nil {
@@ -264,10 +276,29 @@ func waitDAD(ctx context.Context, d netdriver.Driver, name string) error {
 		if pending == "" {
 			return nil
 		}
+		if w, ok := d.(netdriver.AddrWatcher); ok && !watching {
+			// Watching from now on, and looking once more: no change
+			// falls between the look above and the watch.
+			watching = true
+			if c, stop, err := w.WatchAddrs(name); err == nil {
+				defer stop()
+				changes = c
+				continue
+			}
+		}
+		var tick <-chan time.Time
+		if changes == nil {
+			poll.Reset(dadPoll)
+			tick = poll.C
+		}
 		select {
 		case <-ctx.Done():
 			return &binding.PodLinkError{Name: name, Reason: "restored address " + pending + " still tentative (duplicate address detection)", Err: ctx.Err()}
-		case <-time.After(50 * time.Millisecond):
+		case _, ok := <-changes:
+			if !ok {
+				changes = nil // the watch ended early: poll
+			}
+		case <-tick:
 		}
 	}
 }
@@ -501,19 +532,46 @@ func ensure(d netdriver.Driver, in binding.Input, name, typ string, add func() e
 // DeleteOwned deletes a link if it is phase1's for this interface with
 // type typ (see [Mark]); any other link under that name is left alone.
 func DeleteOwned(d netdriver.Driver, in binding.Input, name, typ string) error {
-	l, err := Lookup(d, name)
-	if err != nil || l == nil {
-		return err
+	return DeleteAllOwned(d, in, Owned{Name: name, Type: typ})
+}
+
+// Owned names a link phase1 made and its type, for [DeleteAllOwned].
+type Owned struct{ Name, Type string }
+
+// DeleteAllOwned deletes, of links, those that are phase1's for this
+// interface with their type ([DeleteOwned]'s rule: any other link under
+// such a name is left alone), all in one kernel operation when the driver
+// can ([netdriver.LinksDeleter]: the kernel unregisters them together),
+// else in order.
+func DeleteAllOwned(d netdriver.Driver, in binding.Input, links ...Owned) error {
+	var names []string
+	for _, o := range links {
+		l, err := Lookup(d, o.Name)
+		if err != nil {
+			return err
+		}
+		if l == nil {
+			continue
+		}
+		own, why, err := classify(d, in, l, o.Type)
+		if err != nil {
+			return err
+		}
+		if own == foreign {
+			in.Logger.Warn("leaving a link phase1 did not create", "link", o.Name, "reason", why)
+			continue
+		}
+		names = append(names, o.Name)
 	}
-	o, why, err := classify(d, in, l, typ)
-	if err != nil {
-		return err
+	if ld, ok := d.(netdriver.LinksDeleter); ok {
+		return ld.DeleteLinks(names...)
 	}
-	if o == foreign {
-		in.Logger.Warn("leaving a link phase1 did not create", "link", name, "reason", why)
-		return nil
+	for _, name := range names {
+		if err := d.DeleteLink(name); err != nil {
+			return err
+		}
 	}
-	return d.DeleteLink(name)
+	return nil
 }
 
 // OwnedOrAbsent reports whether the link under name is phase1's for this
