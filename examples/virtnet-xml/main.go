@@ -23,7 +23,6 @@ import (
 	"github.com/virtnet/virtnet/binding/registry"
 	"github.com/virtnet/virtnet/binding/sriov"
 	"github.com/virtnet/virtnet/cache"
-	"github.com/virtnet/virtnet/domxml"
 	"github.com/virtnet/virtnet/internal/kubevirt/kvplugin"
 	"github.com/virtnet/virtnet/phase1"
 	"github.com/virtnet/virtnet/phase2"
@@ -184,9 +183,6 @@ func loadVMI(file string) (*api.VMI, error) {
 	if err != nil {
 		return nil, err
 	}
-	// A file fresh from a repository has no uid: a stable one keeps the
-	// cache directory and the domain UUID the same every run.
-	domxml.FillUID(vmi)
 	return vmi, nil
 }
 
