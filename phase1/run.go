@@ -139,6 +139,11 @@ func Run(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.Store
 	if err != nil {
 		return err
 	}
+	if err := opts.Registry.Check(vmi); err != nil {
+		// Before any change, with the path and the names known (Cleanup
+		// does not check: it undoes what the records name).
+		return &Error{Step: StepValidate, Err: err}
+	}
 	pairs, absent := api.Present(all)
 	if opts.MigrationTarget {
 		if err := checkTarget(vmi, pairs); err != nil {

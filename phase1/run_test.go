@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/virtnet/virtnet/netdriver/netdrivertest"
@@ -312,6 +313,27 @@ func TestRunRejectsBadNamesBeforeKernel(t *testing.T) {
 	require.ErrorAs(t, err, &pe)
 	require.Equal(t, phase1.StepValidate, pe.Step)
 	require.Empty(t, f.Calls())
+}
+
+// TestRunRefusesUnknownPlugin: a binding plugin name the registry does
+// not hold (virtnet-masquerade misspelt) is refused at validation, before
+// any kernel call, with the field's path and the names known; with the
+// default registry, virtnet's own plugin names run.
+func TestRunRefusesUnknownPlugin(t *testing.T) {
+	vmi := testutil.LoadVMI(t, strings.Replace(masqueradeVMI, "masquerade: {}", "binding: {name: virtnet-masquerad}", 1))
+	f := netdrivertest.SimulatedPod(netdrivertest.SimLink{Name: "eth0"})
+	err := run(t, vmi, f, testutil.NewStore(t), phase1.Options{})
+	var pe *phase1.Error
+	require.ErrorAs(t, err, &pe)
+	require.Equal(t, phase1.StepValidate, pe.Step)
+	fes := api.FieldErrors(err)
+	require.Len(t, fes, 1, "%v", err)
+	require.Equal(t, "spec.domain.devices.interfaces[0].binding.name", fes[0].Path)
+	require.Contains(t, fes[0].Reason, api.PluginMasquerade)
+	require.Empty(t, f.Calls())
+
+	vmi = testutil.LoadVMI(t, strings.Replace(masqueradeVMI, "masquerade: {}", "binding: {name: "+api.PluginMasquerade+"}", 1))
+	require.NoError(t, run(t, vmi, f, testutil.NewStore(t), phase1.Options{}))
 }
 
 func mustLink(t testing.TB, f *netdrivertest.Fake, name string) *netdriver.Link {

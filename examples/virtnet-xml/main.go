@@ -23,7 +23,6 @@ import (
 	"github.com/virtnet/virtnet/binding/registry"
 	"github.com/virtnet/virtnet/binding/sriov"
 	"github.com/virtnet/virtnet/cache"
-	"github.com/virtnet/virtnet/internal/kubevirt/kvplugin"
 	"github.com/virtnet/virtnet/phase1"
 	"github.com/virtnet/virtnet/phase2"
 	"github.com/virtnet/virtnet/phase2/prestart"
@@ -140,7 +139,7 @@ func output(ctx context.Context, c config, vmi *api.VMI, it binding.InterfaceTyp
 	if err != nil {
 		return "", err
 	}
-	opts := phase2.Options{Registry: previewRegistry()}
+	opts := phase2.Options{Registry: registry.Default()}
 	if c.plan {
 		items, err := phase2.ReadRecords(ctx, vmi, store, opts)
 		if err != nil {
@@ -181,6 +180,11 @@ func loadVMI(file string) (*api.VMI, error) {
 	}
 	vmi, err := api.Load(data)
 	if err != nil {
+		return nil, err
+	}
+	// A misspelt binding plugin name, refused here with its path and
+	// the names known rather than at phase1 or phase2.
+	if err := registry.Default().Check(vmi); err != nil {
 		return nil, err
 	}
 	return vmi, nil
@@ -239,7 +243,7 @@ func prepareCache(ctx context.Context, c config, vmi *api.VMI, logger *slog.Logg
 		if !strings.Contains(path, "/") {
 			path = filepath.Join("/var/run/netns", path)
 		}
-		err = phase1.Run(ctx, vmi, path, store, phase1.Options{Logger: logger, Registry: previewRegistry()})
+		err = phase1.Run(ctx, vmi, path, store, phase1.Options{Logger: logger, Registry: registry.Default()})
 	case c.vmiFile != "":
 		err = simulatePhase1(ctx, vmi, store, logger)
 	default:
@@ -275,23 +279,6 @@ func copyEmbedded(dir string) error {
 		}
 		return os.WriteFile(dst, data, cache.FileMode)
 	})
-}
-
-// previewRegistry is the default registry plus virtnet's KubeVirt 1.x
-// binding plugin names (virtnet-bridge, virtnet-masquerade, virtnet-slirp,
-// as deploy/kubevirt-cr.yaml registers them), each served by the core
-// binding its plugin runs: a manifest written for the plugins
-// (deploy/vm-example.yaml) previews with the interfaces the plugins give
-// it. (The sidecar always attaches type='ethernet', as a KubeVirt
-// launcher without CAP_NET_ADMIN; -interface-type ethernet shows that.)
-func previewRegistry() binding.Registry {
-	reg := registry.Default()
-	for name, method := range kvplugin.Plugins() {
-		if b, ok := reg[method]; ok {
-			reg[name] = b
-		}
-	}
-	return reg
 }
 
 // vmDocument returns the one VirtualMachine or VirtualMachineInstance of a
