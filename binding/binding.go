@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
-	"log/slog"
 
 	"libvirt.org/go/libvirtxml"
 
