@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/virtnet/virtnet/netdriver/kernel"
@@ -449,7 +450,7 @@ func planPair(ctx context.Context, d netdriver.Driver, vmi *api.VMI, p api.Pair,
 		if link, err = b.Discover(ctx, d, in); err != nil {
 			return pairRun{}, fail(StepDiscover, err)
 		}
-		in.Logger.Info("discovered pod link", "link", link)
+		in.Logger.Info("discovered pod link", linkAttrs(link)...)
 	} else {
 		link, state = pod.Discovered, max(pod.State, cache.Started)
 		in.Logger.Info("resuming from the recorded discovery", "state", pod.State)
@@ -529,4 +530,18 @@ func podIPs(l *cache.Link, primary string) []netip.Addr {
 		}
 	}
 	return out
+}
+
+// linkAttrs are the log attributes of a discovered link: plain values,
+// never the record dumped as one.
+func linkAttrs(l *cache.Link) []any {
+	if l == nil {
+		return []any{"link", ""}
+	}
+	addrs := make([]string, len(l.Addresses))
+	for i, a := range l.Addresses {
+		addrs[i] = a.String()
+	}
+	return []any{"link", l.Name, "type", l.Type, "mac", l.MAC.String(), "mtu", l.MTU,
+		"addresses", strings.Join(addrs, ","), "routes", len(l.Routes)}
 }

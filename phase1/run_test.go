@@ -336,6 +336,32 @@ func TestRunRefusesUnknownPlugin(t *testing.T) {
 	require.NoError(t, run(t, vmi, f, testutil.NewStore(t), phase1.Options{}))
 }
 
+// TestLogLinesPlain: phase1's log lines (Run, a re-run, Cleanup) carry
+// plain values, never a struct dumped as one attribute.
+func TestLogLinesPlain(t *testing.T) {
+	for _, tc := range []struct {
+		name, vmi string
+		links     []netdrivertest.SimLink
+	}{
+		{"bridge", bridgeVMI, []netdrivertest.SimLink{{Name: "eth0"}}},
+		{"masquerade", masqueradeVMI, []netdrivertest.SimLink{{Name: "eth0"}}},
+		{"three", threeVMI, threeInterfaces.Links},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			log, lines := testutil.PlainLogger(t)
+			vmi := testutil.LoadVMI(t, tc.vmi)
+			f := netdrivertest.SimulatedPod(tc.links...)
+			s := testutil.NewStore(t)
+			opts := phase1.Options{Logger: log}
+			require.NoError(t, run(t, vmi, f, s, opts))
+			require.NoError(t, run(t, vmi, f, s, opts))
+			opts.Driver = f
+			require.NoError(t, phase1.Cleanup(context.Background(), vmi, "", s, opts))
+			require.Positive(t, lines.Lines())
+		})
+	}
+}
+
 func mustLink(t testing.TB, f *netdrivertest.Fake, name string) *netdriver.Link {
 	t.Helper()
 	l, err := f.LinkByName(name)
