@@ -102,10 +102,14 @@ type Options struct {
 	CPUSet []int
 	// HotplugPorts is the number of spare pcie-root-port controllers a
 	// q35 domain gets beyond what its devices need, for devices
-	// hot-plugged into the running guest (a NIC: phase2.Sync): 0 (the
-	// default, KubeVirt v0.53's domain) none, [HotplugPortsKubeVirt] the
-	// count KubeVirt v1.9.0 reserves ([KubeVirtHotplugPorts]). See
-	// [ReserveHotplugPorts]; [SpareRootPorts] reads it back.
+	// hot-plugged into the running guest (a NIC: phase2.Sync, which
+	// refuses an attach the domain has no spare port for): 0
+	// ([HotplugPortsKubeVirt], the default) the count KubeVirt 1.x
+	// (v1.9.0) reserves ([KubeVirtHotplugPorts]: at least 3, 6 for a
+	// guest of more than 2 GiB), [HotplugPortsNone] none (KubeVirt
+	// v0.53's domain: no hot-plug), a positive n that many. See
+	// [ReserveHotplugPorts]; [SpareRootPorts] reads it back. Other
+	// machines than q35 have no root ports and are not affected.
 	HotplugPorts int
 	// Interfaces, when set, adds the VMI's network devices to the domain;
 	// Build calls it after every other device and before sizing the PCI

@@ -65,8 +65,23 @@ type DHCP interface {
 // ([CacheRecords]: an interface is attached only once phase1 finished
 // it). With a non-nil dhcp, Sync starts the DHCP servers of the interfaces
 // to attach and stops those of the interfaces to detach. Devices of the domain that
-// are no VMI interface are left alone. Nothing is changed on failure
-// except the DHCP servers started before it.
+// are no VMI interface are left alone.
+//
+// On a q35 machine every device to attach needs a spare pcie-root-port
+// of the running domain ([domxml.Options.HotplugPorts]); without one
+// for each, Sync returns a [*HotplugPortError] and no change.
+//
+// Errors: a [*HotplugPortError]; an [*api.FieldError] for the VMI; a
+// [*MissingCacheError] or [*NotReadyError] while phase1 has not finished
+// an interface to attach (retry after phase1); a [*RenderError]; a
+// [*binding.UnknownMethodError] (wrapped); the running XML's or a DHCP
+// server's error, wrapped with the interface's name. On failure no
+// change is returned and nothing is changed, except that the DHCP
+// servers Start already started (or kept) for earlier interfaces to
+// attach stay up when a later one fails: the next Sync, which returns
+// their attach again, keeps them; a launcher that gives up stops them
+// with [DHCP.Stop]. A failure to stop a server of an interface to
+// detach comes back with the changes (the device is still to detach).
 func Sync(ctx context.Context, runningXML string, vmi *api.VMI, src Records, dhcp DHCP, opts Options) ([]DeviceChange, error) {
 	var running libvirtxml.Domain
 	if err := running.Unmarshal(runningXML); err != nil {
@@ -136,6 +151,13 @@ func Sync(ctx context.Context, runningXML string, vmi *api.VMI, src Records, dhc
 		}
 		changes = append(changes, DeviceChange{Op: OpDetach, Interface: name, Alias: alias, XML: x})
 		detach = append(detach, name)
+	}
+	attaching := make([]string, len(attach))
+	for i, it := range attach {
+		attaching[i] = it.Pair.Interface.Name
+	}
+	if err := checkHotplugPorts(&running, attaching); err != nil {
+		return nil, err
 	}
 	if dhcp == nil {
 		return changes, nil
