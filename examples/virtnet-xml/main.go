@@ -69,7 +69,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fset.SetOutput(stderr)
 	var c config
 	fset.StringVar(&c.vmiFile, "vmi", "", "VirtualMachineInstance or VirtualMachine manifest, YAML or JSON (default: embedded example)")
-	fset.StringVar(&c.cacheDir, "cache", "", "directory of phase1 records to read (with -netns: to write)")
+	fset.StringVar(&c.cacheDir, "cache", "", "directory of phase1 records to read (with -netns, required: to write and keep)")
 	fset.StringVar(&c.netns, "netns", "", "run phase1 for real in this network namespace first (name under /var/run/netns, or a path; needs root)")
 	fset.StringVar(&c.out, "o", "", "write the output to this file instead of stdout")
 	fset.StringVar(&c.ifaceType, "interface-type", "", "bridge or ethernet: how bridge and masquerade NICs attach (default: bridge with CAP_NET_ADMIN, else ethernet)")
@@ -87,6 +87,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if fset.NArg() > 0 {
 		fmt.Fprintf(stderr, "virtnet-xml: unexpected arguments %q\n", fset.Args())
+		return 2
+	}
+	if c.netns != "" && c.cacheDir == "" {
+		// A temporary cache would be deleted on exit, leaving the
+		// namespace prepared with no record of it: the next run (or
+		// phase1.Cleanup) could then neither resume nor undo it.
+		fmt.Fprintln(stderr, "virtnet-xml: -netns needs -cache DIR: phase1's records of what it did in the namespace "+
+			"are kept there, for the next run and for phase1.Cleanup")
 		return 2
 	}
 	it := binding.InterfaceType(c.ifaceType)
@@ -208,7 +216,7 @@ func printLoadError(w io.Writer, file string, err error) {
 // prepareCache returns the store to render from, and a cleanup for what
 // it created:
 //
-//   - -netns: phase1 runs for real, writing to -cache or a temporary dir;
+//   - -netns: phase1 runs for real, writing to -cache (required);
 //   - -cache alone: the records a real phase1 wrote there;
 //   - -vmi alone: phase1 runs on the simulated pod into a temporary dir;
 //   - nothing: the embedded records.
