@@ -111,7 +111,7 @@ func (s *Server) Serve(ctx context.Context) error {
 		k.close(func() {})
 		var be *BindError
 		if !errors.As(err, &be) {
-			err = &BindError{Interface: s.cfg.Bridge, Op: "enter namespace", Err: err}
+			err = &BindError{Interface: s.cfg.Bridge, Op: OpEnterNamespace, Err: err}
 		}
 		return err
 	}
