@@ -39,10 +39,18 @@ type BindError struct {
 	Interface string
 	Op        string
 	Err       error
+	// Holder names the process holding the port when the bind failed
+	// because it is in use ("pid 42 (virt-launcher)": a second launcher
+	// serving the same VM, a leftover server), or "" when it cannot be
+	// seen from here.
+	Holder string
 }
 
 func (e *BindError) Error() string {
 	msg := fmt.Sprintf("dhcp: interface %q: %s: %v", e.Interface, e.Op, e.Err)
+	if e.Holder != "" {
+		msg += " (held by " + e.Holder + ": another launcher or DHCP server already serves this interface)"
+	}
 	switch c := e.Capability(); c {
 	case CapNetBindService:
 		msg += " (the launcher needs " + c + " to serve DHCP on ports 67 and 547, or net.ipv4.ip_unprivileged_port_start at most 67 in the pod)"
@@ -78,3 +86,12 @@ func (e *BindError) Capability() string {
 const OpEnterNamespace = "enter namespace"
 
 func (e *BindError) Unwrap() error { return e.Err }
+
+// holder is [socketHolder] for a bind that failed with EADDRINUSE, else
+// "".
+func holder(err error, port int, v6 bool) string {
+	if !errors.Is(err, syscall.EADDRINUSE) {
+		return ""
+	}
+	return socketHolder(port, v6)
+}
