@@ -34,7 +34,9 @@ func TestReadmeOnePathCompiles(t *testing.T) {
 	goLine := regexp.MustCompile(`(?m)^go .*$`).Find(gomod)
 
 	dir := t.TempDir()
-	write := func(name, content string) { require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644)) }
+	write := func(name, content string) {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644))
+	}
 	write("go.mod", "module example.com/mylauncher\n\n"+string(goLine)+"\n\nrequire github.com/virtnet/virtnet v0.0.0\n\nreplace github.com/virtnet/virtnet => "+root+"\n")
 	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
 	require.NoError(t, err)
