@@ -32,7 +32,24 @@ const (
 	// VirtualMachine controller derives a VM's firmware UUID: the
 	// version-5 UUID of the VM's name under it ([VMFirmwareUUID]).
 	FirmwareUUIDNamespace = "6a1a24a1-4061-4607-8bf4-a3963d0c5895"
+	// UIDNamespace is the name-space UUID of [DerivedUID]: SHA-1 of the
+	// string "virtnet.domain" under the URL namespace (RFC 4122), written
+	// here so that it never changes (domxml.UUIDNamespace is the same).
+	UIDNamespace = "df80d55b-855c-5311-b7ce-dba48016db35"
 )
+
+// DerivedUID is the metadata.uid [SetDefaults] gives a VMI that has none:
+// the version-5 UUID of "<namespace>/<name>" under [UIDNamespace]. The API
+// server gives every object a random uid when it is created; a manifest
+// read from a file has none, and phase1's records (cache/<uid>/), the
+// domain UUID and the launcher must agree on one that is the same on
+// every run and in every process that loads the file. Two VMIs of one
+// namespace and name (one deleted, the other created later from the same
+// file) get the same uid: run phase1.Cleanup for the first, as KubeVirt's
+// virt-handler does when a VMI goes away.
+func DerivedUID(namespace, name string) string {
+	return uuidv5.SHA1(UIDNamespace, namespace+"/"+name)
+}
 
 // VMFirmwareUUID is the firmware UUID KubeVirt gives the VMI of a
 // VirtualMachine named name that sets none: stable across restarts, and
@@ -51,6 +68,9 @@ func VMFirmwareUUID(name string) string {
 //   - an interface without a model gets "virtio";
 //   - a port without a protocol gets "TCP";
 //   - a VMI without a namespace gets "default";
+//   - a VMI with a name and no metadata.uid gets [DerivedUID] of its
+//     namespace and name (the uid the API server would otherwise assign,
+//     made stable: see [DerivedUID]);
 //   - a disk that names none of disk, cdrom and lun is a disk; a disk,
 //     cdrom or lun without a bus gets [DefaultDiskBus] (sata); a cdrom
 //     without a tray state gets "closed";
@@ -60,6 +80,9 @@ func VMFirmwareUUID(name string) string {
 // [Decode], which knows the manifest's kind.)
 func SetDefaults(vmi *VMI) {
 	vmi.Metadata.Namespace = cmp.Or(vmi.Metadata.Namespace, "default")
+	if vmi.Metadata.UID == "" && vmi.Metadata.Name != "" {
+		vmi.Metadata.UID = DerivedUID(vmi.Metadata.Namespace, vmi.Metadata.Name)
+	}
 	for i := range vmi.Spec.Domain.Devices.Disks {
 		d := &vmi.Spec.Domain.Devices.Disks[i]
 		switch {

@@ -2,7 +2,11 @@ package binding
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 
 	"libvirt.org/go/libvirtxml"
 
@@ -197,6 +201,59 @@ func (r Registry) Lookup(method string) (Binding, error) {
 		return nil, &UnknownMethodError{Method: method, Nil: ok}
 	}
 	return b, nil
+}
+
+// Check refuses a VMI with an interface whose binding method or plugin
+// name (binding: {name: …}) has no implementation in r: an [errors.Join]
+// of [*api.FieldError] (see [api.FieldErrors]), one per interface, each
+// naming the field (spec.domain.devices.interfaces[i].binding.name, or
+// the method's key) and listing the names r knows. phase1.Run calls it
+// with its registry before it changes anything; a launcher calls it after
+// [api.Load] to refuse a misspelt plugin name at once. An interface with
+// no binding, or more than one, is left to [api.Validate]. Each error
+// wraps an [*UnknownMethodError].
+func (r Registry) Check(vmi *api.VMI) error {
+	var errs []error
+	for i := range vmi.Spec.Domain.Devices.Interfaces {
+		iface := &vmi.Spec.Domain.Devices.Interfaces[i]
+		name := iface.Binding()
+		if name == "" {
+			continue
+		}
+		b, ok := r[name]
+		if ok && b != nil {
+			continue
+		}
+		path := fmt.Sprintf("spec.domain.devices.interfaces[%d]", i)
+		switch {
+		case iface.Plugin != nil:
+			path += ".binding.name"
+		case iface.PasstBinding != nil:
+			path += ".passtBinding"
+		default:
+			path += "." + name
+		}
+		known := "none"
+		if names := r.Names(); len(names) > 0 {
+			known = strings.Join(names, ", ")
+		}
+		errs = append(errs, &api.FieldError{Path: path, Value: name,
+			Reason: (&UnknownMethodError{Method: name, Nil: ok}).Error() + "; known: " + known,
+			Err:    &UnknownMethodError{Method: name, Nil: ok}})
+	}
+	return errors.Join(errs...)
+}
+
+// Names returns the names r has a binding for, sorted.
+func (r Registry) Names() []string {
+	var names []string
+	for name, b := range r {
+		if b != nil {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names
 }
 
 // UnknownMethodError is a binding method with no implementation.

@@ -19,11 +19,19 @@ const (
 	PlacePCIDevicesOnRootComplexAnnotation = "kubevirt.io/placePCIDevicesOnRootComplex"
 )
 
-var errNegativePorts = errors.New("a count of root ports, or HotplugPortsKubeVirt (-1)")
+var errNegativePorts = errors.New("a count of root ports, HotplugPortsKubeVirt (0) or HotplugPortsNone (-1)")
 
-// HotplugPortsKubeVirt, as [Options.HotplugPorts], reserves the number of
-// spare root ports [KubeVirtHotplugPorts] computes.
-const HotplugPortsKubeVirt = -1
+// The special values of [Options.HotplugPorts].
+const (
+	// HotplugPortsKubeVirt, the default, reserves the number of spare
+	// root ports [KubeVirtHotplugPorts] computes: what KubeVirt 1.x's
+	// virt-launcher reserves, so that interfaces can be hot-plugged
+	// into the running VM (phase2.Sync).
+	HotplugPortsKubeVirt = 0
+	// HotplugPortsNone reserves none: KubeVirt v0.53's domain, in which
+	// a q35 guest can take no hot-plugged PCI device.
+	HotplugPortsNone = -1
+)
 
 // KubeVirt v1.9.0's figures (virt-launcher's allocateHotplugPorts).
 const (
@@ -43,8 +51,8 @@ const (
 
 // KubeVirtHotplugPorts is the number of spare pcie-root-port controllers
 // KubeVirt v1.9.0 reserves for hot-plugging devices into a running VM of
-// this VMI, given its domain before any root port is added ([Build] with
-// [Options.HotplugPorts] 0, interfaces included): 0 unless the machine is
+// this VMI, given its domain before any spare root port is added ([Build]
+// with [HotplugPortsNone], interfaces included): 0 unless the machine is
 // q35 or with kubevirt.io/placePCIDevicesOnRootComplex: "true"; else the
 // interface placeholders (kubevirt.io/pci-interface-slot-count minus the
 // interfaces, or, without it, 4 minus the interfaces when there is one:
@@ -202,10 +210,12 @@ func SpareRootPorts(dom *libvirtxml.Domain) int {
 // that adds devices afterwards (the interfaces of prestart's network
 // step) calls it again to top the spares up.
 func ReserveHotplugPorts(vmi *api.VMI, dom *libvirtxml.Domain, n int) error {
-	if n < HotplugPortsKubeVirt {
+	switch {
+	case n < HotplugPortsNone:
 		return fieldError("Options.HotplugPorts", n, errNegativePorts)
-	}
-	if n == HotplugPortsKubeVirt {
+	case n == HotplugPortsNone:
+		n = 0
+	case n == HotplugPortsKubeVirt:
 		var err error
 		if n, err = KubeVirtHotplugPorts(vmi, dom); err != nil {
 			return err

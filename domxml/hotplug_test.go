@@ -106,7 +106,7 @@ func TestHotplugPortsGolden(t *testing.T) {
 		{"kubevirt-large", domxml.HotplugPortsKubeVirt, "3Gi", 9},
 		{"kubevirt-small", domxml.HotplugPortsKubeVirt, "128Mi", 3},
 		{"five", 5, "128Mi", 5},
-		{"none", 0, "128Mi", 0},
+		{"none", domxml.HotplugPortsNone, "128Mi", 0},
 		{"capped", 40, "128Mi", 31 - 6},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -123,9 +123,17 @@ func TestHotplugPortsGolden(t *testing.T) {
 			require.Equal(t, tc.want, domxml.SpareRootPorts(later), "completed later")
 		})
 	}
+	t.Run("default", func(t *testing.T) {
+		// The zero Options reserve KubeVirt 1.x's count: a q35 VM built
+		// with the defaults can take hot-plugged interfaces.
+		vmi := testutil.LoadVMI(t, hotplugVMI("128Mi", 2, ""))
+		dom, err := domxml.Build(vmi, domxml.Options{Interfaces: interfaces(2)})
+		require.NoError(t, err)
+		require.Equal(t, 3, domxml.SpareRootPorts(dom))
+	})
 	t.Run("bad", func(t *testing.T) {
 		vmi := testutil.LoadVMI(t, hotplugVMI("128Mi", 1, ""))
-		_, err := domxml.Build(vmi, domxml.Options{HotplugPorts: -2})
+		_, err := domxml.Build(vmi, domxml.Options{HotplugPorts: domxml.HotplugPortsNone - 1})
 		require.ErrorContains(t, err, "Options.HotplugPorts")
 		vmi = testutil.LoadVMI(t, hotplugVMI("128Mi", 1, "kubevirt.io/pci-interface-slot-count: many"))
 		_, err = domxml.Build(vmi, domxml.Options{HotplugPorts: domxml.HotplugPortsKubeVirt})

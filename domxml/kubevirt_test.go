@@ -127,8 +127,9 @@ func oursFor(t *testing.T, manifest string) (*node, error) {
 }
 
 // comparisonOptions are the Options of the comparison: the pod cpuset
-// the script gives KubeVirt's converter.
-var comparisonOptions = domxml.Options{CPUSet: []int{2, 3, 4, 5, 6, 7, 8, 9}}
+// the script gives KubeVirt's converter, and v0.53's domain: no spare root
+// ports.
+var comparisonOptions = domxml.Options{CPUSet: []int{2, 3, 4, 5, 6, 7, 8, 9}, HotplugPorts: domxml.HotplugPortsNone}
 
 // kubevirtFor reads KubeVirt's rendered domain and removes what
 // domxml.Build does not render by design: the network interfaces and

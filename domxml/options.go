@@ -39,13 +39,38 @@ const (
 // DefaultMemory is the guest memory of a VMI that states none (64 MiB).
 const DefaultMemory = 64 << 20
 
-// Options are the environment of the domain: directories (empty means the
-// KubeVirt default above) and the interface hook.
+// Options are the environment of the domain: directories and the
+// interface hook. The zero value is KubeVirt's virt-launcher: each empty
+// directory means KubeVirt's path inside a launcher pod (the Default*
+// constants above), which exist there and nowhere else. A program that is
+// not a KubeVirt launcher sets the four directories to its own (under one
+// working directory, say, as examples/launcher does); the domain names
+// the paths, the preStartHook (phase2/prestart) creates what it writes
+// under them and reads the disks from them.
 type Options struct {
-	PrivateDir       string
-	EphemeralDir     string
+	// PrivateDir holds the persistentVolumeClaim, dataVolume and hostDisk
+	// volumes (<PrivateDir>/vmi-disks/<volume>/disk.img, where the
+	// launcher's pod mounts them), the serial console and VNC sockets
+	// (<PrivateDir>/<uid>/) and, by default, the EFI variable stores
+	// (NVRAMDir). Empty means [DefaultPrivateDir]
+	// (/var/run/kubevirt-private).
+	PrivateDir string
+	// EphemeralDir holds each containerDisk's writable qcow2 overlay
+	// (<EphemeralDir>/disk-data/<volume>/disk.qcow2, created by the
+	// preStartHook's storage step) and, by default, the cloud-init images
+	// (CloudInitDir). Empty means [DefaultEphemeralDir]
+	// (/var/run/kubevirt-ephemeral-disks).
+	EphemeralDir string
+	// ContainerDiskDir is where each containerDisk's read-only raw image
+	// is, <ContainerDiskDir>/disk_<index in spec.volumes>.img (the image
+	// a containerDisk container serves; the hook does not create it: a
+	// VMI with a containerDisk needs the file there). Empty means
+	// [DefaultContainerDiskDir] (/var/run/kubevirt/container-disks).
 	ContainerDiskDir string
-	EmptyDiskDir     string
+	// EmptyDiskDir holds the emptyDisk images, <EmptyDiskDir>/<volume>.qcow2
+	// (created by the storage step). Empty means [DefaultEmptyDiskDir]
+	// (/var/run/libvirt/empty-disks).
+	EmptyDiskDir string
 	// CloudInitDir is the Dir of the cloudinit.Builder that writes the
 	// cloud-init and sysprep ISOs (see [ISOPath]):
 	// <CloudInitDir>/cloud-init-data/<namespace>/<name>/noCloud.iso (or
@@ -53,7 +78,11 @@ type Options struct {
 	// Empty means EphemeralDir, where KubeVirt's virt-launcher puts the
 	// cloud-init ISOs.
 	CloudInitDir string
-	OVMFDir      string
+	// OVMFDir holds the EFI firmware (the OVMF* files above) of a VMI
+	// with spec.domain.firmware.bootloader.efi; empty means
+	// [DefaultOVMFDir] (Debian's /usr/share/OVMF). It is read, never
+	// written.
+	OVMFDir string
 	// NVRAMDir holds each EFI VM's variable store <name>_VARS.fd; empty
 	// means <PrivateDir>/libvirt/qemu/nvram.
 	NVRAMDir string
@@ -73,10 +102,14 @@ type Options struct {
 	CPUSet []int
 	// HotplugPorts is the number of spare pcie-root-port controllers a
 	// q35 domain gets beyond what its devices need, for devices
-	// hot-plugged into the running guest (a NIC: phase2.Sync): 0 (the
-	// default, KubeVirt v0.53's domain) none, [HotplugPortsKubeVirt] the
-	// count KubeVirt v1.9.0 reserves ([KubeVirtHotplugPorts]). See
-	// [ReserveHotplugPorts]; [SpareRootPorts] reads it back.
+	// hot-plugged into the running guest (a NIC: phase2.Sync, which
+	// refuses an attach the domain has no spare port for): 0
+	// ([HotplugPortsKubeVirt], the default) the count KubeVirt 1.x
+	// (v1.9.0) reserves ([KubeVirtHotplugPorts]: at least 3, 6 for a
+	// guest of more than 2 GiB), [HotplugPortsNone] none (KubeVirt
+	// v0.53's domain: no hot-plug), a positive n that many. See
+	// [ReserveHotplugPorts]; [SpareRootPorts] reads it back. Other
+	// machines than q35 have no root ports and are not affected.
 	HotplugPorts int
 	// Interfaces, when set, adds the VMI's network devices to the domain;
 	// Build calls it after every other device and before sizing the PCI

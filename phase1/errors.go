@@ -104,11 +104,20 @@ var ErrLocked = cache.ErrLocked
 // NotNamespaceError is a netns path that is not a network namespace.
 type NotNamespaceError struct {
 	Path string
-	// What the path is ("a regular file", "a mount namespace", …).
+	// What the path is ("a regular file", "a mount namespace",
+	// "missing …").
 	What string
+	// Err is the cause when the path could not be opened (a path that
+	// does not exist: fs.ErrNotExist), else nil.
+	Err error
 }
 
-// Permanent reports true: the caller must pass another path.
+// Unwrap returns Err.
+func (e *NotNamespaceError) Unwrap() error { return e.Err }
+
+// Permanent reports true: the caller must pass another path (a path that
+// does not exist included: the pod's process is gone, and a new one has a
+// new path).
 func (e *NotNamespaceError) Permanent() bool { return true }
 
 func (e *NotNamespaceError) Error() string {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/cache"
@@ -44,7 +46,7 @@ func takeLocks(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache
 	defer cancel()
 	var err error
 	if l.vmi, err = store.LockVMI(lctx, vmi.Metadata.UID); err != nil {
-		return nil, &Error{Step: StepLock, Err: err}
+		return nil, &Error{Step: StepLock, Err: unwritableCache(store, err)}
 	}
 	if netnsPath != "" {
 		l.nsID = fmt.Sprintf("%d:%d", dev, ino)
@@ -88,4 +90,15 @@ func (l *runLocks) checkNamespace(store *cache.Store, uid string) error {
 		return &Error{Step: StepNamespace, Err: err}
 	}
 	return nil
+}
+
+// unwritableCache names the cause of a cache phase1 may not write: the
+// first write of a run is its lock file, and the cache belongs to root
+// because phase1 runs as root, in the privileged agent.
+func unwritableCache(store *cache.Store, err error) error {
+	if !errors.Is(err, fs.ErrPermission) {
+		return err
+	}
+	return fmt.Errorf("the cache %s is not writable by this process (uid %d): phase1 runs as root, in the privileged agent "+
+		"(CAP_NET_ADMIN, CAP_SYS_ADMIN), and so writes the cache a launcher only reads: %w", store.Root(), os.Geteuid(), err)
 }

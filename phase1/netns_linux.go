@@ -2,7 +2,9 @@ package phase1
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -16,6 +18,11 @@ import (
 // named after it locks the namespace.
 func namespaceID(path string) (dev, ino uint64, err error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		// Permanent: the process whose namespace it was, or the bind
+		// mount, is gone; retrying the same path never succeeds.
+		return 0, 0, &NotNamespaceError{Path: path, What: "missing (the pod's process or the bind mount is gone)", Err: err}
+	}
 	if err != nil {
 		return 0, 0, fmt.Errorf("open network namespace %s: %w", path, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/virtnet/virtnet/netdriver/kernel"
@@ -148,6 +149,11 @@ func Run(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.Store
 	all, err := pairsOf(vmi, opts)
 	if err != nil {
 		return err
+	}
+	if err := opts.Registry.Check(vmi); err != nil {
+		// Before any change, with the path and the names known (Cleanup
+		// does not check: it undoes what the records name).
+		return &Error{Step: StepValidate, Err: err}
 	}
 	pairs, absent := api.Present(all)
 	if opts.MigrationTarget {
@@ -514,7 +520,7 @@ func planPair(ctx context.Context, d netdriver.Driver, vmi *api.VMI, p api.Pair,
 		if link, err = b.Discover(ctx, d, in); err != nil {
 			return pairRun{}, fail(StepDiscover, err)
 		}
-		in.Logger.Info("discovered pod link", "link", link)
+		in.Logger.Info("discovered pod link", linkAttrs(link)...)
 	} else {
 		link, state = pod.Discovered, max(pod.State, cache.Started)
 		in.Logger.Info("resuming from the recorded discovery", "state", pod.State)
@@ -594,4 +600,18 @@ func podIPs(l *cache.Link, primary string) []netip.Addr {
 		}
 	}
 	return out
+}
+
+// linkAttrs are the log attributes of a discovered link: plain values,
+// never the record dumped as one.
+func linkAttrs(l *cache.Link) []any {
+	if l == nil {
+		return []any{"link", ""}
+	}
+	addrs := make([]string, len(l.Addresses))
+	for i, a := range l.Addresses {
+		addrs[i] = a.String()
+	}
+	return []any{"link", l.Name, "type", l.Type, "mac", l.MAC.String(), "mtu", l.MTU,
+		"addresses", strings.Join(addrs, ","), "routes", len(l.Routes)}
 }

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/virtnet/virtnet/netdriver/netdrivertest"
@@ -312,6 +313,53 @@ func TestRunRejectsBadNamesBeforeKernel(t *testing.T) {
 	require.ErrorAs(t, err, &pe)
 	require.Equal(t, phase1.StepValidate, pe.Step)
 	require.Empty(t, f.Calls())
+}
+
+// TestRunRefusesUnknownPlugin: a binding plugin name the registry does
+// not hold (virtnet-masquerade misspelt) is refused at validation, before
+// any kernel call, with the field's path and the names known; with the
+// default registry, virtnet's own plugin names run.
+func TestRunRefusesUnknownPlugin(t *testing.T) {
+	vmi := testutil.LoadVMI(t, strings.Replace(masqueradeVMI, "masquerade: {}", "binding: {name: virtnet-masquerad}", 1))
+	f := netdrivertest.SimulatedPod(netdrivertest.SimLink{Name: "eth0"})
+	err := run(t, vmi, f, testutil.NewStore(t), phase1.Options{})
+	var pe *phase1.Error
+	require.ErrorAs(t, err, &pe)
+	require.Equal(t, phase1.StepValidate, pe.Step)
+	fes := api.FieldErrors(err)
+	require.Len(t, fes, 1, "%v", err)
+	require.Equal(t, "spec.domain.devices.interfaces[0].binding.name", fes[0].Path)
+	require.Contains(t, fes[0].Reason, api.PluginMasquerade)
+	require.Empty(t, f.Calls())
+
+	vmi = testutil.LoadVMI(t, strings.Replace(masqueradeVMI, "masquerade: {}", "binding: {name: "+api.PluginMasquerade+"}", 1))
+	require.NoError(t, run(t, vmi, f, testutil.NewStore(t), phase1.Options{}))
+}
+
+// TestLogLinesPlain: phase1's log lines (Run, a re-run, Cleanup) carry
+// plain values, never a struct dumped as one attribute.
+func TestLogLinesPlain(t *testing.T) {
+	for _, tc := range []struct {
+		name, vmi string
+		links     []netdrivertest.SimLink
+	}{
+		{"bridge", bridgeVMI, []netdrivertest.SimLink{{Name: "eth0"}}},
+		{"masquerade", masqueradeVMI, []netdrivertest.SimLink{{Name: "eth0"}}},
+		{"three", threeVMI, threeInterfaces.Links},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			log, lines := testutil.PlainLogger(t)
+			vmi := testutil.LoadVMI(t, tc.vmi)
+			f := netdrivertest.SimulatedPod(tc.links...)
+			s := testutil.NewStore(t)
+			opts := phase1.Options{Logger: log}
+			require.NoError(t, run(t, vmi, f, s, opts))
+			require.NoError(t, run(t, vmi, f, s, opts))
+			opts.Driver = f
+			require.NoError(t, phase1.Cleanup(context.Background(), vmi, "", s, opts))
+			require.Positive(t, lines.Lines())
+		})
+	}
 }
 
 func mustLink(t testing.TB, f *netdrivertest.Fake, name string) *netdriver.Link {

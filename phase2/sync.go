@@ -95,6 +95,12 @@ type DHCP interface {
 // naming its interface (a launcher applies the changes and calls Sync
 // again later). A running domain or VMI that cannot be read fails the
 // whole call with no change; DHCP servers started before a failure stay.
+//
+// On a q35 machine every device to attach (not a replug, which frees the
+// port it takes) needs a spare pcie-root-port of the running domain
+// ([domxml.Options.HotplugPorts]): the attaches beyond the spare ports, in
+// spec.domain.devices.interfaces order, get no change and no DHCP server,
+// and come back as one [*HotplugPortError] naming them.
 func Sync(ctx context.Context, runningXML string, vmi *api.VMI, src Records, dhcp DHCP, opts Options) ([]DeviceChange, error) {
 	var running libvirtxml.Domain
 	if err := running.Unmarshal(runningXML); err != nil {
@@ -186,6 +192,12 @@ func Sync(ctx context.Context, runningXML string, vmi *api.VMI, src Records, dhc
 		if len(pl.changes) > 0 {
 			plans = append(plans, pl)
 		}
+	}
+	plans, err = budgetHotplugPorts(&running, plans, func(pl plan) (string, bool) {
+		return pl.it.Pair.Interface.Name, pl.start && !pl.restart
+	})
+	if err != nil {
+		failed = append(failed, err)
 	}
 	var changes []DeviceChange
 	for _, pl := range plans {

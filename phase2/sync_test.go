@@ -15,6 +15,7 @@ import (
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/binding"
 	"github.com/virtnet/virtnet/cache"
+	"github.com/virtnet/virtnet/domxml"
 	"github.com/virtnet/virtnet/internal/testing/testutil"
 	"github.com/virtnet/virtnet/phase2"
 )
@@ -410,4 +411,51 @@ func (f *yellowFails) Start(ctx context.Context, vmi *api.VMI, it phase2.Item) e
 		return errors.New("cannot bind")
 	}
 	return f.fakeDHCP.Start(ctx, vmi, it)
+}
+
+// TestSyncNoHotplugPort: a q35 domain with no spare root port (built
+// with domxml.HotplugPortsNone) cannot take blue: Sync refuses the attach
+// with a *HotplugPortError naming it, returns no change and starts no
+// DHCP server. The default domain (KubeVirt's spare ports) takes it; once
+// the spares are used up, the next plug is refused.
+func TestSyncNoHotplugPort(t *testing.T) {
+	ctx := context.Background()
+	store := writeRecords(t, syncUID, masqRecord("default", "eth0", "02:1a:2b:3c:4d:5e"))
+	testutil.WriteRecord(t, store, syncUID, &blueRecord)
+	testutil.WriteRecord(t, store, syncUID, finished(blueRecord))
+	dom, err := phase2.Domain(ctx, syncVMI(t, ""), store, phase2.Options{Build: domxml.Options{HotplugPorts: domxml.HotplugPortsNone}})
+	require.NoError(t, err)
+	require.Zero(t, domxml.SpareRootPorts(dom))
+	dhcp := &fakeDHCP{running: map[string]bool{}}
+	changes, err := phase2.Sync(ctx, marshal(t, dom), syncVMI(t, "-"), phase2.CacheRecords{Store: store}, dhcp, phase2.Options{})
+	var pe *phase2.HotplugPortError
+	require.ErrorAs(t, err, &pe, "%v", err)
+	require.Equal(t, []string{"blue"}, pe.Interfaces)
+	require.Zero(t, pe.Free)
+	require.True(t, phase1IsPermanent(err))
+	require.Empty(t, changes)
+	require.Empty(t, dhcp.log, "no DHCP server started for a refused attach")
+
+	dom, err = phase2.Domain(ctx, syncVMI(t, ""), store, phase2.Options{})
+	require.NoError(t, err)
+	require.Equal(t, 3, domxml.SpareRootPorts(dom), "KubeVirt 1.x's spare ports by default")
+	dom.Devices.Interfaces = append(dom.Devices.Interfaces, dom.Devices.Interfaces[0], dom.Devices.Interfaces[0], dom.Devices.Interfaces[0])
+	for i := range dom.Devices.Interfaces[1:] {
+		dom.Devices.Interfaces[i+1].Alias = &libvirtxml.DomainAlias{Name: fmt.Sprintf("ua-other%d", i)}
+	}
+	require.Zero(t, domxml.SpareRootPorts(dom), "three devices plugged since")
+	_, err = phase2.Sync(ctx, marshal(t, dom), syncVMI(t, "-"), phase2.CacheRecords{Store: store}, dhcp, phase2.Options{})
+	require.ErrorAs(t, err, &pe)
+
+	dom.Devices.Interfaces = dom.Devices.Interfaces[:1]
+	changes, err = phase2.Sync(ctx, marshal(t, dom), syncVMI(t, "-"), phase2.CacheRecords{Store: store}, dhcp, phase2.Options{})
+	require.NoError(t, err)
+	require.Len(t, changes, 1)
+	require.Equal(t, phase2.OpAttach, changes[0].Op)
+}
+
+// phase1IsPermanent asks the error, as phase1.IsPermanent does.
+func phase1IsPermanent(err error) bool {
+	var p interface{ Permanent() bool }
+	return errors.As(err, &p) && p.Permanent()
 }

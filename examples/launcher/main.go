@@ -115,7 +115,6 @@ func launch(ctx context.Context, c config, stdout, stderr io.Writer, log *slog.L
 	if err != nil {
 		return err
 	}
-	domxml.FillUID(vmi) // as virtnet-xml does: the same records and domain UUID
 	say("VMI %s/%s (uid %s): %d interface(s), %d volume(s)", vmi.Metadata.Namespace, vmi.Metadata.Name,
 		vmi.Metadata.UID, len(vmi.Spec.Domain.Devices.Interfaces), len(vmi.Spec.Volumes))
 	if os.Geteuid() != 0 {

@@ -182,9 +182,9 @@ func TestErrorsDoNotStutter(t *testing.T) {
 }
 
 // TestLaunchWithoutUID: a manifest without metadata.uid is launched with
-// the uid virtnet-xml derives for it (domxml.FillUID), so the domain UUID
-// is the one the preview showed; before, phase1 refused the VMI's cache
-// directory name.
+// the uid api.Load derives for it (api.DerivedUID), so the domain UUID is
+// the one virtnet-xml's preview showed; before, phase1 refused the VMI's
+// cache directory name.
 func TestLaunchWithoutUID(t *testing.T) {
 	const manifest = `
 kind: VirtualMachineInstance
@@ -196,8 +196,7 @@ spec:
 	dom, stderr := launchSRIOV(t, manifest)
 	want, err := api.Load([]byte(manifest))
 	require.NoError(t, err)
-	domxml.FillUID(want)
-	require.NotEmpty(t, want.Metadata.UID)
+	require.Equal(t, api.DerivedUID("default", "vm-nouid"), want.Metadata.UID)
 	require.Equal(t, domxml.DomainUUID(want), dom.UUID)
 	require.Contains(t, stderr, "uid "+want.Metadata.UID)
 }

@@ -42,7 +42,7 @@ func TestUnprivileged(t *testing.T) {
 	require.Equal(t, 2, code)
 	require.Contains(t, errOut, `virtnet-xml: -interface-type "bridge": libvirt creates the tap of <interface type='bridge'> itself, which needs CAP_NET_ADMIN`)
 
-	_, errOut, code = nobody("-netns", "pod")
+	_, errOut, code = nobody("-netns", "pod", "-cache", filepath.Join(t.TempDir(), "cache"))
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "-netns needs root: phase1 enters the namespace")
 
@@ -56,7 +56,7 @@ func TestUnprivileged(t *testing.T) {
 func TestPhase1ErrorOnce(t *testing.T) {
 	testutil.RequireRoot(t)
 	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), []string{"-netns", "virtnet-no-such-ns"}, &stdout, &stderr)
+	code := run(context.Background(), []string{"-netns", "virtnet-no-such-ns", "-cache", t.TempDir()}, &stdout, &stderr)
 	require.Equal(t, 1, code)
 	require.Contains(t, stderr.String(), "virtnet-xml: phase1: open namespace: ")
 	require.Equal(t, 1, strings.Count(stderr.String(), "phase1:"), stderr.String())

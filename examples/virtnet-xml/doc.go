@@ -4,17 +4,23 @@
 // KubeVirt VMI (one bridge interface on the pod network) from an embedded
 // phase1 cache.
 //
-//	go run ./examples/virtnet-xml                     # embedded VMI and cache
-//	go run ./examples/virtnet-xml -plan               # the diagram instead
-//	go run ./examples/virtnet-xml -vmi my-vmi.yaml    # phase1 on a simulated pod, then XML
-//	go run ./examples/virtnet-xml -vmi my-vmi.yaml -cache /var/run/kubevirt-private/virtnet
-//	sudo go run ./examples/virtnet-xml -vmi my-vmi.yaml -netns pod1   # real phase1 in netns pod1
+//	go run ./examples/virtnet-xml                                       # embedded VMI and cache
+//	go run ./examples/virtnet-xml -plan                                 # the diagram instead
+//	go run ./examples/virtnet-xml -vmi deploy/vm-example.yaml           # phase1 on a simulated pod, then XML
+//
+// As root, with a namespace made by `ip netns add pod` and a veth eth0 in
+// it holding an address and a default route (a pod as a CNI plugin leaves
+// it), phase1 runs for real and its records stay in -cache, from which
+// the domain renders again without running phase1:
+//
+//	go run ./examples/virtnet-xml -vmi examples/launcher/testdata/demo.yaml -netns pod -cache /tmp/pod-cache
+//	go run ./examples/virtnet-xml -vmi examples/launcher/testdata/demo.yaml -cache /tmp/pod-cache -plan
 //
 // Flags:
 //
 //	-vmi FILE             a VirtualMachineInstance or VirtualMachine, YAML or JSON
-//	-cache DIR            read (or, with -netns, write) the records in DIR
-//	-netns NAME|PATH      run phase1 for real in /var/run/netns/NAME first (root)
+//	-cache DIR            read (or, with -netns, write and keep) the records in DIR
+//	-netns NAME|PATH      run phase1 for real in /var/run/netns/NAME first (root; needs -cache)
 //	-o FILE               write the output to FILE instead of stdout
 //	-interface-type T     bridge or ethernet; default: bridge with CAP_NET_ADMIN, else ethernet
 //	                      (prestart.ChooseInterfaceType; bridge without CAP_NET_ADMIN is refused)

@@ -23,8 +23,6 @@ import (
 	"github.com/virtnet/virtnet/binding/registry"
 	"github.com/virtnet/virtnet/binding/sriov"
 	"github.com/virtnet/virtnet/cache"
-	"github.com/virtnet/virtnet/domxml"
-	"github.com/virtnet/virtnet/internal/kubevirt/kvplugin"
 	"github.com/virtnet/virtnet/phase1"
 	"github.com/virtnet/virtnet/phase2"
 	"github.com/virtnet/virtnet/phase2/prestart"
@@ -71,7 +69,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fset.SetOutput(stderr)
 	var c config
 	fset.StringVar(&c.vmiFile, "vmi", "", "VirtualMachineInstance or VirtualMachine manifest, YAML or JSON (default: embedded example)")
-	fset.StringVar(&c.cacheDir, "cache", "", "directory of phase1 records to read (with -netns: to write)")
+	fset.StringVar(&c.cacheDir, "cache", "", "directory of phase1 records to read (with -netns, required: to write and keep)")
 	fset.StringVar(&c.netns, "netns", "", "run phase1 for real in this network namespace first (name under /var/run/netns, or a path; needs root)")
 	fset.StringVar(&c.out, "o", "", "write the output to this file instead of stdout")
 	fset.StringVar(&c.ifaceType, "interface-type", "", "bridge or ethernet: how bridge and masquerade NICs attach (default: bridge with CAP_NET_ADMIN, else ethernet)")
@@ -89,6 +87,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if fset.NArg() > 0 {
 		fmt.Fprintf(stderr, "virtnet-xml: unexpected arguments %q\n", fset.Args())
+		return 2
+	}
+	if c.netns != "" && c.cacheDir == "" {
+		// A temporary cache would be deleted on exit, leaving the
+		// namespace prepared with no record of it: the next run (or
+		// phase1.Cleanup) could then neither resume nor undo it.
+		fmt.Fprintln(stderr, "virtnet-xml: -netns needs -cache DIR: phase1's records of what it did in the namespace "+
+			"are kept there, for the next run and for phase1.Cleanup")
 		return 2
 	}
 	it := binding.InterfaceType(c.ifaceType)
@@ -141,7 +147,7 @@ func output(ctx context.Context, c config, vmi *api.VMI, it binding.InterfaceTyp
 	if err != nil {
 		return "", err
 	}
-	opts := phase2.Options{Registry: previewRegistry()}
+	opts := phase2.Options{Registry: registry.Default()}
 	if c.plan {
 		items, err := phase2.ReadRecords(ctx, vmi, store, opts)
 		if err != nil {
@@ -184,9 +190,11 @@ func loadVMI(file string) (*api.VMI, error) {
 	if err != nil {
 		return nil, err
 	}
-	// A file fresh from a repository has no uid: a stable one keeps the
-	// cache directory and the domain UUID the same every run.
-	domxml.FillUID(vmi)
+	// A misspelt binding plugin name, refused here with its path and
+	// the names known rather than at phase1 or phase2.
+	if err := registry.Default().Check(vmi); err != nil {
+		return nil, err
+	}
 	return vmi, nil
 }
 
@@ -208,7 +216,7 @@ func printLoadError(w io.Writer, file string, err error) {
 // prepareCache returns the store to render from, and a cleanup for what
 // it created:
 //
-//   - -netns: phase1 runs for real, writing to -cache or a temporary dir;
+//   - -netns: phase1 runs for real, writing to -cache (required);
 //   - -cache alone: the records a real phase1 wrote there;
 //   - -vmi alone: phase1 runs on the simulated pod into a temporary dir;
 //   - nothing: the embedded records.
@@ -243,7 +251,7 @@ func prepareCache(ctx context.Context, c config, vmi *api.VMI, logger *slog.Logg
 		if !strings.Contains(path, "/") {
 			path = filepath.Join("/var/run/netns", path)
 		}
-		err = phase1.Run(ctx, vmi, path, store, phase1.Options{Logger: logger, Registry: previewRegistry()})
+		err = phase1.Run(ctx, vmi, path, store, phase1.Options{Logger: logger, Registry: registry.Default()})
 	case c.vmiFile != "":
 		err = simulatePhase1(ctx, vmi, store, logger)
 	default:
@@ -279,23 +287,6 @@ func copyEmbedded(dir string) error {
 		}
 		return os.WriteFile(dst, data, cache.FileMode)
 	})
-}
-
-// previewRegistry is the default registry plus virtnet's KubeVirt 1.x
-// binding plugin names (virtnet-bridge, virtnet-masquerade, virtnet-slirp,
-// as deploy/kubevirt-cr.yaml registers them), each served by the core
-// binding its plugin runs: a manifest written for the plugins
-// (deploy/vm-example.yaml) previews with the interfaces the plugins give
-// it. (The sidecar always attaches type='ethernet', as a KubeVirt
-// launcher without CAP_NET_ADMIN; -interface-type ethernet shows that.)
-func previewRegistry() binding.Registry {
-	reg := registry.Default()
-	for name, method := range kvplugin.Plugins() {
-		if b, ok := reg[method]; ok {
-			reg[name] = b
-		}
-	}
-	return reg
 }
 
 // vmDocument returns the one VirtualMachine or VirtualMachineInstance of a

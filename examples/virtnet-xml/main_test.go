@@ -131,11 +131,36 @@ func TestRunPlan(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	for _, w := range []string{
 		`[0] interface "default": masquerade binding`,
-		"DNAT TCP 80, TCP 443 → 10.0.2.2",
+		"DNAT TCP 80, 443 → 10.0.2.2",
 		"k6t-eth0", "tap0", "mtu 1440", "10.244.1.7/24",
 		`[1] interface "backend": bridge binding`, "net1-nic", "k6t-net1", "192.168.2.7/24",
 	} {
 		require.Contains(t, out, w)
+	}
+}
+
+// TestRunPlanNAT: -plan lists what the masquerade NAT forwards as phase1
+// programs it: portRanges' ranges only (not "all ports"), each protocol
+// on its own; no ports, every port; Istio, ssh alone.
+func TestRunPlanNAT(t *testing.T) {
+	for _, tc := range []struct {
+		name, iface, annotations, want string
+	}{
+		{"portRanges", "{name: default, masquerade: {}, portRanges: [{protocol: TCP, start: 8000, end: 8010}, {protocol: UDP, start: 53, end: 53}, {protocol: TCP, start: 9000, end: 9001}]}", "",
+			"DNAT TCP 8000-8010, 9000-9001, UDP 53 → 10.0.2.2"},
+		{"all", "{name: default, masquerade: {}}", "", "DNAT all ports → 10.0.2.2"},
+		{"istio", "{name: default, masquerade: {}}", "sidecar.istio.io/inject: \"true\"", "DNAT TCP 22 → 10.0.2.2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			vmi := "apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {name: web, annotations: {" + tc.annotations + "}}\n" +
+				"spec:\n  domain:\n    devices:\n      interfaces: [" + tc.iface + "]\n  networks: [{name: default, pod: {}}]\n"
+			out, errOut, code := runMain(t, "-vmi", writeVMI(t, vmi), "-plan")
+			require.Equal(t, 0, code, errOut)
+			require.Contains(t, out, tc.want)
+			if tc.name != "all" {
+				require.NotContains(t, out, "all ports")
+			}
+		})
 	}
 }
 

@@ -7,7 +7,10 @@ import (
 	"strings"
 
 	"github.com/virtnet/virtnet/api"
+	"github.com/virtnet/virtnet/binding/masquerade"
 	"github.com/virtnet/virtnet/cache"
+	"github.com/virtnet/virtnet/netdriver"
+	"github.com/virtnet/virtnet/phase1"
 	"github.com/virtnet/virtnet/phase2"
 )
 
@@ -30,7 +33,7 @@ func renderPlan(vmi *api.VMI, store *cache.Store, items []phase2.Item, source st
 		if pod != nil {
 			fmt.Fprintf(&b, "    phase1 state: %s\n", pod.State)
 		}
-		planInterface(&b, p, pod, it.Record)
+		planInterface(&b, vmi, p, pod, it.Record)
 	}
 	return b.String()
 }
@@ -82,7 +85,7 @@ func vmRow(b *strings.Builder, rec *cache.Interface) {
 	row(b, "VM NIC", "", kv("mac", rec.MAC), kv("mtu", rec.MTU), joinValid(rec.IPv4, rec.IPv6), kv("gw", rec.Gateway), kv("gw6", rec.GatewayIPv6))
 }
 
-func planInterface(b *strings.Builder, p api.Pair, pod *cache.Progress, rec *cache.Interface) {
+func planInterface(b *strings.Builder, vmi *api.VMI, p api.Pair, pod *cache.Progress, rec *cache.Interface) {
 	podLinkRow(b, p.PodInterface, pod)
 	if rec == nil {
 		arrow(b, "")
@@ -105,7 +108,7 @@ func planInterface(b *strings.Builder, p api.Pair, pod *cache.Progress, rec *cac
 			row(b, "", "", "no IPv4 on the pod link: layer 2 only, no DHCP")
 		}
 	case api.BindingMasquerade:
-		arrow(b, "NAT: masquerade VM traffic out of "+p.PodInterface+"; "+dnatPorts(p.Interface, rec))
+		arrow(b, "NAT: masquerade VM traffic out of "+p.PodInterface+"; "+dnatPorts(vmi, p, pod, rec))
 		row(b, "bridge", rec.Bridge, kv("gateway", rec.Gateway), kv("gateway6", rec.GatewayIPv6))
 		arrow(b, "")
 		row(b, "tap", rec.Tap, kv("queues", rec.Queues))
@@ -119,19 +122,70 @@ func planInterface(b *strings.Builder, p api.Pair, pod *cache.Progress, rec *cac
 	}
 }
 
-func dnatPorts(iface *api.Interface, rec *cache.Interface) string {
-	to := ""
-	if rec.IPv4.IsValid() {
-		to = rec.IPv4.Addr().String()
+// dnatPorts says what the masquerade NAT forwards to the VM from outside
+// the pod: computed by the binding's own PlanNAT and netdriver's rule set,
+// the rules phase1 programs (ports, portRanges, Istio's ssh-only DNAT),
+// so that the preview cannot say more or less than the kernel does. An
+// interface without IPv4 or IPv6 record gives that family nothing.
+func dnatPorts(vmi *api.VMI, p api.Pair, pod *cache.Progress, rec *cache.Interface) string {
+	var link *cache.Link
+	if pod != nil {
+		link = pod.Discovered
 	}
-	if len(iface.Ports) == 0 {
-		return "DNAT all ports → " + to
+	if link == nil {
+		link = &cache.Link{Name: p.PodInterface}
 	}
-	ports := make([]string, len(iface.Ports))
-	for i, pt := range iface.Ports {
-		ports[i] = fmt.Sprintf("%s %d", pt.Protocol, pt.Port)
+	in := phase1.InputFor(vmi, p, phase1.Options{})
+	var out []string
+	for _, f := range []struct {
+		family  netdriver.Family
+		vm, gw  netip.Addr
+		present bool
+	}{
+		{netdriver.IPv4, rec.IPv4.Addr(), rec.Gateway, rec.IPv4.IsValid()},
+		{netdriver.IPv6, rec.IPv6.Addr(), rec.GatewayIPv6, rec.IPv6.IsValid()},
+	} {
+		if !f.present {
+			continue
+		}
+		nat, err := masquerade.PlanNAT(in, link, f.family, rec.Bridge, f.vm, f.gw)
+		if err != nil {
+			out = append(out, "DNAT: "+err.Error())
+			continue
+		}
+		rules, err := nat.Rules()
+		if err != nil {
+			out = append(out, "DNAT: "+err.Error())
+			continue
+		}
+		var fwd []string
+		for _, r := range rules {
+			if r.Chain != netdriver.NATChainPreInbound || r.Action != netdriver.NATDNAT {
+				continue
+			}
+			if r.Proto == "" {
+				fwd = append(fwd, "all ports")
+				continue
+			}
+			runs := make([]string, 0, len(r.DPorts))
+			for _, run := range netdriver.PortRuns(r.DPorts) {
+				if run.First == run.Last {
+					runs = append(runs, fmt.Sprint(run.First))
+				} else {
+					runs = append(runs, fmt.Sprintf("%d-%d", run.First, run.Last))
+				}
+			}
+			fwd = append(fwd, strings.ToUpper(r.Proto)+" "+strings.Join(runs, ", "))
+		}
+		if len(fwd) == 0 {
+			fwd = []string{"no port"}
+		}
+		out = append(out, "DNAT "+strings.Join(fwd, ", ")+" → "+f.vm.String())
 	}
-	return "DNAT " + strings.Join(ports, ", ") + " → " + to
+	if len(out) == 0 {
+		return "no DNAT (no VM address)"
+	}
+	return strings.Join(out, "; ")
 }
 
 // joinValid joins the valid prefixes with spaces.

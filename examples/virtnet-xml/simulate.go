@@ -10,6 +10,7 @@ import (
 	"github.com/virtnet/virtnet/netdriver/netdrivertest"
 
 	"github.com/virtnet/virtnet/api"
+	"github.com/virtnet/virtnet/binding/registry"
 	"github.com/virtnet/virtnet/cache"
 	"github.com/virtnet/virtnet/netdriver"
 	"github.com/virtnet/virtnet/phase1"
@@ -70,5 +71,5 @@ func simulatePhase1(ctx context.Context, vmi *api.VMI, store *cache.Store, logge
 	if err != nil {
 		return fmt.Errorf("simulated pod: %w", err)
 	}
-	return phase1.Run(ctx, vmi, "", store, phase1.Options{Driver: fake, Logger: logger, Registry: previewRegistry()})
+	return phase1.Run(ctx, vmi, "", store, phase1.Options{Driver: fake, Logger: logger, Registry: registry.Default()})
 }

@@ -306,6 +306,12 @@ func (n *Netlink) AddDummy(name string) error {
 func (n *Netlink) addLink(l netlink.Link) error {
 	n.count(1)
 	if err := n.h.LinkAdd(l); err != nil {
+		if errors.Is(err, unix.EOPNOTSUPP) {
+			// The kernel knows no such link kind: its module is not
+			// loaded and could not be (a container cannot modprobe).
+			return fmt.Errorf("add %s %q: this kernel has no %s link type (load its module on the node: modprobe %s): %w",
+				l.Type(), l.Attrs().Name, l.Type(), l.Type(), err)
+		}
 		return fmt.Errorf("add %s %q: %w", l.Type(), l.Attrs().Name, err)
 	}
 	return nil

@@ -1,8 +1,12 @@
 package dhcp
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net/netip"
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -65,4 +69,30 @@ func TestDHCPSocketsExclusive(t *testing.T) {
 			require.True(t, errors.Is(err, unix.EADDRINUSE), fmt.Sprintf("port %d on device %q: %v", tc.port, dev, err))
 		}
 	}
+}
+
+// TestSecondServerNamesHolder: a second server for the same bridge (a
+// second launcher serving the VM) fails with a *BindError naming the
+// process that holds the port: here, this test's own.
+func TestSecondServerNamesHolder(t *testing.T) {
+	l := newLab(t, []string{"10.0.2.1/24"}, "52:54:00:12:34:56")
+	rec := masqRecord()
+	rec.MAC = cache.MustParseMAC("52:54:00:12:34:56")
+	rec.IPv6, rec.GatewayIPv6 = netip.Prefix{}, netip.Addr{}
+	cfg, err := NewConfig(testVMI(), nil, rec, nil)
+	require.NoError(t, err)
+	first, err := NewServer(cfg, testLogger(t), WithNetNS(l.pod.Path))
+	require.NoError(t, err)
+	serve(t, first)
+	second, err := NewServer(cfg, testLogger(t), WithNetNS(l.pod.Path))
+	require.NoError(t, err)
+	err = second.Serve(context.Background())
+	var be *BindError
+	require.ErrorAs(t, err, &be)
+	require.ErrorIs(t, err, unix.EADDRINUSE)
+	comm, rerr := os.ReadFile("/proc/self/comm")
+	require.NoError(t, rerr)
+	want := fmt.Sprintf("pid %d (%s)", os.Getpid(), strings.TrimSpace(string(comm)))
+	require.Equal(t, want, be.Holder)
+	require.ErrorContains(t, err, "held by "+want+": another launcher or DHCP server already serves this interface")
 }

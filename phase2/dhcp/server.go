@@ -111,7 +111,7 @@ func (s *Server) Serve(ctx context.Context) error {
 		k.close(func() {})
 		var be *BindError
 		if !errors.As(err, &be) {
-			err = &BindError{Interface: s.cfg.Bridge, Op: "enter namespace", Err: err}
+			err = &BindError{Interface: s.cfg.Bridge, Op: OpEnterNamespace, Err: err}
 		}
 		return err
 	}
@@ -176,7 +176,7 @@ func (s *Server) open(k *sockets) error {
 	if s.cfg.HasIPv4() {
 		conn4, err := listen4(br)
 		if err != nil {
-			return &BindError{Interface: br, Op: "dhcpv4 udp :67", Err: err}
+			return &BindError{Interface: br, Op: "dhcpv4 udp :67", Err: err, Holder: holder(err, 67, false)}
 		}
 		k.v4 = conn4
 	}
@@ -197,7 +197,7 @@ func (s *Server) open(k *sockets) error {
 	h6.SetNeighbors(neigh)
 	conn6, err := listen6(ifi)
 	if err != nil {
-		return &BindError{Interface: br, Op: "dhcpv6 udp [::]:547", Err: err}
+		return &BindError{Interface: br, Op: "dhcpv6 udp [::]:547", Err: err, Holder: holder(err, 547, true)}
 	}
 	k.v6, _ = server6.NewServer(br, nil, s.handle6(h6), server6.WithConn(conn6)) // cannot fail with WithConn
 	return nil

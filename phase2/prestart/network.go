@@ -33,7 +33,7 @@ func (Network) Run(ctx context.Context, st *State) error {
 		return err
 	}
 	st.Log.Info("interfaces rendered into the domain", "count", len(items))
-	if n := h.Dirs.HotplugPorts; n != 0 {
+	if n := h.Dirs.HotplugPorts; n != domxml.HotplugPortsNone {
 		// The interfaces may have taken spare root ports Build reserved.
 		if err := domxml.ReserveHotplugPorts(h.VMI, h.Domain, n); err != nil {
 			return err

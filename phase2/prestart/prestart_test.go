@@ -423,3 +423,18 @@ func readISO(t *testing.T, path string) map[string]string {
 	}))
 	return out
 }
+
+// TestLogLinesPlain: the hook's log lines (each step, a re-run that keeps
+// what exists) carry plain values, never a struct dumped as one
+// attribute.
+func TestLogLinesPlain(t *testing.T) {
+	e := newEnv(t, vmiYAML)
+	log, lines := testutil.PlainLogger(t)
+	e.hook.Logger = log
+	for range 2 {
+		r, err := e.hook.Run(context.Background())
+		require.NoError(t, err)
+		require.NoError(t, r.Stop())
+	}
+	require.Positive(t, lines.Lines())
+}

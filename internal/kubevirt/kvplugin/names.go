@@ -10,22 +10,16 @@ import (
 )
 
 // The plugin names under which virtnet's bindings are registered in the
-// KubeVirt CR by default.
+// KubeVirt CR by default (api's, the public names).
 const (
-	PluginBridge     = "virtnet-bridge"
-	PluginMasquerade = "virtnet-masquerade"
-	PluginSlirp      = "virtnet-slirp"
+	PluginBridge     = api.PluginBridge
+	PluginMasquerade = api.PluginMasquerade
+	PluginSlirp      = api.PluginSlirp
 )
 
 // Plugins maps virtnet's default plugin names to binding methods (a new
-// map on each call).
-func Plugins() map[string]string {
-	return map[string]string{
-		PluginBridge:     api.BindingBridge,
-		PluginMasquerade: api.BindingMasquerade,
-		PluginSlirp:      api.BindingSlirp,
-	}
-}
+// map on each call): [api.Plugins].
+func Plugins() map[string]string { return api.Plugins() }
 
 // ErrUnknownPlugin is wrapped for a plugin name virtnet cannot serve.
 var ErrUnknownPlugin = errors.New("not a virtnet binding")

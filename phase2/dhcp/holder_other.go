@@ -1,0 +1,5 @@
+//go:build !linux
+
+package dhcp
+
+func socketHolder(int, bool) string { return "" }
