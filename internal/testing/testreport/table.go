@@ -195,4 +195,3 @@ func writeTable(w io.Writer, passes []*pass, n int, trim string) error {
 	}
 	return tw.Flush()
 }
-
