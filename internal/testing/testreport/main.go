@@ -8,6 +8,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/virtnet/virtnet/internal/buildinfo"
 )
 
 func main() {
@@ -16,7 +18,8 @@ func main() {
 
 const usage = `usage:
   testreport follow -o FILE          < go test -json output
-  testreport table [-n 15] [-trim PREFIX] [-wall PASS=SECONDS]... FILE.json...`
+  testreport table [-n 15] [-trim PREFIX] [-wall PASS=SECONDS]... FILE.json...
+  testreport --version`
 
 // run is main without the process: it returns the exit status (0, 1 when
 // the stream followed holds a failure, 2 on bad usage or I/O errors).
@@ -32,6 +35,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runTable(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprintln(stdout, usage)
+		return 0
+	case "--version", "-version":
+		fmt.Fprintln(stdout, buildinfo.About("testreport"))
 		return 0
 	}
 	fmt.Fprintf(stderr, "testreport: unknown command %q\n%s\n", args[0], usage)

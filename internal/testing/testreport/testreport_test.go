@@ -148,6 +148,12 @@ race        140         130         1      2       1       0        0        1
 `, out.String())
 }
 
+func TestVersion(t *testing.T) {
+	var out, errs bytes.Buffer
+	require.Equal(t, 0, run([]string{"--version"}, nil, &out, &errs))
+	require.Regexp(t, `^testreport \S+ \(virtnet, go\S+\)\n$`, out.String())
+}
+
 func TestUsageErrors(t *testing.T) {
 	dir := t.TempDir()
 	empty := filepath.Join(dir, "empty.json")
