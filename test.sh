@@ -111,7 +111,7 @@ finish() {
 	fi
 	echo "== suite: ${elapsed}s from lint to leak check (budget $((budget_min * 60))s; docs/testing.md)"
 	if ((budget_min > 0 && elapsed > budget_min * 60)); then
-		echo "test.sh: the suite ran $((elapsed / 60))m$((elapsed % 60))s, past its budget of ${budget_min} minutes:" \
+		echo "test.sh: the suite ran $((elapsed / 60))m$((elapsed % 60))s, past its budget of ${budget_min} min:" \
 			"see the slowest tests above (VIRTNET_TEST_BUDGET_MINUTES=0 turns the guard off)" >&2
 		((rc != 0)) || rc=1
 	fi
