@@ -151,11 +151,21 @@ scripts/leakcheck.sh --save "$leakbase"
 echo "== tests (static binaries: the kernel VM runs them as they are)"
 CGO_ENABLED=0 gotest static -count=1 -timeout 30m ./e2e/... ./...
 
-# The race pass skips the tests that VIRTNET_RACE_SKIP_COVERED=1 names
-# (testutil.SkipCoveredUnderRace): guest boots under TCG and kernel VM
-# tests whose Go code runs under -race in other tests, or whose time goes to
-# programs and kernels the race detector does not see. docs/testing.md
-# lists them and why; the static pass above runs every one.
+# The race pass skips, with VIRTNET_RACE_SKIP_COVERED=1, the tests that
+# call testutil.SkipCoveredUnderRace; the static pass above runs every one.
+# Kernel VM tests whose Go code is sequential netlink work, run under -race
+# on this kernel by another test (named in each skip): binding/bridge's
+# TestCleanupRestoresExactly and TestGuestRouting, binding/macvtap's
+# TestMacvtapChainInVM, virtnet-binding-cni's TestBridgeThroughLibcniInVM,
+# the sidecar's TestSidecarBridgeInVM and TestSidecarBridgeStatusMACInVM,
+# deploy's TestBridgeNADInVM, macvtap/plugin's TestMacvtapPluginInVM,
+# phase1's TestBridgeIPAMKernel, reliability's TestSIGKILLAtEveryStepMacvtap,
+# cloudinit's TestKernelMount, kernelvm's TestMacvtapOnDummyInVM and
+# TestHostRootInVM: under -race each runs a race-built binary under TCG,
+# 3-9 times slower, and finds nothing new. Tests whose time goes to go
+# build, which the race detector does not see: deploy's TestImagesEveryArch,
+# buildinfo's TestEveryBinaryVersion. e2e's guests skip under -race by
+# e2e's own rule. docs/testing.md has the table.
 echo "== tests under the race detector"
 VIRTNET_RACE_SKIP_COVERED=1 gotest race -race -count=1 -timeout 30m ./e2e/... ./...
 
