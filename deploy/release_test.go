@@ -15,6 +15,8 @@ import (
 	"github.com/containernetworking/cni/libcni"
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/yaml"
+
+	"github.com/virtnet/virtnet/internal/testing/testutil"
 )
 
 // release is the newest version CHANGELOG.md names ("## v0.1.0 — …").
@@ -281,6 +283,7 @@ func TestInstallerPrivileged(t *testing.T) {
 // the Containerfile builds them (cross-compiled on the build platform, no
 // cgo), and the Containerfile builds that way.
 func TestImagesEveryArch(t *testing.T) {
+	testutil.SkipCoveredUnderRace(t, "its time goes to go build for arm64, which the race detector does not see")
 	if testing.Short() {
 		t.Skip("cross-compiles the images' binaries for two architectures (-short)")
 	}

@@ -58,6 +58,7 @@ func TestSIGKILLAtEveryStep(t *testing.T) {
 // binding, inside the kernel VM when this kernel has no macvtap (its
 // pods are made by the macvtap CNI plugin on a dummy lower device).
 func TestSIGKILLAtEveryStepMacvtap(t *testing.T) {
+	testutil.SkipCoveredUnderRace(t, "a kernel VM test; the same kill scenarios run under -race on this kernel in TestSIGKILLAtEveryStep")
 	// nf_tables: kernelState lists virtnet's NAT tables (none here).
 	if kernelvm.DelegateWith(t, kernelvm.Options{Needs: []string{"dummy", "macvtap"}, Modules: []string{"nf_tables"}}) {
 		return

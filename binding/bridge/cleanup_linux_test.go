@@ -70,6 +70,7 @@ func linkState(t *testing.T, ns *testutil.NS, name string) []string {
 // the gateway's link-local address (the node side's own) as its router,
 // and the prefix on-link only where the pod had it (bridge plugin).
 func TestCleanupRestoresExactly(t *testing.T) {
+	testutil.SkipCoveredUnderRace(t, "a kernel VM test of sequential phase1 and Cleanup calls on pods the CNI plugins (other processes) made; phase1 runs under -race on this kernel in phase1's and reliability's tests")
 	files := cniPlugins(t)
 	if kernelvm.DelegateWith(t, kernelvm.Options{Needs: []string{"dummy", "bridge", "veth", "tun"},
 		Files: files, Env: []string{testutil.CNIPluginDirEnv}}) {

@@ -220,6 +220,7 @@ func secondaryPod(t *testing.T, routes ...*netlink.Route) (pod, node *testutil.N
 // real DHCP client in a guest namespace on the pod's bridge, and checks
 // what the guest received and what it can reach.
 func TestGuestRouting(t *testing.T) {
+	testutil.SkipCoveredUnderRace(t, "a kernel VM test whose concurrent part, the DHCP server, runs under -race on this kernel in phase2/dhcp's tests and in TestLivePlugDHCP's and TestDHCPFollowsTheVMI's kernel VMs")
 	files := cniPlugins(t)
 	if kernelvm.DelegateWith(t, kernelvm.Options{Needs: []string{"dummy", "bridge", "veth", "tun"},
 		Files: files, Env: []string{testutil.CNIPluginDirEnv}}) {

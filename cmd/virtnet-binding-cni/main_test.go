@@ -345,6 +345,7 @@ func cniPlugins(t *testing.T) map[string]string {
 // kindnet-shaped pods, chained and as KubeVirt's attachment, and on a
 // Multus secondary network's pod<hash> link.
 func TestBridgeThroughLibcniInVM(t *testing.T) {
+	testutil.SkipCoveredUnderRace(t, "a kernel VM test; the same plugin path through libcni runs under -race on this kernel in TestMasqueradeThroughLibcni")
 	files := cniPlugins(t)
 	if kernelvm.DelegateWith(t, kernelvm.Options{Needs: []string{"dummy", "bridge", "veth", "tun"},
 		Files: files, Env: []string{testutil.CNIPluginDirEnv},

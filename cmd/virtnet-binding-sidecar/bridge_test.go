@@ -41,6 +41,7 @@ var (
 // runs); a client with that MAC on the pod's bridge leases the pod's
 // address and gateway from the sidecar's DHCP server; Shutdown ends it.
 func TestSidecarBridgeInVM(t *testing.T) {
+	testutil.SkipCoveredUnderRace(t, "a kernel VM test; the sidecar's server and DHCP code run under -race on this kernel in the masquerade sidecar tests and in TestDHCPFollowsTheVMI's kernel VM")
 	// util-linux's setpriv at its host path (busybox's comes first on the
 	// VM's PATH and lacks --reuid).
 	setpriv := "/usr/bin/setpriv"
@@ -100,6 +101,7 @@ func TestSidecarBridgeInVM(t *testing.T) {
 // it: the sidecar renders it and its DHCP server leases the pod's address
 // to it (KubeVirt v1.9.0's spec > status > pod link, its bug #16696).
 func TestSidecarBridgeStatusMACInVM(t *testing.T) {
+	testutil.SkipCoveredUnderRace(t, "a kernel VM test; the sidecar's server and DHCP code run under -race on this kernel in the masquerade sidecar tests and in TestDHCPFollowsTheVMI's kernel VM")
 	setpriv := "/usr/bin/setpriv"
 	var files map[string]string
 	if os.Getenv(kernelvm.EnvInVM) != "1" {

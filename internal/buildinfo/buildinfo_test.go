@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/virtnet/virtnet/internal/testing/testutil"
 )
 
 func TestVersionOf(t *testing.T) {
@@ -42,6 +44,7 @@ func TestVersionOf(t *testing.T) {
 // program and a CNI plugin print the same line, and a CNI plugin's
 // about string (CNI_COMMAND unset) carries it too.
 func TestEveryBinaryVersion(t *testing.T) {
+	testutil.SkipCoveredUnderRace(t, "its time goes to go build and the programs it builds, which the race detector does not see")
 	if testing.Short() {
 		t.Skip("builds every binary of the module (-short)")
 	}

@@ -120,6 +120,7 @@ const (
 // TestMacvtapPluginInVM runs the whole plugin against real macvtaps, in a
 // kernel VM when this kernel has no dummy/macvtap.
 func TestMacvtapPluginInVM(t *testing.T) {
+	testutil.SkipCoveredUnderRace(t, "a kernel VM test of the plugin's sequential ADD/DEL; the plugin runs under -race on this kernel in TestAddErrorsOnThisKernel and TestDelOnThisKernel and, with the device plugin, in macvtap/dpserver's TestAllocateChainInVM")
 	if kernelvm.Delegate(t, "dummy", "macvtap") {
 		return
 	}

@@ -90,6 +90,7 @@ func kernelView(t *testing.T, dir string) (modes []string, files map[string]stri
 // Rock Ridge (the default, what cloud-init's Linux guest sees), and with
 // Rock Ridge off so the Joliet tree (what Windows reads) is used.
 func TestKernelMount(t *testing.T) {
+	testutil.SkipCoveredUnderRace(t, "a kernel VM test of mount(8) on images this package wrote; the image writers run under -race in the package's other tests")
 	if requireKernelISO(t) {
 		return
 	}

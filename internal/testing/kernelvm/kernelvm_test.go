@@ -79,6 +79,7 @@ func TestDummyAddressInVM(t *testing.T) {
 // TestMacvtapOnDummyInVM creates a macvtap in bridge mode on top of a
 // dummy and checks its type, mode and lower device.
 func TestMacvtapOnDummyInVM(t *testing.T) {
+	testutil.SkipCoveredUnderRace(t, "the harness's host side runs under -race in TestDummyAddressInVM and every kernel VM test the race pass keeps")
 	t.Parallel()
 	if Delegate(t, "dummy", "macvtap") {
 		return
@@ -112,6 +113,7 @@ func TestMacvtapOnDummyInVM(t *testing.T) {
 // binary's source directory, the QEMU binary), the root refuses writes, and
 // /tmp takes them.
 func TestHostRootInVM(t *testing.T) {
+	testutil.SkipCoveredUnderRace(t, "the harness's host side runs under -race in TestDummyAddressInVM and every kernel VM test the race pass keeps")
 	if DelegateWith(t, Options{Always: true, HostRoot: true}) {
 		return
 	}

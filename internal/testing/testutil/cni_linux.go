@@ -388,31 +388,54 @@ func (n *CNINetwork) addCalico(tb testing.TB, pod *NS) *Pod {
 
 // settle waits (bounded) until no IPv6 address of the node is tentative:
 // the bridge plugin's gateway on the bridge goes through duplicate address
-// detection after ADD returns, and cannot be bound to until then.
+// detection after ADD returns, and cannot be bound to until then. It
+// looks again at each address event of the node (an rtnetlink
+// subscription made inside it): the end of DAD is one. Should the
+// subscription end (ENOBUFS after a burst, say), it looks every 50 ms.
 func (n *CNINetwork) settle(tb testing.TB) {
 	tb.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	updates := make(chan netlink.AddrUpdate, 16)
+	done := make(chan struct{})
+	err := n.Node.Do(func() error {
+		return netlink.AddrSubscribeWithOptions(updates, done, netlink.AddrSubscribeOptions{})
+	})
+	require.NoError(tb, err, "node %s: address subscription", n.Node.Name)
+	defer func() {
+		close(done)
+		for range updates { // until the subscription's goroutine ends
+		}
+	}()
+	deadline := time.NewTimer(15 * time.Second)
+	defer deadline.Stop()
+	events := (<-chan netlink.AddrUpdate)(updates)
+	var poll <-chan time.Time
 	for {
 		addrs, err := n.Node.Handle.AddrList(nil, netlink.FAMILY_V6)
-		if errors.Is(err, netlink.ErrDumpInterrupted) && time.Now().Before(deadline) {
+		if errors.Is(err, netlink.ErrDumpInterrupted) {
 			// The address list changed during the dump (DAD ending on
-			// another address, say): ask again.
-			time.Sleep(10 * time.Millisecond)
-			continue
+			// another address, say): an event follows, or the deadline.
+			addrs = nil
+		} else {
+			require.NoError(tb, err)
 		}
-		require.NoError(tb, err)
 		tentative := ""
 		for _, a := range addrs {
 			if a.Flags&unix.IFA_F_TENTATIVE != 0 {
 				tentative = a.IPNet.String()
 			}
 		}
-		if tentative == "" {
+		if tentative == "" && err == nil {
 			return
 		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("node %s: IPv6 address %s still tentative after 15 s", n.Node.Name, tentative)
+		select {
+		case _, ok := <-events:
+			if !ok {
+				events = nil // ended: poll from now on
+				poll = time.Tick(50 * time.Millisecond)
+			}
+		case <-poll:
+		case <-deadline.C:
+			tb.Fatalf("node %s: IPv6 address %s still tentative after 15 s (last dump: %v)", n.Node.Name, tentative, err)
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }

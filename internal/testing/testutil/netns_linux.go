@@ -202,15 +202,15 @@ func AddVeth(tb testing.TB, a *NS, aName string, b *NS, bName string, mtu int) {
 // its name; a failure is reported, since the namespace then leaks.
 func removeNS(tb testing.TB, name string, ino uint64) {
 	if ino != 0 {
-		for try := 0; try < 200; try++ {
+		deadline := time.Now().Add(2 * time.Second)
+		for try := 0; try < 100 && time.Now().Before(deadline); try++ { // bounded
 			pids := pidsInNetns(ino)
 			if len(pids) == 0 {
 				break
 			}
 			for _, pid := range pids {
-				_ = unix.Kill(pid, unix.SIGKILL)
+				killAndWait(pid, time.Until(deadline))
 			}
-			time.Sleep(10 * time.Millisecond) // bounded: 200 tries
 		}
 		if pids := pidsInNetns(ino); len(pids) > 0 {
 			tb.Errorf("processes %v still run in network namespace %s", pids, name)
@@ -229,6 +229,34 @@ func removeNS(tb testing.TB, name string, ino uint64) {
 
 // pidsInNetns lists the processes (other than this one) whose network
 // namespace is the nsfs inode ino.
+// killAndWait sends SIGKILL to pid and waits, at most d, for it to exit:
+// its pidfd becomes readable then (any process, not only a child of this
+// one). Without pidfds (before Linux 5.3) it sleeps 10 ms instead.
+func killAndWait(pid int, d time.Duration) {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		if !errors.Is(err, unix.ESRCH) { // ESRCH: gone already
+			_ = unix.Kill(pid, unix.SIGKILL)
+			time.Sleep(10 * time.Millisecond)
+		}
+		return
+	}
+	defer unix.Close(fd)
+	if err := unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0); err != nil {
+		return // exited meanwhile (ESRCH)
+	}
+	ms := int(d.Milliseconds())
+	if ms < 1 {
+		ms = 1
+	}
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	for try := 0; try < 10; try++ { // bounded: EINTR retries
+		if _, err := unix.Poll(fds, ms); !errors.Is(err, unix.EINTR) {
+			return
+		}
+	}
+}
+
 func pidsInNetns(ino uint64) []int {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {

@@ -24,6 +24,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -128,6 +129,11 @@ func Start(tb testing.TB, opts Options) *Daemon {
 	}
 	sock := filepath.Join(d.runtimeDir(), "libvirt", "libvirt-sock")
 	d.URI = "qemu+unix:///session?socket=" + sock
+	notify, err := d.listenNotify()
+	if err != nil {
+		tb.Fatalf("libvirtd: %v", err)
+	}
+	defer notify.Close()
 	// The daemon's own mount namespace, where /dev/net/tun is a node that
 	// its uid may open: Debian's udev makes it 0666, a container or the
 	// kernel VM's devtmpfs leave it 0600. Opening it lets QEMU attach to
@@ -136,7 +142,7 @@ func Start(tb testing.TB, opts Options) *Daemon {
 		"sh", "-c", `mount --bind "$0" /dev/net/tun && exec "$@"`, d.tunNode(),
 		"setpriv", "--reuid", strconv.Itoa(d.UID), "--regid", strconv.Itoa(d.UID),
 		"--clear-groups", "--inh-caps=-all", "--", "libvirtd", "--timeout", "0")
-	d.cmd.Env = d.env()
+	d.cmd.Env = append(d.env(), "NOTIFY_SOCKET="+d.notifySocket())
 	d.cmd.Stdout, d.cmd.Stderr = d.log, d.log
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := nsexec.Do(opts.NetNS, d.cmd.Start); err != nil {
@@ -145,9 +151,11 @@ func Start(tb testing.TB, opts Options) *Daemon {
 	go func() { d.done <- d.cmd.Wait() }()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := d.waitReady(ctx, sock); err != nil {
+	started := time.Now()
+	if err := d.waitReady(ctx, notify); err != nil {
 		tb.Fatalf("libvirtd did not answer: %v\n%s", err, d.log.String())
 	}
+	tb.Logf("libvirtd: answering %.2fs after its start", time.Since(started).Seconds())
 	return d
 }
 
@@ -376,27 +384,73 @@ func (d *Daemon) layout() error {
 	})
 }
 
-// waitReady polls until virsh connects, the daemon exits or ctx ends.
-func (d *Daemon) waitReady(ctx context.Context, sock string) error {
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		if err, ended := d.exited(); ended {
-			return fmt.Errorf("libvirtd exited: %v", err)
-		}
-		if _, err := os.Stat(sock); err == nil {
-			vctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			_, err := d.Virsh(vctx, "uri")
-			cancel()
-			if err == nil {
-				return nil
+// notifySocket is where the daemon reports that it runs: systemd's
+// notification protocol (sd_notify(3)), which libvirtd speaks when
+// NOTIFY_SOCKET is set, as under systemd.
+func (d *Daemon) notifySocket() string { return filepath.Join(d.Dir, "notify") }
+
+// listenNotify binds the datagram socket of [Daemon.notifySocket], which
+// the daemon's uid may write to.
+func (d *Daemon) listenNotify() (*net.UnixConn, error) {
+	c, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: d.notifySocket(), Net: "unixgram"})
+	if err != nil {
+		return nil, fmt.Errorf("notify socket: %w", err)
+	}
+	if err := os.Chown(d.notifySocket(), d.UID, d.UID); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("notify socket: %w", err)
+	}
+	return c, nil
+}
+
+// waitReady waits for the daemon's READY=1 on its notify socket (its event
+// loop runs: libvirtd sends it as it starts to serve its sockets), then
+// for one virsh call to connect, which the daemon answers once its drivers
+// are initialised (until then it leaves connections in its sockets'
+// backlog): no polling. It fails as soon as the daemon exits, or when ctx
+// ends.
+func (d *Daemon) waitReady(ctx context.Context, notify *net.UnixConn) error {
+	ready := make(chan error, 1)
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := notify.Read(buf)
+			if err != nil {
+				ready <- err
+				return
+			}
+			// One message, newline-separated assignments (sd_notify(3)).
+			for _, line := range strings.Split(string(buf[:n]), "\n") {
+				if line == "READY=1" {
+					ready <- nil
+					return
+				}
 			}
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-tick.C:
+	}()
+	defer notify.Close() // ends the reader
+	select {
+	case err := <-ready:
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", d.notifySocket(), err)
 		}
+	case err := <-d.done:
+		d.done <- err
+		return fmt.Errorf("libvirtd exited: %v", err)
+	case <-ctx.Done():
+		return fmt.Errorf("no READY=1 from libvirtd on NOTIFY_SOCKET: %w", ctx.Err())
+	}
+	connected := make(chan error, 1)
+	go func() {
+		_, err := d.Virsh(ctx, "uri")
+		connected <- err
+	}()
+	select {
+	case err := <-connected:
+		return err
+	case err := <-d.done:
+		d.done <- err
+		return fmt.Errorf("libvirtd exited: %v", err)
 	}
 }
 
