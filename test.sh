@@ -154,7 +154,9 @@ scripts/leakcheck.sh --save "$leakbase"
 # other packages run beside it. The per-binary limit leaves room above
 # e2e's time on two cores.
 echo "== tests (static binaries: the kernel VM runs them as they are)"
-CGO_ENABLED=0 gotest static -count=1 -timeout 30m ./e2e/... ./...
+# -bench . -benchtime 1x: every benchmark runs once in the same binaries,
+# so that none rots (./bench.sh gives the figures).
+CGO_ENABLED=0 gotest static -count=1 -bench . -benchtime 1x -timeout 30m ./e2e/... ./...
 
 # The race pass skips, with VIRTNET_RACE_SKIP_COVERED=1, the tests that
 # call testutil.SkipCoveredUnderRace; the static pass above runs every one.
@@ -168,8 +170,8 @@ CGO_ENABLED=0 gotest static -count=1 -timeout 30m ./e2e/... ./...
 # cloudinit's TestKernelMount, kernelvm's TestMacvtapOnDummyInVM and
 # TestHostRootInVM: under -race each runs a race-built binary under TCG,
 # 3-9 times slower, and finds nothing new. Tests whose time goes to go
-# build, which the race detector does not see: deploy's TestImagesEveryArch,
-# buildinfo's TestEveryBinaryVersion. e2e's guests skip under -race by
+# build, which the race detector does not see: buildinfo's
+# TestEveryBinaryVersion. e2e's guests skip under -race by
 # e2e's own rule. docs/testing.md has the table.
 echo "== tests under the race detector"
 VIRTNET_RACE_SKIP_COVERED=1 gotest race -race -count=1 -timeout 30m ./e2e/... ./...
