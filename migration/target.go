@@ -213,29 +213,6 @@ func oneDevicePerLink(ifaces []libvirtxml.DomainInterface) error {
 	return nil
 }
 
-// attachment is how an interface is attached ("bridge", "ethernet",
-// "direct", …; "" when it has no source).
-func attachment(i *libvirtxml.DomainInterface) string {
-	if i.Source == nil {
-		return ""
-	}
-	switch s := i.Source; {
-	case s.Bridge != nil:
-		return "bridge"
-	case s.Ethernet != nil:
-		return "ethernet"
-	case s.Direct != nil:
-		return "direct"
-	case s.User != nil:
-		return "user"
-	case s.VHostUser != nil:
-		return "vhostuser"
-	case s.Network != nil:
-		return "network"
-	}
-	return "other"
-}
-
 // tapAttachment reports an attachment on phase1's bridge and tap: the
 // two interface types of the bridge and masquerade bindings.
 func tapAttachment(kind string) bool { return kind == "bridge" || kind == "ethernet" }
@@ -253,7 +230,7 @@ func rename(name string, src, tgt *libvirtxml.DomainInterface) error {
 		return &TargetError{Interface: name, Why: fmt.Sprintf("the source's MAC %s is not the target pod's %s: the target's DHCP server would not answer the migrated vNIC (give the target's phase1 the VMI's status.interfaces)",
 			src.MAC.Address, tgt.MAC.Address)}
 	}
-	sk, tk := attachment(src), attachment(tgt)
+	sk, tk := domxml.InterfaceType(src), domxml.InterfaceType(tgt)
 	if tapAttachment(sk) && tapAttachment(tk) {
 		c, err := copyInterface(tgt)
 		if err != nil {

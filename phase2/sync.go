@@ -11,6 +11,7 @@ import (
 
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/binding"
+	"github.com/virtnet/virtnet/domxml"
 )
 
 // Op is what a launcher does with one device of a running domain.
@@ -280,7 +281,7 @@ func attachedElsewhere(h, w device) bool {
 		return false
 	}
 	hi, wi := h.iface, w.iface
-	hk, wk := sourceKind(hi), sourceKind(wi)
+	hk, wk := domxml.InterfaceType(hi), domxml.InterfaceType(wi)
 	switch {
 	case hk != wk:
 		return true
@@ -294,25 +295,6 @@ func attachedElsewhere(h, w device) bool {
 		return hi.Source.Direct.Dev != wi.Source.Direct.Dev
 	}
 	return false
-}
-
-// sourceKind is an interface's type as its source says it.
-func sourceKind(i *libvirtxml.DomainInterface) string {
-	switch s := i.Source; {
-	case s == nil:
-		return ""
-	case s.Bridge != nil:
-		return "bridge"
-	case s.Ethernet != nil:
-		return "ethernet"
-	case s.Direct != nil:
-		return "direct"
-	case s.User != nil:
-		return "user"
-	case s.VHostUser != nil:
-		return "vhostuser"
-	}
-	return "other"
 }
 
 func targetDev(i *libvirtxml.DomainInterface) string {
