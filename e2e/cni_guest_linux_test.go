@@ -331,17 +331,28 @@ func (g *guest) rerunPhase1(pod *testutil.Pod, ones int) {
 	t0 := time.Now()
 	require.NoError(t, phase1.Run(g.ctx, g.vmi, pod.Pod.Path, g.store, phase1.Options{Logger: g.log}))
 	t.Logf("phase1 re-run while the guest runs: %s", time.Since(t0).Round(time.Millisecond))
-	time.Sleep(500 * time.Millisecond) // late notifications
-	close(stop)
+	// A sentinel instead of a pause for late notifications: the kernel
+	// sends a socket's link notifications in order, so once the change
+	// made now to the pod's lo (no watched link) arrives, every one that
+	// phase1's re-run caused has arrived before it.
+	sentinel := "vn-sentinel-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	lo, err := pod.Pod.Handle.LinkByName("lo")
+	require.NoError(t, err)
+	require.NoError(t, pod.Pod.Handle.LinkSetAlias(lo, sentinel))
 	var flaps []string
 	for done := false; !done; {
 		select {
+		case <-g.ctx.Done():
+			t.Fatalf("the sentinel link notification did not come: %v", g.ctx.Err())
 		case u, ok := <-updates:
 			if !ok {
+				t.Fatal("the link notifications ended before the sentinel came")
+			}
+			a := u.Attrs()
+			if a.Name == "lo" && a.Alias == sentinel {
 				done = true
 				break
 			}
-			a := u.Attrs()
 			if _, ok := before[a.Name]; !ok {
 				continue
 			}
@@ -353,10 +364,9 @@ func (g *guest) rerunPhase1(pod *testutil.Pod, ones int) {
 			case a.Name != "eth0" && a.OperState != netlink.OperUp && a.OperState != netlink.OperUnknown:
 				flaps = append(flaps, fmt.Sprintf("%s operstate %s", a.Name, a.OperState))
 			}
-		default:
-			done = true
 		}
 	}
+	close(stop)
 	require.Empty(t, flaps, "phase1's re-run must not flap the pod's links")
 	for _, name := range watched {
 		l, err := pod.Pod.Handle.LinkByName(name)

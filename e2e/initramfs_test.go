@@ -156,11 +156,18 @@ func guestInit(g guestScript) string {
 		w("insmod /lib/modules/" + name + " || m insmod-failed " + name)
 	}
 	w("m modules")
+	if g.ipv6 || g.dhcp6 {
+		// Router solicitations at once and every second until answered
+		// (the kernel's defaults: up to 1 s, then every 4 s), so that the
+		// guest's default route comes with the first advertisement the
+		// server can send rather than at the next solicitation.
+		w("echo 0 >/proc/sys/net/ipv6/conf/eth0/router_solicitation_delay; echo 1 >/proc/sys/net/ipv6/conf/eth0/router_solicitation_interval")
+	}
 	w("ip link set lo up; ip link set eth0 up")
 	if g.v6only {
 		w("m lease-skipped ipv6-only")
 	} else {
-		w("udhcpc -i eth0 -f -q -n -t 10 -T 2 -O mtu -O search -O staticroutes -s /udhcpc.script >/tmp/udhcpc.log 2>&1 || { m lease-failed; cat /tmp/udhcpc.log >/dev/console; }")
+		w("udhcpc -i eth0 -f -q -n -t 20 -T 1 -O mtu -O search -O staticroutes -s /udhcpc.script >/tmp/udhcpc.log 2>&1 || { m lease-failed; cat /tmp/udhcpc.log >/dev/console; }")
 		w("m addr $(ip -4 -o addr show dev eth0 | awk '{print $4}') mtu=$(cat /sys/class/net/eth0/mtu)")
 		w("m routes $(ip -4 route show | tr '\\n' ';')")
 	}
@@ -168,11 +175,11 @@ func guestInit(g guestScript) string {
 	if g.dhcp6 {
 		host6, port6, _ := net.SplitHostPort(g.node6)
 		w("if out=$(guesttool dhcp6 -i eth0 2>/tmp/dhcp6c.err); then ip6=${out#address=}; ip6=${ip6%% *}; ip -6 addr add \"$ip6/128\" dev eth0; m lease6 $out; else m lease6-failed $(cat /tmp/dhcp6c.err); fi")
-		w("i=0; while [ $i -lt 40 ] && ip -6 addr show dev eth0 | grep -q tentative; do sleep 0.25; i=$((i+1)); done")
-		w("i=0; while [ $i -lt 40 ] && ! ip -6 route show default | grep -q .; do sleep 0.5; i=$((i+1)); done")
+		w("i=0; while [ $i -lt 100 ] && ip -6 addr show dev eth0 | grep -q tentative; do sleep 0.1; i=$((i+1)); done")
+		w("i=0; while [ $i -lt 200 ] && ! ip -6 route show default | grep -q .; do sleep 0.1; i=$((i+1)); done")
 		w("m addr6 $(ip -6 -o addr show dev eth0 scope global | awk '{print $4}') mtu=$(cat /sys/class/net/eth0/mtu)")
 		w("m routes6 $(ip -6 route show | grep -v -e '^fe80' -e '^multicast' -e '^local' -e '^anycast' | tr '\\n' ';')")
-		w("if ping6 -c 3 -W 2 " + host6 + " >/tmp/ping6.out 2>&1; then m ping6-ok $(grep -E 'packets transmitted' /tmp/ping6.out); else m ping6-failed $(tail -n 2 /tmp/ping6.out); fi")
+		w("if ping6 -A -c 3 -W 2 " + host6 + " >/tmp/ping6.out 2>&1; then m ping6-ok $(grep -E 'packets transmitted' /tmp/ping6.out); else m ping6-failed $(tail -n 2 /tmp/ping6.out); fi")
 		w("src=$(" + g.connect(host6, port6) + ")")
 		w("m source6 ${src:-none}")
 		if g.peer6 != "" {
@@ -184,8 +191,8 @@ func guestInit(g guestScript) string {
 	if g.ipv6 {
 		// Router advertisements: the server answers solicitations once the
 		// bridge's link-local address exists, which needs the tap's
-		// carrier, that is, QEMU; the kernel solicits again 4 s later.
-		w("i=0; while [ $i -lt 40 ] && ! ip -6 route show default | grep -q .; do sleep 0.5; i=$((i+1)); done")
+		// carrier, that is, QEMU; the guest solicits again every second.
+		w("i=0; while [ $i -lt 200 ] && ! ip -6 route show default | grep -q .; do sleep 0.1; i=$((i+1)); done")
 		w("m routes6 $(ip -6 route show default | tr '\\n' ';')")
 	}
 	if g.nocloud {
@@ -197,7 +204,7 @@ func guestInit(g guestScript) string {
 		w("else m hostname-failed no-nocloud-image; fi")
 	}
 	if !g.v6only {
-		w("if ping -c 3 -W 2 " + g.ping + " >/tmp/ping.out 2>&1; then m ping-ok $(grep -E 'packets transmitted' /tmp/ping.out); else m ping-failed $(tail -n 2 /tmp/ping.out); fi")
+		w("if ping -A -c 3 -W 2 " + g.ping + " >/tmp/ping.out 2>&1; then m ping-ok $(grep -E 'packets transmitted' /tmp/ping.out); else m ping-failed $(tail -n 2 /tmp/ping.out); fi")
 		h, p, _ := net.SplitHostPort(g.node)
 		w("src=$(" + g.connect(h, p) + ")")
 		w("m source ${src:-none}")
@@ -217,14 +224,21 @@ func guestInit(g guestScript) string {
 		}
 		w("(nc -l -p 9000 </dev/null | wc -c >/tmp/bulk; m bulk $(cat /tmp/bulk)) &")
 	}
+	ports := []string{"8080", "8081"}
 	if g.passt {
 		w("nc -ll -p 22 -e /hello-request.sh &")
 		w("nc -ll -p 8080 -e /hello-request.sh &")
+		ports = append(ports, "22")
 	} else {
 		w("nc -ll -p 8080 -e /hello.sh &")
 	}
 	w("nc -ll -p 8081 -e /renew.sh &")
-	w("sleep 1; m listening 8080 8081")
+	// "listening" once the kernel has every listener (netstat reads
+	// /proc/net/tcp and tcp6), not after a guessed pause.
+	for _, p := range ports {
+		w("i=0; while [ $i -lt 100 ] && ! netstat -ltn | grep -q ':" + p + " '; do sleep 0.05; i=$((i+1)); done")
+	}
+	w("m listening 8080 8081")
 	for _, l := range g.extra {
 		w(l)
 	}

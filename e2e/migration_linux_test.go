@@ -305,9 +305,10 @@ func linkOrCopy(t *testing.T, src, dst string) {
 	require.NoError(t, out.Close())
 }
 
-// waitConsole polls the console until one of whats is reported.
+// waitConsole polls the console (every 50 ms, as console.waitFor) until
+// one of whats is reported.
 func waitConsole(ctx context.Context, c *console, whats ...string) (string, error) {
-	tick := time.NewTicker(250 * time.Millisecond)
+	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		if err := c.poll(); err != nil {

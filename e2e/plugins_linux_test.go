@@ -110,7 +110,7 @@ func TestGuestThroughBindingPlugins(t *testing.T) {
 	// What changes for TCG and a kernel boot (forTCG: no containerDisk,
 	// console to a file, no graphics), and the memory: the VMI's 128Mi
 	// is too little for the Debian kernel and its initramfs.
-	forTCG(&got, filepath.Join(assets, "vmlinuz"), initrd, consoleLog)
+	forTCG(&got, guestKernel(assets), initrd, consoleLog)
 	got.Memory = &libvirtxml.DomainMemory{Value: 192, Unit: "MiB"}
 	xml, err := got.Marshal()
 	require.NoError(t, err)
