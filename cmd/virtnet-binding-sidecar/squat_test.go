@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
@@ -31,7 +32,11 @@ func squatUDP67() {
 		os.Exit(1)
 	}
 	fmt.Println("bound")
-	select {}
+	// Not select{}: with no other goroutine, a static binary's runtime
+	// calls that a deadlock and exits, and the port with it.
+	for {
+		time.Sleep(time.Hour)
+	}
 }
 
 // startSquatter runs the squatter as uid 1000 without capabilities in the
