@@ -25,6 +25,8 @@ type timing struct {
 	seconds float64
 	result  string
 	start   time.Time
+	// lastSeen is the time of the test's last event (a benchmark's end).
+	lastSeen time.Time
 }
 
 // pass is what one saved stream holds.
@@ -81,6 +83,14 @@ func parsePass(name string, r io.Reader) (*pass, error) {
 			switch e.Action {
 			case "pass", "fail", "skip":
 				pk.result, pk.seconds = e.Action, e.Elapsed
+				// A benchmark has no end event of its own: it ends
+				// with its last output, and the package's result is
+				// its result.
+				for _, t := range p.tests {
+					if t.pkg == e.Package && t.result == running && strings.HasPrefix(t.test, "Benchmark") {
+						t.result, t.seconds = e.Action, t.lastSeen.Sub(t.start).Seconds()
+					}
+				}
 			}
 			continue
 		}
@@ -94,6 +104,7 @@ func parsePass(name string, r io.Reader) (*pass, error) {
 			tests[key] = t
 			p.tests = append(p.tests, t)
 		}
+		t.lastSeen = e.Time
 		switch e.Action {
 		case "pass", "fail", "skip":
 			t.result, t.seconds = e.Action, e.Elapsed

@@ -120,6 +120,8 @@ func TestTable(t *testing.T) {
 		"0|skip|mod/notests||0|",
 		"0|run|mod/b|TestSkip||",
 		"0|skip|mod/b|TestSkip|0|",
+		"0.2|run|mod/b|BenchmarkX||",
+		"0.7|output|mod/b|BenchmarkX||BenchmarkX-2   1   5000 ns/op", // no end event of its own
 		"1|pass|mod/b||1|",
 	))
 	race := write("race.json", stream(t,
@@ -143,7 +145,7 @@ func TestTable(t *testing.T) {
       1.0  static  pass     b
 == passes (wall: the pass from start to end, compiling included; packages: the sum of their times and the count of those with tests)
 pass     wall s  packages s  packages  tests  passed  failed  skipped  running
-static      100          97         2      3       1       1        1        0
+static      100          97         2      4       2       1        1        0
 race        140         130         1      2       1       0        0        1
 `, out.String())
 }
