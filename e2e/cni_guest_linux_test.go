@@ -99,9 +99,10 @@ func TestMasqueradeGuestCNI(t *testing.T) {
 }
 
 // TestBridgeGuestCNI boots the bridge-binding guest on CNI-made pods.
-// The bridge binding needs a dummy link, so on a kernel without one the
-// whole test runs in the kernel VM with the host's root shared (libvirt
-// and QEMU from the host, QEMU nested under TCG). Per shape: the guest
+// The bridge binding needs a dummy link, so on a kernel without one each
+// shape runs in a kernel VM of its own with the host's root shared
+// (libvirt and QEMU from the host, QEMU nested under TCG), the shapes in
+// parallel. Per shape: the guest
 // gets the pod's own IP by our DHCP with the pod's MTU, DNS and search
 // domains (and option 121 on the Calico /32), the node reaches it at the
 // pod IP and it reaches the node with the pod IP as source (on the
@@ -110,24 +111,46 @@ func TestMasqueradeGuestCNI(t *testing.T) {
 // replaced, and the guest still reaches and is reached, and a fresh DHCP
 // request gets the same lease.
 func TestBridgeGuestCNI(t *testing.T) {
-	if os.Getenv(kernelvm.EnvInVM) != "1" {
-		// Built here, where the go command is; the VM finds them through
-		// the host root share.
-		t.Setenv(testutil.CNIPluginDirEnv, testutil.CNIPluginDir(t))
-		t.Setenv(guestToolEnv, guestTool(t))
-	}
-	if kernelvm.DelegateWith(t, kernelvm.Options{
+	t.Parallel()
+	// One kernel VM per shape, two at a time (go test's -parallel is the
+	// number of CPUs): a VM runs on one host core (its TCG thread), so a
+	// two-core machine runs two shapes side by side instead of five in a
+	// row in one VM. The plugins and the guest tool are built here, where
+	// the go command is; the VMs find them through the host root share.
+	vm := kernelvm.Options{
 		Needs:     []string{"dummy", "bridge", "veth", "tun"},
 		HostRoot:  true,
 		MemoryMiB: 2048,
-		CPUs:      2,
-		Timeout:   15 * time.Minute,
+		Timeout:   10 * time.Minute,
 		CacheDir:  kernelVMCapsCacheDir(),
-		Env:       []string{testutil.CNIPluginDirEnv, "VIRTNET_KERNELVM_DIR", guestToolEnv},
-	}) {
-		return
+		Env:       []string{"VIRTNET_KERNELVM_DIR"},
 	}
-	t.Run("flannel", func(t *testing.T) {
+	if os.Getenv(kernelvm.EnvInVM) != "1" {
+		vm.SetEnv = map[string]string{
+			testutil.CNIPluginDirEnv: testutil.CNIPluginDir(t),
+			guestToolEnv:             guestTool(t),
+		}
+	}
+	shape := func(name string, f func(t *testing.T)) {
+		if raceDetector && name != "flannel" {
+			// CI runs the suite twice, the second time under -race. A
+			// nested guest costs about two minutes of a core; under
+			// -race one guest (the DHCP server, the hook and phase1's
+			// re-run watched by the race detector) is enough: the other
+			// shapes' checks do not change with -race and run in the
+			// build without it.
+			t.Logf("race build: %s runs in the build without -race", name)
+			return
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			if kernelvm.DelegateWith(t, vm) {
+				return
+			}
+			f(t)
+		})
+	}
+	shape("flannel", func(t *testing.T) {
 		began := time.Now()
 		pod := testutil.NewFlannelPod(t)
 		g := bootGuest(t, guestCase{vmi: cniVMI("bridge"), pod: pod, ping: pod.NodeIP.String()})
@@ -143,16 +166,7 @@ func TestBridgeGuestCNI(t *testing.T) {
 		g.done()
 		t.Logf("bridge/flannel: wall time %s", time.Since(began).Round(time.Second))
 	})
-	if raceDetector {
-		// CI runs the suite twice, the second time under -race. A nested
-		// guest costs about two minutes of a core; under -race one guest
-		// (the DHCP server, the hook and phase1's re-run watched by the
-		// race detector) is enough: the other shapes' checks do not
-		// change with -race and run in the build without it.
-		t.Log("race build: calico and kindnet-ptp run in the build without -race")
-		return
-	}
-	t.Run("dual-stack", func(t *testing.T) {
+	shape("dual-stack", func(t *testing.T) {
 		// The bridge plugin's dual-stack pod: IPv4 as on flannel, and
 		// the pod's IPv6 by DHCPv6 with its /64 on-link and the
 		// default route via cni0's link-local address.
@@ -173,7 +187,7 @@ func TestBridgeGuestCNI(t *testing.T) {
 		g.done()
 		t.Logf("bridge/dual-stack: wall time %s", time.Since(began).Round(time.Second))
 	})
-	t.Run("ipv6-only-ptp", func(t *testing.T) {
+	shape("ipv6-only-ptp", func(t *testing.T) {
 		// The ptp plugin's IPv6-only pod: no DHCPv4, the pod's IPv6
 		// by DHCPv6, nothing on-link (ptp routes its subnet through
 		// the gateway), the default route via the host veth's
@@ -186,7 +200,7 @@ func TestBridgeGuestCNI(t *testing.T) {
 		g.done()
 		t.Logf("bridge/ipv6-only-ptp: wall time %s", time.Since(began).Round(time.Second))
 	})
-	t.Run("calico", func(t *testing.T) {
+	shape("calico", func(t *testing.T) {
 		began := time.Now()
 		pod := testutil.NewCalicoPod(t)
 		g := bootGuest(t, guestCase{vmi: cniVMI("bridge"), pod: pod, ping: pod.NodeIP.String()})
@@ -206,7 +220,7 @@ func TestBridgeGuestCNI(t *testing.T) {
 		g.done()
 		t.Logf("bridge/calico: wall time %s", time.Since(began).Round(time.Second))
 	})
-	t.Run("kindnet-ptp", func(t *testing.T) {
+	shape("kindnet-ptp", func(t *testing.T) {
 		began := time.Now()
 		pod := testutil.NewKindnetPod(t)
 		peer := pod.Neighbor(t)

@@ -193,22 +193,22 @@ func TestHotplugGuest(t *testing.T) {
 	if raceDetector {
 		t.Skip("-race: the nested guest is too slow under the race detector")
 	}
-	if os.Getenv(kernelvm.EnvInVM) != "1" {
-		t.Setenv(testutil.CNIPluginDirEnv, testutil.CNIPluginDir(t))
-	}
+	t.Parallel() // beside the other kernel VMs: each runs on one host core
 	capsCache := libvirtd.DefaultCapsCache()
+	var setEnv map[string]string
 	if os.Getenv(kernelvm.EnvInVM) != "1" {
 		capsCache += "-kernelvm"
+		setEnv = map[string]string{testutil.CNIPluginDirEnv: testutil.CNIPluginDir(t)}
 	}
 	if kernelvm.DelegateWith(t, kernelvm.Options{
 		Needs:     []string{"dummy", "bridge", "veth", "tun"},
 		Modules:   []string{"nf_tables", "nft_chain_nat", "nft_nat", "nft_masq", "nft_ct"},
 		HostRoot:  true,
 		MemoryMiB: 2048,
-		CPUs:      2,
 		Timeout:   15 * time.Minute,
 		CacheDir:  capsCache,
-		Env:       []string{testutil.CNIPluginDirEnv, "VIRTNET_KERNELVM_DIR"},
+		Env:       []string{"VIRTNET_KERNELVM_DIR"},
+		SetEnv:    setEnv,
 	}) {
 		return
 	}

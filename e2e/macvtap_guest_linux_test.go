@@ -80,6 +80,7 @@ func TestMacvtapGuestFromAllocate(t *testing.T) {
 		t.Log("race build: the macvtap guest runs in the build without -race")
 		return
 	}
+	t.Parallel() // beside the other kernel VMs: each runs on one host core
 	if kernelvm.DelegateWith(t, kernelvm.Options{
 		Needs: []string{"veth", "macvtap", "tun"},
 		// Always: a macvtap's character device is /dev/tap<ifindex>, one
@@ -91,7 +92,6 @@ func TestMacvtapGuestFromAllocate(t *testing.T) {
 		Always:    true,
 		HostRoot:  true,
 		MemoryMiB: 1536,
-		CPUs:      2,
 		Timeout:   10 * time.Minute,
 		CacheDir:  kernelVMCapsCacheDir(),
 		Env:       []string{"VIRTNET_KERNELVM_DIR"},

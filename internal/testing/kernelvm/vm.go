@@ -43,6 +43,10 @@ type Options struct {
 	// Env names host environment variables to pass into the VM (set ones
 	// only). VIRTNET_REQUIRE_KERNEL is always passed.
 	Env []string
+	// SetEnv are variables set in the VM, by name, after those of Env: a
+	// value the host side computed (a built program's path, say) without
+	// t.Setenv, which a parallel test cannot call.
+	SetEnv map[string]string
 	// Timeout bounds the VM's whole life; default [DefaultTimeout] or
 	// $VIRTNET_KERNELVM_TIMEOUT, cut to the test's deadline.
 	Timeout time.Duration
@@ -196,6 +200,12 @@ func DelegateWith(t *testing.T, opts Options) bool {
 			env = append(env, [2]string{name, v})
 		}
 	}
+	for _, name := range slices.Sorted(maps.Keys(opts.SetEnv)) {
+		if !envName.MatchString(name) {
+			t.Fatalf("kernelvm: Options.SetEnv: %q is not a variable name", name)
+		}
+		env = append(env, [2]string{name, opts.SetEnv[name]})
+	}
 	r := &run{
 		name:     t.Name(),
 		qemu:     qemu,
@@ -231,6 +241,9 @@ func DelegateWith(t *testing.T, opts Options) bool {
 	}
 	return true
 }
+
+// envName is what a shell takes as a variable name.
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // runPattern returns the -test.run pattern that selects exactly the test
 // named name (as t.Name() spells it), level by level.
