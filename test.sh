@@ -148,15 +148,21 @@ go mod tidy -diff
 leakbase=$(mktemp)
 scripts/leakcheck.sh --save "$leakbase"
 
-# e2e boots its guests one after another under TCG, the longest package by
-# far: it is named first so that go test starts it first (go test starts
-# packages in the order of its arguments, ./... sorted by path), and the
-# other packages run beside it. The per-binary limit leaves room above
+# e2e boots its guests under TCG, two kernel VMs at a time (go test's
+# -parallel), the longest package by far: it is named first so that go
+# test starts it first (go test starts packages in the order of its
+# arguments, ./... sorted by path), and the other packages run beside it. The per-binary limit leaves room above
 # e2e's time on two cores.
 echo "== tests (static binaries: the kernel VM runs them as they are)"
-# -bench . -benchtime 1x: every benchmark runs once in the same binaries,
-# so that none rots (./bench.sh gives the figures).
-CGO_ENABLED=0 gotest static -count=1 -bench . -benchtime 1x -timeout 30m ./e2e/... ./...
+CGO_ENABLED=0 gotest static -count=1 -timeout 30m ./e2e/... ./...
+
+# Every benchmark runs once, so that none rots (./bench.sh gives the
+# figures). A pass of its own: with -bench, go test runs its test binaries
+# one at a time, so in the pass above it kept every package waiting for
+# e2e. Only the packages that have benchmarks: no binary linked for none.
+echo "== benchmarks, once each"
+mapfile -t benchpkgs < <(git grep -l '^func Benchmark' -- '*_test.go' | xargs -n1 dirname | sort -u | sed 's|^|./|')
+CGO_ENABLED=0 gotest bench -count=1 -run '^$' -bench . -benchtime 1x -timeout 10m "${benchpkgs[@]}"
 
 # The race pass skips, with VIRTNET_RACE_SKIP_COVERED=1, the tests that
 # call testutil.SkipCoveredUnderRace; the static pass above runs every one.
@@ -173,8 +179,14 @@ CGO_ENABLED=0 gotest static -count=1 -bench . -benchtime 1x -timeout 30m ./e2e/.
 # build, which the race detector does not see: buildinfo's
 # TestEveryBinaryVersion. e2e's guests skip under -race by
 # e2e's own rule. docs/testing.md has the table.
+# GORACE=atexit_sleep_ms=0: a race-built program sleeps 1 s before it
+# exits by default (time for other goroutines to finish a report); the
+# tests run the race-built test binary as the CNI plugin, the sidecar and
+# the macvtap programs hundreds of times (TestMasqueradeThroughLibcni: 16 s
+# a case, 1.2 s an exec). A race found while the program runs is reported
+# when it happens, and a test binary fails its test on it before exiting.
 echo "== tests under the race detector"
-VIRTNET_RACE_SKIP_COVERED=1 gotest race -race -count=1 -timeout 30m ./e2e/... ./...
+GORACE=atexit_sleep_ms=0 VIRTNET_RACE_SKIP_COVERED=1 gotest race -race -count=1 -timeout 30m ./e2e/... ./...
 
 echo "== leftovers (network namespaces, processes, mounts the tests made)"
 scripts/leakcheck.sh --since "$leakbase"
