@@ -28,6 +28,13 @@
 // ([ForeignLinkError], [PodLinkError], [AddressInUseError], [ErrPrepared])
 // and the ownership mark ([Mark]) are here.
 //
+// # Stability
+//
+// The binding SDK (this package's interfaces, the records of package cache,
+// netdriver.Driver) is experimental until v1: a minor release may change
+// it, and the CHANGELOG names every such change under its package and name
+// (internal/testing/apicompat fails on one it does not name).
+//
 // # Why Prepare converges in place
 //
 // [Phase1.Prepare] reads the namespace and changes what differs from the
