@@ -317,3 +317,30 @@ func TestInitScriptHostRoot(t *testing.T) {
 		"-device", "virtio-9p-pci,fsdev=hostcache,mount_tag=hostcache",
 	}, hostRootArgs("/a,b"))
 }
+
+func TestSetEnvPairs(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		set  map[string]string
+		want [][2]string
+		err  string
+	}{
+		{name: "none", set: nil, want: nil},
+		{name: "sorted, values as given", set: map[string]string{"B_DIR": "/x y", "A": "it's"},
+			want: [][2]string{{"A", "it's"}, {"B_DIR", "/x y"}}},
+		{name: "dash", set: map[string]string{"A-B": "1"}, err: `"A-B" is not a variable name`},
+		{name: "leading digit", set: map[string]string{"1A": "1"}, err: `"1A"`},
+		{name: "empty", set: map[string]string{"": "1"}, err: `"" is not`},
+		{name: "assignment smuggled", set: map[string]string{"A=1 B": "2"}, err: `"A=1 B"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := setEnvPairs(tc.set)
+			if tc.err != "" {
+				require.ErrorContains(t, err, tc.err)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tc.want, got)
+		})
+	}
+}

@@ -200,12 +200,11 @@ func DelegateWith(t *testing.T, opts Options) bool {
 			env = append(env, [2]string{name, v})
 		}
 	}
-	for _, name := range slices.Sorted(maps.Keys(opts.SetEnv)) {
-		if !envName.MatchString(name) {
-			t.Fatalf("kernelvm: Options.SetEnv: %q is not a variable name", name)
-		}
-		env = append(env, [2]string{name, opts.SetEnv[name]})
+	set, err := setEnvPairs(opts.SetEnv)
+	if err != nil {
+		t.Fatalf("kernelvm: %v", err)
 	}
+	env = append(env, set...)
 	r := &run{
 		name:     t.Name(),
 		qemu:     qemu,
@@ -244,6 +243,20 @@ func DelegateWith(t *testing.T, opts Options) bool {
 
 // envName is what a shell takes as a variable name.
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// setEnvPairs returns Options.SetEnv's variables sorted by name, or an
+// error naming the first that is no shell variable name (the init script
+// exports each; the value is quoted there, the name cannot be).
+func setEnvPairs(set map[string]string) ([][2]string, error) {
+	var pairs [][2]string
+	for _, name := range slices.Sorted(maps.Keys(set)) {
+		if !envName.MatchString(name) {
+			return nil, fmt.Errorf("Options.SetEnv: %q is not a variable name", name)
+		}
+		pairs = append(pairs, [2]string{name, set[name]})
+	}
+	return pairs, nil
+}
 
 // runPattern returns the -test.run pattern that selects exactly the test
 // named name (as t.Name() spells it), level by level.
