@@ -241,7 +241,7 @@ func TestMasqueradeNAD(t *testing.T) {
 // TestBridgeNADInVM: deploy/'s virtnet-bridge NAD through the CNI plugin
 // on a pod (a dummy takes eth0's place: inside the kernel VM here).
 func TestBridgeNADInVM(t *testing.T) {
-	testutil.SkipCoveredUnderRace(t, "a kernel VM test; the NAD-to-plugin path runs under -race on this kernel in TestMasqueradeNAD")
+	testutil.SkipCoveredUnderRace(t, "a kernel VM test; the plugin a NAD selects runs under -race on this kernel in cmd/virtnet-binding-cni's TestMasqueradeThroughLibcni")
 	if kernelvm.DelegateWith(t, kernelvm.Options{Needs: []string{"dummy", "bridge", "veth", "tun"},
 		QEMUArgs: []string{"-cpu", "qemu64,+rdrand"}}) {
 		return

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/virtnet/virtnet/internal/testing/testutil"
 	"github.com/virtnet/virtnet/internal/testing/typecheck"
 )
 
@@ -25,6 +26,7 @@ var crossTargets = []string{"darwin/arm64", "aix/ppc64", "windows/amd64"}
 // writes them, so file locks and O_DIRECT report ErrUnsupported or false
 // elsewhere).
 func TestBuildsOnEveryOS(t *testing.T) {
+	testutil.SkipCoveredUnderRace(t, "type checking for other platforms; nothing of it runs")
 	if testing.Short() {
 		t.Skip("-short: cross-compiles the standard library for several platforms")
 	}

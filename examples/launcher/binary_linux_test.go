@@ -14,6 +14,7 @@ import (
 // privileges: it says that root is needed and why, and exits 1; -h exits
 // 0 with the usage on stderr.
 func TestBinary(t *testing.T) {
+	testutil.SkipCoveredUnderRace(t, "its time goes to go build and to a binary built without -race, which the race detector does not see")
 	testutil.RequireRoot(t) // to run the binary as another user
 	bin := testutil.BuildMain(t, "launcher")
 	dir := filepath.Dir(bin)

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/virtnet/virtnet/internal/testing/testutil"
 )
 
 // TestReadmeOnePathCompiles builds the README's one path (its two Go
@@ -18,6 +20,7 @@ import (
 // leaves to the reader are declared around it (ctx, vmCtx, manifest, log,
 // liveDomainXML, apply).
 func TestReadmeOnePathCompiles(t *testing.T) {
+	testutil.SkipCoveredUnderRace(t, "its time goes to go build of a module outside this one; nothing of it runs")
 	if testing.Short() {
 		t.Skip("builds a module: not in -short")
 	}

@@ -19,6 +19,7 @@ import (
 // bridge is refused naming the flag, and -netns says that root is needed
 // and why. -h exits 0.
 func TestUnprivileged(t *testing.T) {
+	testutil.SkipCoveredUnderRace(t, "its time goes to go build and to a binary built without -race, which the race detector does not see")
 	testutil.RequireRoot(t) // to run the binary as another user
 	bin := testutil.BuildMain(t, "virtnet-xml")
 	dir := filepath.Dir(bin)

@@ -220,6 +220,7 @@ func TestRunMissingCache(t *testing.T) {
 
 // TestBinary builds the example as the README runs it and checks its XML.
 func TestBinary(t *testing.T) {
+	testutil.SkipCoveredUnderRace(t, "its time goes to go build and to a binary built without -race, which the race detector does not see")
 	if testing.Short() {
 		t.Skip("builds a binary")
 	}

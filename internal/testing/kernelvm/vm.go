@@ -440,10 +440,33 @@ func orDash(s string) string {
 // for the test's output.
 const bootCmdline = "console=ttyS0 quiet loglevel=3 panic=-1 rdinit=/init acpi=off cryptomgr.notests mitigations=off"
 
+// QbootROM is qboot, the minimal firmware Debian's qemu-system-data ships
+// beside SeaBIOS. It brings a directly booted kernel up without SeaBIOS's
+// device scan and boot menu. Measured under TCG on this project's
+// two-core machine (time outside the guest kernel, QEMU's start to init
+// less the kernel's uptime): SeaBIOS 0.8-1.1 s, qboot 0.4 s for a kernel
+// VM; for a q35 guest with seven root ports nested in the kernel VM,
+// SeaBIOS 21.6 s, qboot 13.5-14.7 s.
+const QbootROM = "/usr/share/qemu/qboot.rom"
+
+// Firmware returns the firmware a directly booted test VM takes: QbootROM
+// when this machine has it, else "" (QEMU's default, SeaBIOS).
+func Firmware() string {
+	if st, err := os.Stat(QbootROM); err == nil && st.Mode().IsRegular() {
+		return QbootROM
+	}
+	return ""
+}
+
 // qemuArgs returns QEMU's command line: TCG, no default devices, the serial
-// console on stdio, exit instead of reboot.
+// console on stdio, exit instead of reboot, qboot as the firmware where
+// there is one ([Firmware]).
 func qemuArgs(kernel, initrd string, memMiB int) []string {
-	return []string{
+	var bios []string
+	if fw := Firmware(); fw != "" {
+		bios = []string{"-bios", fw}
+	}
+	return append(bios,
 		"-accel", "tcg",
 		"-nodefaults", "-no-user-config",
 		"-display", "none",
@@ -453,7 +476,7 @@ func qemuArgs(kernel, initrd string, memMiB int) []string {
 		"-kernel", kernel,
 		"-initrd", initrd,
 		"-append", bootCmdline,
-	}
+	)
 }
 
 // verdict returns PASS, FAIL or SKIP when line is go test -v's verdict line
