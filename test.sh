@@ -107,7 +107,7 @@ fi
 work=$(mktemp -d)
 jsondir=${json_dir:-$work}
 mkdir -p "$jsondir"
-go build -o "$work/testreport" ./internal/testing/testreport
+go build -o "$work/testreport" ./testrig/testreport
 streams=() walls=()
 suite_start=$(date +%s)
 finish() {
@@ -205,12 +205,12 @@ gotest bench -count=1 -run '^$' -bench . -benchtime 1x -timeout 10m "${benchpkgs
 # kustomize and the API server's decoding, cross-builds of the images'
 # binaries, the CNI plugin's sequential ADD/CHECK/DEL that
 # cmd/virtnet-binding-cni's TestMasqueradeThroughLibcni runs under -race)
-# and the source checkers under internal/testing (apicompat, layers,
+# and the source checkers under testrig (apicompat, layers,
 # provenance). deploy alone links 550 of the 740 packages the
 # tests need (Kubernetes, kustomize): building them with -race cost 140 s
 # of a cold two-core run. TestRacePassPackages keeps this list to
 # packages that exist.
-race_skip='/(deploy|internal/testing/(apicompat|layers|provenance))$'
+race_skip='/(deploy|testrig/(apicompat|layers|provenance))$'
 mapfile -t racepkgs < <(go list ./e2e/... ./... | grep -Ev "$race_skip")
 echo "== tests under the race detector"
 CGO_ENABLED=$cgo_default GORACE=atexit_sleep_ms=0 VIRTNET_RACE_SKIP_COVERED=1 gotest race -race -count=1 -timeout 30m "${racepkgs[@]}"

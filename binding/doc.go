@@ -20,7 +20,7 @@
 // binding: {name: …} (api.Interface.Plugin); phase1.Options.Registry,
 // phase2.Options.Registry and prestart.Hook.Registry take the registry.
 // examples/custom-binding is one, with its tests: its convergence under a
-// failure at every kernel call (internal/testing/testutil/phase1test), its domain
+// failure at every kernel call (testrig/testutil/phase1test), its domain
 // against libvirt's schema, and a run on a pod the CNI plugins made. The
 // kernel steps virtnet's own bindings share (ownership marks, pod link
 // discovery and restore) are internal (binding/internal/kernelops): they
@@ -33,7 +33,7 @@
 // The binding SDK (this package's interfaces, the records of package cache,
 // netdriver.Driver) is experimental until v1: a minor release may change
 // it, and the CHANGELOG names every such change under its package and name
-// (internal/testing/apicompat fails on one it does not name).
+// (testrig/apicompat fails on one it does not name).
 //
 // # Why Prepare converges in place
 //
@@ -48,7 +48,7 @@
 // diff would have to be taught binding by binding. And the property that
 // matters, convergence after a failure at any call, is tested directly:
 // every binding's package fails each kernel call of a clean run in turn
-// and re-runs (internal/testing/testutil/phase1test), and the reliability suite
+// and re-runs (testrig/testutil/phase1test), and the reliability suite
 // does it with SIGKILL on the real kernel.
 //
 // A binding's errors name what the binding owns: the link, the field, the

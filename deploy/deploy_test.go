@@ -18,12 +18,12 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/virtnet/virtnet/api"
-	"github.com/virtnet/virtnet/internal/kubevirt/kvplugin"
-	"github.com/virtnet/virtnet/internal/kubevirt/kvplugin/cniplugin"
-	"github.com/virtnet/virtnet/internal/kubevirt/kvplugin/sidecar"
 	"github.com/virtnet/virtnet/internal/names"
-	"github.com/virtnet/virtnet/internal/testing/kernelvm"
-	"github.com/virtnet/virtnet/internal/testing/testutil"
+	"github.com/virtnet/virtnet/kubevirt/kvplugin"
+	"github.com/virtnet/virtnet/kubevirt/kvplugin/cniplugin"
+	"github.com/virtnet/virtnet/kubevirt/kvplugin/sidecar"
+	"github.com/virtnet/virtnet/testrig/kernelvm"
+	"github.com/virtnet/virtnet/testrig/testutil"
 )
 
 // The manifests, embedded so that the tests delegated to the kernel VM

@@ -17,7 +17,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"sigs.k8s.io/yaml"
 
-	"github.com/virtnet/virtnet/internal/testing/testutil"
+	"github.com/virtnet/virtnet/testrig/testutil"
 )
 
 // multus40Versions are the CNI versions Multus v4.0.x accepts in a NAD:

@@ -17,7 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 	"sigs.k8s.io/yaml"
 
-	"github.com/virtnet/virtnet/internal/testing/testutil"
+	"github.com/virtnet/virtnet/testrig/testutil"
 )
 
 // waitCommand is the command of the binding CNI DaemonSet's long-running

@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/yaml"
 
-	"github.com/virtnet/virtnet/internal/testing/typecheck"
+	"github.com/virtnet/virtnet/testrig/typecheck"
 )
 
 // release is the newest version CHANGELOG.md names ("## v0.1.0 — …").

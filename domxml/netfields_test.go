@@ -12,11 +12,11 @@ import (
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/binding"
 	"github.com/virtnet/virtnet/binding/sriov"
-	"github.com/virtnet/virtnet/internal/testing/testutil"
 	"github.com/virtnet/virtnet/netdriver"
 	"github.com/virtnet/virtnet/netdriver/netdrivertest"
 	"github.com/virtnet/virtnet/phase1"
 	"github.com/virtnet/virtnet/phase2"
+	"github.com/virtnet/virtnet/testrig/testutil"
 )
 
 // netRow is one row of the field table for a key of interfaces[] or

@@ -17,7 +17,7 @@
 //     Calico-like /32 with option 121, kindnet-like ptp, also a /32 with
 //     option 121, with a second pod; under -race the flannel-like one only).
 //     The binding needs a dummy link; on a kernel without one the test runs
-//     inside the kernel VM (internal/testing/kernelvm) with the host's root shared
+//     inside the kernel VM (testrig/kernelvm) with the host's root shared
 //     read-only, where libvirt runs QEMU nested under TCG. The guest leases
 //     the pod's own IP from our server; phase1 is re-run while it runs.
 //     A nested guest costs about two minutes (QEMU to the guest's init

@@ -22,10 +22,10 @@ import (
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/cache"
 	"github.com/virtnet/virtnet/domxml"
-	"github.com/virtnet/virtnet/internal/testing/kernelvm"
-	"github.com/virtnet/virtnet/internal/testing/testutil"
 	"github.com/virtnet/virtnet/phase1"
 	"github.com/virtnet/virtnet/phase2/prestart"
+	"github.com/virtnet/virtnet/testrig/kernelvm"
+	"github.com/virtnet/virtnet/testrig/testutil"
 )
 
 // guestVMI is the VMI under test: one masquerade interface exposing TCP

@@ -23,14 +23,14 @@ import (
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/cache"
 	"github.com/virtnet/virtnet/domxml"
-	"github.com/virtnet/virtnet/internal/testing/kernelvm"
-	"github.com/virtnet/virtnet/internal/testing/testutil"
-	"github.com/virtnet/virtnet/internal/testing/testutil/libvirtd"
 	"github.com/virtnet/virtnet/netdriver/intercept"
 	"github.com/virtnet/virtnet/netdriver/kernel"
 	"github.com/virtnet/virtnet/phase1"
 	"github.com/virtnet/virtnet/phase2"
 	"github.com/virtnet/virtnet/phase2/prestart"
+	"github.com/virtnet/virtnet/testrig/kernelvm"
+	"github.com/virtnet/virtnet/testrig/testutil"
+	"github.com/virtnet/virtnet/testrig/testutil/libvirtd"
 )
 
 // hotplugGuestVMI is the hot-plug guest's VMI (KubeVirt 1.x's hashed pod
@@ -175,7 +175,7 @@ func pingFrom(t *testing.T, ns *testutil.NS, ip string) bool {
 
 // TestHotplugGuest is a running guest's network changed live, through
 // libvirt (Debian's libvirtd, private, in the pod's namespace: the
-// lead's internal/testing/testutil/libvirtd) and KubeVirt 1.x's order: the guest
+// lead's testrig/testutil/libvirtd) and KubeVirt 1.x's order: the guest
 // boots with eth0 (masquerade) and pings through it every 0.2 s for the
 // whole test. A CNI plugin adds a secondary network's link to the running
 // pod; a plug of it failing half-way (the kernel call 3 of phase1) is

@@ -19,7 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/virtnet/virtnet/internal/nsexec"
-	"github.com/virtnet/virtnet/internal/testing/testutil/libvirtd"
+	"github.com/virtnet/virtnet/testrig/testutil/libvirtd"
 )
 
 // qemuConf is <root>/etc/qemu.conf for virt-qemu-run: console output

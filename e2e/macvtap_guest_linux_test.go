@@ -23,8 +23,6 @@ import (
 	"github.com/virtnet/virtnet/binding"
 	"github.com/virtnet/virtnet/cache"
 	"github.com/virtnet/virtnet/domxml"
-	"github.com/virtnet/virtnet/internal/testing/kernelvm"
-	"github.com/virtnet/virtnet/internal/testing/testutil"
 	"github.com/virtnet/virtnet/macvtap"
 	"github.com/virtnet/virtnet/macvtap/deviceplugin"
 	"github.com/virtnet/virtnet/macvtap/dpserver"
@@ -32,6 +30,8 @@ import (
 	"github.com/virtnet/virtnet/phase1"
 	"github.com/virtnet/virtnet/phase2"
 	"github.com/virtnet/virtnet/phase2/dhcp"
+	"github.com/virtnet/virtnet/testrig/kernelvm"
+	"github.com/virtnet/virtnet/testrig/testutil"
 )
 
 // macvtapGuestVMI is the launcher's VMI: one macvtap interface on the

@@ -25,12 +25,12 @@ import (
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/cache"
 	"github.com/virtnet/virtnet/domxml"
-	"github.com/virtnet/virtnet/internal/testing/kernelvm"
-	"github.com/virtnet/virtnet/internal/testing/testutil"
-	"github.com/virtnet/virtnet/internal/testing/testutil/libvirtd"
 	"github.com/virtnet/virtnet/migration"
 	"github.com/virtnet/virtnet/phase1"
 	"github.com/virtnet/virtnet/phase2/prestart"
+	"github.com/virtnet/virtnet/testrig/kernelvm"
+	"github.com/virtnet/virtnet/testrig/testutil"
+	"github.com/virtnet/virtnet/testrig/testutil/libvirtd"
 )
 
 // migrationVMI: masquerade on the pod network, TCP 8080 and 8081 (the

@@ -19,7 +19,7 @@ import (
 	"libvirt.org/go/libvirtxml"
 
 	"github.com/virtnet/virtnet/internal/nsexec"
-	"github.com/virtnet/virtnet/internal/testing/testutil"
+	"github.com/virtnet/virtnet/testrig/testutil"
 )
 
 // passtUID is the qemu user of KubeVirt's virt-launcher, which passt runs

@@ -17,11 +17,11 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"libvirt.org/go/libvirtxml"
 
-	"github.com/virtnet/virtnet/internal/kubevirt/hookapi/info"
-	"github.com/virtnet/virtnet/internal/kubevirt/hookapi/v1alpha3"
-	"github.com/virtnet/virtnet/internal/kubevirt/kvplugin/cniplugin"
-	"github.com/virtnet/virtnet/internal/kubevirt/kvplugin/sidecar"
-	"github.com/virtnet/virtnet/internal/testing/testutil"
+	"github.com/virtnet/virtnet/kubevirt/hookapi/info"
+	"github.com/virtnet/virtnet/kubevirt/hookapi/v1alpha3"
+	"github.com/virtnet/virtnet/kubevirt/kvplugin/cniplugin"
+	"github.com/virtnet/virtnet/kubevirt/kvplugin/sidecar"
+	"github.com/virtnet/virtnet/testrig/testutil"
 )
 
 // kubevirtTestdata holds what KubeVirt v1.9.0's own code rendered for a VMI

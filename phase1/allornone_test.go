@@ -17,9 +17,9 @@ import (
 
 	"github.com/virtnet/virtnet/binding/masquerade"
 	"github.com/virtnet/virtnet/cache"
-	"github.com/virtnet/virtnet/internal/testing/testutil"
 	"github.com/virtnet/virtnet/netdriver"
 	"github.com/virtnet/virtnet/phase1"
+	"github.com/virtnet/virtnet/testrig/testutil"
 )
 
 func threeLinks() []netdrivertest.SimLink {

@@ -16,9 +16,9 @@ import (
 	"github.com/virtnet/virtnet/binding"
 	"github.com/virtnet/virtnet/binding/masquerade"
 	"github.com/virtnet/virtnet/cache"
-	"github.com/virtnet/virtnet/internal/testing/testutil"
 	"github.com/virtnet/virtnet/netdriver"
 	"github.com/virtnet/virtnet/phase1"
+	"github.com/virtnet/virtnet/testrig/testutil"
 )
 
 // markedError is an outside binding's error that marks itself.

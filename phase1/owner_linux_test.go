@@ -16,11 +16,11 @@ import (
 
 	"github.com/virtnet/virtnet/binding"
 	"github.com/virtnet/virtnet/binding/masquerade"
-	"github.com/virtnet/virtnet/internal/testing/testutil"
 	"github.com/virtnet/virtnet/netdriver"
 	"github.com/virtnet/virtnet/netdriver/intercept"
 	"github.com/virtnet/virtnet/netdriver/kernel"
 	"github.com/virtnet/virtnet/phase1"
+	"github.com/virtnet/virtnet/testrig/testutil"
 )
 
 // foreignTap makes a persistent tap in ns owned by uid:uid, as another

@@ -11,10 +11,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/virtnet/virtnet/cache"
-	"github.com/virtnet/virtnet/internal/testing/testutil"
 	"github.com/virtnet/virtnet/netdriver/intercept"
 	"github.com/virtnet/virtnet/netdriver/netdrivertest"
 	"github.com/virtnet/virtnet/phase1"
+	"github.com/virtnet/virtnet/testrig/testutil"
 )
 
 // twoOfThreeVMI is threeVMI without its last interface (red): the VMI

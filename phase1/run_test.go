@@ -15,10 +15,10 @@ import (
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/binding"
 	"github.com/virtnet/virtnet/cache"
-	"github.com/virtnet/virtnet/internal/testing/testutil"
-	"github.com/virtnet/virtnet/internal/testing/testutil/phase1test"
 	"github.com/virtnet/virtnet/netdriver"
 	"github.com/virtnet/virtnet/phase1"
+	"github.com/virtnet/virtnet/testrig/testutil"
+	"github.com/virtnet/virtnet/testrig/testutil/phase1test"
 )
 
 const uid = "6f4c5d2e-1b3a-4c5d-9e8f-0a1b2c3d4e5f"

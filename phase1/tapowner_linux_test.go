@@ -11,8 +11,8 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/virtnet/virtnet/api"
-	"github.com/virtnet/virtnet/internal/testing/testutil"
 	"github.com/virtnet/virtnet/phase1"
+	"github.com/virtnet/virtnet/testrig/testutil"
 )
 
 // TestTapOwner: the taps of a root VMI (v0.53's default) are root's, so

@@ -12,8 +12,8 @@ import (
 	"github.com/virtnet/virtnet/binding"
 	"github.com/virtnet/virtnet/cache"
 	"github.com/virtnet/virtnet/domxml"
-	"github.com/virtnet/virtnet/internal/testing/testutil"
 	"github.com/virtnet/virtnet/phase2"
+	"github.com/virtnet/virtnet/testrig/testutil"
 )
 
 // wideVMI has a masquerade interface on the pod network and n-1 bridge

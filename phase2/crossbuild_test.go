@@ -9,8 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/virtnet/virtnet/internal/testing/testutil"
-	"github.com/virtnet/virtnet/internal/testing/typecheck"
+	"github.com/virtnet/virtnet/testrig/testutil"
+	"github.com/virtnet/virtnet/testrig/typecheck"
 )
 
 // crossTargets are the platforms TestBuildsOnEveryOS builds for: one per

@@ -16,7 +16,7 @@
 //   - [Items] resolves each interface's binding and reads its record from
 //     a [Records] source: phase1's cache ([CacheRecords]; [ReadRecords]
 //     is the shorthand) or the binding plugins' hand-off on the tap
-//     (internal/kubevirt/kvplugin.HandOff); [Render] has the bindings render their
+//     (kubevirt/kvplugin.HandOff); [Render] has the bindings render their
 //     devices into a domain, replacing a device of the same alias in place
 //     and keeping the rest; [DHCPServers] runs one DHCP server per
 //     interface (started on a plug, stopped on an unplug, optionally

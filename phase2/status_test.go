@@ -13,8 +13,8 @@ import (
 
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/cache"
-	"github.com/virtnet/virtnet/internal/testing/testutil"
 	"github.com/virtnet/virtnet/phase2"
+	"github.com/virtnet/virtnet/testrig/testutil"
 )
 
 // TestStatusKubeVirt: Status computes, for each case of testdata/status

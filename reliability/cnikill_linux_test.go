@@ -16,8 +16,8 @@ import (
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/stretchr/testify/require"
 
-	"github.com/virtnet/virtnet/internal/kubevirt/kvplugin/cniplugin"
-	"github.com/virtnet/virtnet/internal/testing/testutil"
+	"github.com/virtnet/virtnet/kubevirt/kvplugin/cniplugin"
+	"github.com/virtnet/virtnet/testrig/testutil"
 )
 
 // cniVMI is the one-interface VMI the binding CNI plugin runs phase1 for

@@ -9,7 +9,7 @@ import (
 
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/cache"
-	"github.com/virtnet/virtnet/internal/testing/testutil"
+	"github.com/virtnet/virtnet/testrig/testutil"
 )
 
 const uid = "7a1b2c3d-4e5f-4a6b-8c7d-0e1f2a3b4c5d"

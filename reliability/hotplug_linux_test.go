@@ -17,10 +17,10 @@ import (
 
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/internal/names"
-	"github.com/virtnet/virtnet/internal/testing/testutil"
 	"github.com/virtnet/virtnet/netdriver/intercept"
 	"github.com/virtnet/virtnet/netdriver/kernel"
 	"github.com/virtnet/virtnet/phase1"
+	"github.com/virtnet/virtnet/testrig/testutil"
 )
 
 // runningVMI is a KubeVirt 1.x VMI (hashed pod interface names) that runs

@@ -14,10 +14,10 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/virtnet/virtnet/binding/passt"
-	"github.com/virtnet/virtnet/internal/testing/testutil"
 	"github.com/virtnet/virtnet/macvtap/plugin"
 	"github.com/virtnet/virtnet/netdriver"
 	"github.com/virtnet/virtnet/netdriver/kernel"
+	"github.com/virtnet/virtnet/testrig/testutil"
 )
 
 // podMAC is the pod link's MAC in every test pod, so that the caches of

@@ -12,10 +12,10 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/virtnet/virtnet/internal/names"
-	"github.com/virtnet/virtnet/internal/testing/testutil"
 	"github.com/virtnet/virtnet/netdriver/intercept"
 	"github.com/virtnet/virtnet/netdriver/kernel"
 	"github.com/virtnet/virtnet/phase1"
+	"github.com/virtnet/virtnet/testrig/testutil"
 )
 
 // attachTap opens the tap as QEMU does (/dev/net/tun in the pod's

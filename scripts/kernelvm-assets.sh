@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # kernelvm-assets.sh [DIR]
 #
-# Prepares the assets that internal/testing/kernelvm boots test VMs with: a Debian
+# Prepares the assets that testrig/kernelvm boots test VMs with: a Debian
 # kernel (vmlinuz), the few kernel modules the tests need (decompressed, so
 # busybox insmod can load them), a dependency list for them, and a static
 # busybox for the initramfs.

@@ -16,9 +16,9 @@ import (
 
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/cache"
-	"github.com/virtnet/virtnet/internal/testing/kernelvm"
-	"github.com/virtnet/virtnet/internal/testing/testutil"
 	"github.com/virtnet/virtnet/phase1"
+	"github.com/virtnet/virtnet/testrig/kernelvm"
+	"github.com/virtnet/virtnet/testrig/testutil"
 )
 
 // linkState is `ip addr show dev L` and `ip route show dev L` (main

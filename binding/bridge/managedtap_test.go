@@ -9,10 +9,10 @@ import (
 
 	"github.com/virtnet/virtnet/binding"
 	"github.com/virtnet/virtnet/binding/bridge"
-	"github.com/virtnet/virtnet/internal/testing/testutil"
 	"github.com/virtnet/virtnet/netdriver/netdrivertest"
 	"github.com/virtnet/virtnet/phase1"
 	"github.com/virtnet/virtnet/phase2"
+	"github.com/virtnet/virtnet/testrig/testutil"
 )
 
 // TestManagedTap: KubeVirt 1.x's managedTap attachment through the

@@ -13,8 +13,8 @@ import (
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/binding"
 	"github.com/virtnet/virtnet/cache"
-	"github.com/virtnet/virtnet/internal/testing/testutil"
 	"github.com/virtnet/virtnet/netdriver"
+	"github.com/virtnet/virtnet/testrig/testutil"
 )
 
 // fakeDriver is the smallest netdriver.Driver the binding needs: links by

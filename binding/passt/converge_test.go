@@ -5,7 +5,7 @@ import (
 
 	"github.com/virtnet/virtnet/netdriver/netdrivertest"
 
-	"github.com/virtnet/virtnet/internal/testing/testutil/phase1test"
+	"github.com/virtnet/virtnet/testrig/testutil/phase1test"
 )
 
 const vmiManifest = `

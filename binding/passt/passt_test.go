@@ -16,8 +16,8 @@ import (
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/binding"
 	"github.com/virtnet/virtnet/cache"
-	"github.com/virtnet/virtnet/internal/testing/testutil"
 	"github.com/virtnet/virtnet/netdriver"
+	"github.com/virtnet/virtnet/testrig/testutil"
 )
 
 // sysctlDriver is the smallest netdriver.Driver Prepare needs: sysctls in

@@ -11,7 +11,7 @@ import (
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/binding"
 	"github.com/virtnet/virtnet/cache"
-	"github.com/virtnet/virtnet/internal/testing/testutil"
+	"github.com/virtnet/virtnet/testrig/testutil"
 )
 
 func vmi(t *testing.T, mutate func(*api.VMI)) (*api.VMI, api.Pair) {

@@ -51,7 +51,7 @@ import (
 	"github.com/containernetworking/cni/pkg/version"
 
 	"github.com/virtnet/virtnet/internal/buildinfo"
-	"github.com/virtnet/virtnet/internal/kubevirt/kvplugin/cniplugin"
+	"github.com/virtnet/virtnet/kubevirt/kvplugin/cniplugin"
 )
 
 func init() {

@@ -22,11 +22,11 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/virtnet/virtnet/api"
-	"github.com/virtnet/virtnet/internal/kubevirt/kvplugin"
 	"github.com/virtnet/virtnet/internal/names"
 	"github.com/virtnet/virtnet/internal/nsexec"
-	"github.com/virtnet/virtnet/internal/testing/kernelvm"
-	"github.com/virtnet/virtnet/internal/testing/testutil"
+	"github.com/virtnet/virtnet/kubevirt/kvplugin"
+	"github.com/virtnet/virtnet/testrig/kernelvm"
+	"github.com/virtnet/virtnet/testrig/testutil"
 )
 
 // The test binary is also the plugins libcni runs: linked under the name

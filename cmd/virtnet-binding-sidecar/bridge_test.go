@@ -15,11 +15,11 @@ import (
 	"libvirt.org/go/libvirtxml"
 
 	"github.com/virtnet/virtnet/api"
-	"github.com/virtnet/virtnet/internal/kubevirt/hookapi/v1alpha3"
-	"github.com/virtnet/virtnet/internal/kubevirt/kvplugin"
 	"github.com/virtnet/virtnet/internal/names"
-	"github.com/virtnet/virtnet/internal/testing/kernelvm"
-	"github.com/virtnet/virtnet/internal/testing/testutil"
+	"github.com/virtnet/virtnet/kubevirt/hookapi/v1alpha3"
+	"github.com/virtnet/virtnet/kubevirt/kvplugin"
+	"github.com/virtnet/virtnet/testrig/kernelvm"
+	"github.com/virtnet/virtnet/testrig/testutil"
 )
 
 // KubeVirt v1.9.0's domain and VMI for a virtnet-bridge interface on the

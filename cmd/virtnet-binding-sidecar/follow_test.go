@@ -16,11 +16,11 @@ import (
 	"libvirt.org/go/libvirtxml"
 
 	"github.com/virtnet/virtnet/api"
-	"github.com/virtnet/virtnet/internal/kubevirt/kvplugin"
-	"github.com/virtnet/virtnet/internal/kubevirt/kvplugin/sidecar"
-	"github.com/virtnet/virtnet/internal/testing/kernelvm"
-	"github.com/virtnet/virtnet/internal/testing/testutil"
+	"github.com/virtnet/virtnet/kubevirt/kvplugin"
+	"github.com/virtnet/virtnet/kubevirt/kvplugin/sidecar"
 	"github.com/virtnet/virtnet/phase1"
+	"github.com/virtnet/virtnet/testrig/kernelvm"
+	"github.com/virtnet/virtnet/testrig/testutil"
 )
 
 // KubeVirt v1.9.0's domain and VMI for a virtnet-bridge interface on a

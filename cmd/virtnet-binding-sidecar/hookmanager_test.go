@@ -20,10 +20,10 @@ import (
 	"libvirt.org/go/libvirtxml"
 
 	"github.com/virtnet/virtnet/api"
-	"github.com/virtnet/virtnet/internal/kubevirt/hookapi/info"
-	"github.com/virtnet/virtnet/internal/kubevirt/hookapi/v1alpha3"
-	"github.com/virtnet/virtnet/internal/kubevirt/kvplugin"
-	"github.com/virtnet/virtnet/internal/testing/testutil"
+	"github.com/virtnet/virtnet/kubevirt/hookapi/info"
+	"github.com/virtnet/virtnet/kubevirt/hookapi/v1alpha3"
+	"github.com/virtnet/virtnet/kubevirt/kvplugin"
+	"github.com/virtnet/virtnet/testrig/testutil"
 )
 
 // hookTranscript is what was recorded between KubeVirt's hook manager and

@@ -51,7 +51,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/virtnet/virtnet/internal/kubevirt/kvplugin/sidecar"
+	"github.com/virtnet/virtnet/kubevirt/kvplugin/sidecar"
 )
 
 func main() {

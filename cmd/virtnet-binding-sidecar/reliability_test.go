@@ -18,11 +18,11 @@ import (
 	"libvirt.org/go/libvirtxml"
 
 	"github.com/virtnet/virtnet/api"
-	"github.com/virtnet/virtnet/internal/kubevirt/hookapi/v1alpha3"
-	"github.com/virtnet/virtnet/internal/kubevirt/kvplugin"
-	"github.com/virtnet/virtnet/internal/kubevirt/kvplugin/sidecar"
-	"github.com/virtnet/virtnet/internal/testing/testutil"
+	"github.com/virtnet/virtnet/kubevirt/hookapi/v1alpha3"
+	"github.com/virtnet/virtnet/kubevirt/kvplugin"
+	"github.com/virtnet/virtnet/kubevirt/kvplugin/sidecar"
 	"github.com/virtnet/virtnet/phase1"
+	"github.com/virtnet/virtnet/testrig/testutil"
 )
 
 // inProcess runs sidecar.Run in this process for the masquerade plugin of

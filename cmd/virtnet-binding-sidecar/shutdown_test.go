@@ -14,8 +14,8 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/virtnet/virtnet/api"
-	"github.com/virtnet/virtnet/internal/kubevirt/hookapi/v1alpha3"
-	"github.com/virtnet/virtnet/internal/testing/testutil"
+	"github.com/virtnet/virtnet/kubevirt/hookapi/v1alpha3"
+	"github.com/virtnet/virtnet/testrig/testutil"
 )
 
 // bindDHCPPort binds UDP 67 on the pod's bridge, as the DHCP server does

@@ -22,13 +22,13 @@ import (
 
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/cache"
-	"github.com/virtnet/virtnet/internal/kubevirt/hookapi/info"
-	"github.com/virtnet/virtnet/internal/kubevirt/hookapi/v1alpha3"
-	"github.com/virtnet/virtnet/internal/kubevirt/kvplugin"
 	"github.com/virtnet/virtnet/internal/names"
-	"github.com/virtnet/virtnet/internal/testing/kernelvm"
-	"github.com/virtnet/virtnet/internal/testing/testutil"
+	"github.com/virtnet/virtnet/kubevirt/hookapi/info"
+	"github.com/virtnet/virtnet/kubevirt/hookapi/v1alpha3"
+	"github.com/virtnet/virtnet/kubevirt/kvplugin"
 	"github.com/virtnet/virtnet/phase1"
+	"github.com/virtnet/virtnet/testrig/kernelvm"
+	"github.com/virtnet/virtnet/testrig/testutil"
 )
 
 // Linked under the name virtnet-binding-sidecar, the test binary is the

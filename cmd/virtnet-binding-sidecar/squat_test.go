@@ -16,8 +16,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/virtnet/virtnet/api"
-	"github.com/virtnet/virtnet/internal/kubevirt/kvplugin/sidecar"
-	"github.com/virtnet/virtnet/internal/testing/testutil"
+	"github.com/virtnet/virtnet/kubevirt/kvplugin/sidecar"
+	"github.com/virtnet/virtnet/testrig/testutil"
 )
 
 // squatUDP67 is the test binary run as udp67-squatter: a process of the

@@ -9,10 +9,10 @@ import (
 
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/binding"
-	"github.com/virtnet/virtnet/internal/testing/testutil"
 	"github.com/virtnet/virtnet/netdriver"
 	"github.com/virtnet/virtnet/phase1"
 	"github.com/virtnet/virtnet/phase2"
+	"github.com/virtnet/virtnet/testrig/testutil"
 )
 
 // TestKernel: on a pod the CNI bridge plugin made (flannel's shape, MTU

@@ -11,12 +11,12 @@ import (
 	"github.com/virtnet/virtnet/binding"
 	"github.com/virtnet/virtnet/binding/registry"
 	tapbinding "github.com/virtnet/virtnet/examples/custom-binding"
-	"github.com/virtnet/virtnet/internal/testing/testutil"
-	"github.com/virtnet/virtnet/internal/testing/testutil/phase1test"
 	"github.com/virtnet/virtnet/netdriver"
 	"github.com/virtnet/virtnet/netdriver/netdrivertest"
 	"github.com/virtnet/virtnet/phase1"
 	"github.com/virtnet/virtnet/phase2"
+	"github.com/virtnet/virtnet/testrig/testutil"
+	"github.com/virtnet/virtnet/testrig/testutil/phase1test"
 )
 
 // vmiYAML is a VMI with the example binding on the pod network, next to a

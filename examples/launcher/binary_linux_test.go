@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/virtnet/virtnet/internal/testing/testutil"
+	"github.com/virtnet/virtnet/testrig/testutil"
 )
 
 // TestBinary builds the launcher and runs it as a user without

@@ -15,7 +15,7 @@ import (
 
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/domxml"
-	"github.com/virtnet/virtnet/internal/testing/testutil"
+	"github.com/virtnet/virtnet/testrig/testutil"
 )
 
 const masqueradeVMI = `

@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/virtnet/virtnet/internal/testing/testutil"
+	"github.com/virtnet/virtnet/testrig/testutil"
 )
 
 // TestReadmeOnePathCompiles builds the README's one path (its two Go

@@ -7,8 +7,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/virtnet/virtnet/cache"
-	"github.com/virtnet/virtnet/internal/testing/testutil"
 	"github.com/virtnet/virtnet/phase2"
+	"github.com/virtnet/virtnet/testrig/testutil"
 )
 
 // BenchmarkDecodeRender is what a virt-launcher pays per start for the

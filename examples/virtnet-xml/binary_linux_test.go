@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"libvirt.org/go/libvirtxml"
 
-	"github.com/virtnet/virtnet/internal/testing/testutil"
+	"github.com/virtnet/virtnet/testrig/testutil"
 )
 
 // TestUnprivileged builds the example and runs it as a user without

@@ -14,8 +14,8 @@ import (
 
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/cache"
-	"github.com/virtnet/virtnet/internal/testing/testutil"
 	"github.com/virtnet/virtnet/phase2/prestart"
+	"github.com/virtnet/virtnet/testrig/testutil"
 )
 
 // TestEmbeddedCache checks that the embedded records are what phase1

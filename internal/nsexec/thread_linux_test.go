@@ -12,7 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/virtnet/virtnet/internal/nsexec"
-	"github.com/virtnet/virtnet/internal/testing/testutil"
+	"github.com/virtnet/virtnet/testrig/testutil"
 )
 
 func ino(st os.FileInfo) uint64 { return st.Sys().(*syscall.Stat_t).Ino }

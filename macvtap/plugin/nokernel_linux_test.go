@@ -18,9 +18,9 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 	"github.com/stretchr/testify/require"
 
-	"github.com/virtnet/virtnet/internal/testing/testutil"
 	"github.com/virtnet/virtnet/macvtap"
 	"github.com/virtnet/virtnet/macvtap/cniconfig"
+	"github.com/virtnet/virtnet/testrig/testutil"
 )
 
 // These tests need neither root nor macvtap support: configuration errors

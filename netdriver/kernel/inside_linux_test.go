@@ -9,9 +9,9 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
-	"github.com/virtnet/virtnet/internal/testing/testutil"
 	"github.com/virtnet/virtnet/netdriver"
 	"github.com/virtnet/virtnet/netdriver/kernel"
+	"github.com/virtnet/virtnet/testrig/testutil"
 )
 
 // TestAddTapKernel: the real driver's taps are persistent taps of the

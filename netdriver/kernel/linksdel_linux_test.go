@@ -6,9 +6,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/vishvananda/netlink"
 
-	"github.com/virtnet/virtnet/internal/testing/testutil"
 	"github.com/virtnet/virtnet/netdriver"
 	"github.com/virtnet/virtnet/netdriver/kernel"
+	"github.com/virtnet/virtnet/testrig/testutil"
 )
 
 // TestDeleteLinks: the links named go in one deletion, a missing name is

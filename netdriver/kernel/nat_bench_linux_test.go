@@ -9,9 +9,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/virtnet/virtnet/internal/testing/testutil"
 	"github.com/virtnet/virtnet/netdriver"
 	"github.com/virtnet/virtnet/netdriver/netdrivertest"
+	"github.com/virtnet/virtnet/testrig/testutil"
 )
 
 // BenchmarkApplyNAT times ApplyNAT in a fresh namespace, on a driver that

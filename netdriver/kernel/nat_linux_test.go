@@ -16,10 +16,10 @@ import (
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
-	"github.com/virtnet/virtnet/internal/testing/testutil"
 	"github.com/virtnet/virtnet/netdriver"
 	"github.com/virtnet/virtnet/netdriver/kernel"
 	"github.com/virtnet/virtnet/netdriver/netdrivertest"
+	"github.com/virtnet/virtnet/testrig/testutil"
 )
 
 // The kernel tests of the NAT half of the real driver. They live in

@@ -9,9 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/vishvananda/netlink"
 
-	"github.com/virtnet/virtnet/internal/testing/testutil"
 	"github.com/virtnet/virtnet/netdriver"
 	"github.com/virtnet/virtnet/netdriver/kernel"
+	"github.com/virtnet/virtnet/testrig/testutil"
 )
 
 // TestResolveNeighborWaitsForTheKernel: a neighbour that answers only

@@ -10,8 +10,8 @@ import (
 
 	"github.com/virtnet/virtnet/binding"
 	"github.com/virtnet/virtnet/cache"
-	"github.com/virtnet/virtnet/internal/testing/testutil"
 	"github.com/virtnet/virtnet/phase2/prestart"
+	"github.com/virtnet/virtnet/testrig/testutil"
 )
 
 const bridgeYAML = `

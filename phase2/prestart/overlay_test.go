@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/virtnet/virtnet/domxml"
-	"github.com/virtnet/virtnet/internal/testing/testutil"
 	"github.com/virtnet/virtnet/phase2/prestart"
+	"github.com/virtnet/virtnet/testrig/testutil"
 )
 
 const containerDiskYAML = `

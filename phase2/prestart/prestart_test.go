@@ -19,10 +19,10 @@ import (
 	"github.com/virtnet/virtnet/api"
 	"github.com/virtnet/virtnet/cache"
 	"github.com/virtnet/virtnet/domxml"
-	"github.com/virtnet/virtnet/internal/testing/testutil"
 	"github.com/virtnet/virtnet/phase2"
 	"github.com/virtnet/virtnet/phase2/cloudinit"
 	"github.com/virtnet/virtnet/phase2/prestart"
+	"github.com/virtnet/virtnet/testrig/testutil"
 )
 
 const uid = "7f3c0d52-0000-4000-8000-000000000001"

@@ -7,9 +7,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/virtnet/virtnet/internal/testing/testutil"
 	"github.com/virtnet/virtnet/netdriver"
 	"github.com/virtnet/virtnet/netdriver/kernel"
+	"github.com/virtnet/virtnet/testrig/testutil"
 )
 
 // listCounter counts the address lists made through a kernel driver.
