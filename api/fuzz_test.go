@@ -61,6 +61,8 @@ func FuzzLoad(f *testing.F) {
 		require.NoError(t, err)
 		api.SetDefaults(again)
 		api.SetDefaults(again)
+		require.False(t, again.Validated(), "Decode and SetDefaults do not validate")
+		require.NoError(t, api.Validate(again))
 		require.Equal(t, vmi, again, "SetDefaults is idempotent")
 
 		pairs, err := api.Pairs(vmi)

@@ -30,7 +30,17 @@ type VMI struct {
 	// accepts (at most 50; [Decode] refuses them). Filled by the
 	// decoder, not by JSON.
 	Unknown []string `json:"-"`
+
+	// validated is set by [Validate] when the VMI passes: phase1 and the
+	// plugins take the VMI [Load] returned without validating it again
+	// ([VMI.Validated]).
+	validated bool
 }
+
+// Validated reports whether [Validate] (or [Load], which calls it)
+// passed this VMI. A change made to the VMI afterwards is not seen:
+// whoever changes a validated VMI calls Validate again.
+func (v *VMI) Validated() bool { return v.validated }
 
 // VMIStatus is the part of a VMI's status virtnet reads.
 type VMIStatus struct {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/virtnet/virtnet/internal/errclass"
 	"github.com/virtnet/virtnet/internal/names"
 )
 
@@ -58,7 +59,9 @@ func (v *validator) add(path string, value any, format string, args ...any) {
 
 // Validate checks a VMI (after [SetDefaults]) and returns every problem at
 // once: an [errors.Join] of [*FieldError], each naming the field path and
-// value. It returns nil for a valid VMI.
+// value. It returns nil for a valid VMI and marks it so ([VMI.Validated]):
+// it is the one validation a VMI gets, whichever entry (phase1, the
+// binding CNI plugin, the sidecar) takes it next.
 func Validate(vmi *VMI) error {
 	v := &validator{}
 	v.meta(vmi)
@@ -66,14 +69,23 @@ func Validate(vmi *VMI) error {
 	v.interfaces(vmi)
 	v.storage(vmi)
 	v.domain(vmi)
+	vmi.validated = len(v.errs) == 0
 	return errors.Join(v.errs...)
 }
+
+// ErrNotValidated is a VMI handed to an entry that takes validated VMIs
+// only (phase1.Run), which neither [Load] nor [Validate] passed.
+var ErrNotValidated = errclass.Permanent("VMI not validated (api.Load or api.Validate first)")
 
 func (v *validator) meta(vmi *VMI) {
 	if vmi.Metadata.Name == "" {
 		v.add("metadata.name", nil, "required")
 	} else if len(vmi.Metadata.Name) > 253 || !dnsSubdomRE().MatchString(vmi.Metadata.Name) {
 		v.add("metadata.name", vmi.Metadata.Name, "not a DNS-1123 subdomain")
+	}
+	if uid := vmi.Metadata.UID; uid != "" && !names.FileName(uid) {
+		// phase1 keeps the VMI's records in a directory of this name.
+		v.add("metadata.uid", uid, "not a file name (at most 253 bytes, no '/', '\\' or NUL, not starting with '.')")
 	}
 	for _, l := range [][2]string{{"metadata.namespace", vmi.Metadata.Namespace}, {"spec.hostname", vmi.Spec.Hostname}, {"spec.subdomain", vmi.Spec.Subdomain}} {
 		if l[1] != "" && !isDNSLabel(l[1]) {

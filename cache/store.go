@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/virtnet/virtnet/internal/names"
 	"github.com/virtnet/virtnet/internal/safefile"
 )
 
@@ -94,8 +95,7 @@ func (s *Store) Root() string { return s.root }
 // CheckName reports whether name can be a VMI UID or interface name in a
 // cache path; field names it in the error.
 func CheckName(field, name string) error {
-	if name == "" || name == "." || name == ".." || len(name) > 253 ||
-		strings.ContainsAny(name, "/\x00\\") || strings.HasPrefix(name, ".") {
+	if !names.FileName(name) {
 		return &NameError{Field: field, Value: name}
 	}
 	return nil

@@ -106,8 +106,15 @@ func TestErrorMessages(t *testing.T) {
 			want:      `phase1: interface "default": prepare: address 10.0.2.1 is already on link "other", phase1 needs it on "k6t-eth0"`,
 			permanent: true},
 		{name: "bad UID", yaml: bridgeVMI, links: []netdrivertest.SimLink{{Name: "eth0"}},
+			// Changed after Load validated it: the store still refuses the
+			// name it would make a path of.
 			mutate:    func(v *api.VMI) { v.Metadata.UID = "../x" },
-			want:      `phase1: validate: cache: metadata.uid "../x" cannot name a cache file (empty, '.', '..', '/', NUL or over 253 bytes)`,
+			want:      `phase1: lock: cache: VMI UID "../x" cannot name a cache file (empty, '.', '..', '/', NUL or over 253 bytes)`,
+			permanent: true},
+		{name: "not validated", yaml: bridgeVMI, links: []netdrivertest.SimLink{{Name: "eth0"}},
+			mutate:    func(v *api.VMI) { *v = api.VMI{Kind: v.Kind, Metadata: v.Metadata, Spec: v.Spec} },
+			want:      `phase1: validate: VMI not validated (api.Load or api.Validate first)`,
+			is:        api.ErrNotValidated,
 			permanent: true},
 		{name: "kernel busy", yaml: bridgeVMI, links: []netdrivertest.SimLink{{Name: "eth0"}},
 			extra: func(f *netdrivertest.Fake) { f.FailAt(1, syscall.EBUSY) },

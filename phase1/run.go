@@ -118,8 +118,12 @@ func (o *Options) fill() {
 	o.PrimaryPodIP = cmp.Or(o.PrimaryPodIP, os.Getenv(PodIPEnv))
 }
 
-// Run runs phase1 for every interface of a validated VMI in the network
-// namespace at netnsPath, writing the caches to store. It returns the
+// Run runs phase1 for every interface of a VMI that [api.Load] (or
+// [api.Validate]) passed, in the network namespace at netnsPath, writing
+// the caches to store. It does not validate the VMI again (a VMI no
+// validation passed is refused with [api.ErrNotValidated]); it checks what
+// the manifest cannot say: the bindings of opts.Registry, the pod's links,
+// the records. It returns the
 // first failure as an [*Error]; running it again resumes and converges.
 //
 // Each interface is a transaction ([ifaceTxn]): every record of the VMI
@@ -441,26 +445,19 @@ func keepRecordedNames(in *binding.Input, rec *cache.Interface) {
 	}
 }
 
-// pairsOf validates the VMI and every name phase1 will give the kernel,
-// before any kernel call.
+// pairsOf pairs the networks and interfaces of a VMI that api.Load (or
+// api.Validate) passed: phase1 does not validate it again. It checks only
+// its own options.
 func pairsOf(vmi *api.VMI, opts Options) ([]api.Pair, error) {
 	if o := opts.TapOwner; o.set && (o.uid < 0 || o.uid > maxUID) {
 		return nil, &Error{Step: StepValidate, Err: fmt.Errorf("Options.TapOwner %d: not a uid (0 to %d)", o.uid, maxUID)}
 	}
-	if err := api.Validate(vmi); err != nil {
-		return nil, &Error{Step: StepValidate, Err: err}
-	}
-	if err := cache.CheckName("metadata.uid", vmi.Metadata.UID); err != nil {
-		return nil, &Error{Step: StepValidate, Err: err}
+	if !vmi.Validated() {
+		return nil, &Error{Step: StepValidate, Err: api.ErrNotValidated}
 	}
 	pairs, err := api.Pairs(vmi)
 	if err != nil {
 		return nil, &Error{Step: StepValidate, Err: err}
-	}
-	for _, p := range pairs {
-		if err := names.CheckLinkName(p.PodInterface); err != nil {
-			return nil, &Error{Interface: p.Interface.Name, Step: StepValidate, Err: err}
-		}
 	}
 	return pairs, nil
 }

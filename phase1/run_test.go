@@ -304,15 +304,44 @@ func TestRunHostile(t *testing.T) {
 	}
 }
 
+// TestRunRejectsBadNamesBeforeKernel: a UID that cannot be a directory
+// name is refused by Load; set after Load validated the VMI, the store
+// still refuses it, before any kernel call.
 func TestRunRejectsBadNamesBeforeKernel(t *testing.T) {
+	_, err := api.Load([]byte(strings.Replace(bridgeVMI, "uid: "+uid, "uid: ../escape", 1)))
+	fes := api.FieldErrors(err)
+	require.Len(t, fes, 1, "%v", err)
+	require.Equal(t, "metadata.uid", fes[0].Path)
+
 	vmi := testutil.LoadVMI(t, bridgeVMI)
 	vmi.Metadata.UID = "../escape"
 	f := netdrivertest.SimulatedPod(netdrivertest.SimLink{Name: "eth0"})
-	err := run(t, vmi, f, testutil.NewStore(t), phase1.Options{})
+	err = run(t, vmi, f, testutil.NewStore(t), phase1.Options{})
+	var pe *phase1.Error
+	require.ErrorAs(t, err, &pe)
+	require.Equal(t, phase1.StepLock, pe.Step)
+	require.True(t, pe.Permanent())
+	require.Empty(t, f.Calls())
+}
+
+// TestRunTakesValidatedVMIsOnly: phase1 does not validate again; a VMI
+// that neither Load nor Validate passed is refused before anything else,
+// and Validate makes it one phase1 takes.
+func TestRunTakesValidatedVMIsOnly(t *testing.T) {
+	vmi, err := api.Decode([]byte(bridgeVMI))
+	require.NoError(t, err)
+	api.SetDefaults(vmi)
+	f := netdrivertest.SimulatedPod(netdrivertest.SimLink{Name: "eth0"})
+	s := testutil.NewStore(t)
+	err = run(t, vmi, f, s, phase1.Options{})
+	require.ErrorIs(t, err, api.ErrNotValidated)
 	var pe *phase1.Error
 	require.ErrorAs(t, err, &pe)
 	require.Equal(t, phase1.StepValidate, pe.Step)
 	require.Empty(t, f.Calls())
+
+	require.NoError(t, api.Validate(vmi))
+	require.NoError(t, run(t, vmi, f, s, phase1.Options{}))
 }
 
 // TestRunRefusesUnknownPlugin: a binding plugin name the registry does

@@ -28,36 +28,48 @@ func fakePod() (*netdrivertest.Fake, *intercept.Driver) {
 
 // TestHostileNamesNoKernelCall: interface and network names that could
 // reach a path or a link name ('/', "..", spaces, over-long, NUL) and a
-// hostile VMI UID are refused at validation, before any kernel call,
-// read-only ones included.
+// hostile VMI UID are refused by api.Validate with the field's path (the
+// one validation, which Load runs), and phase1 refuses a VMI no
+// validation passed, before any kernel call, read-only ones included, and
+// before it writes to the cache. A name that would make a path (pathName),
+// set after Load validated the VMI, is still refused by the store before
+// any kernel call.
 func TestHostileNamesNoKernelCall(t *testing.T) {
 	tests := []struct {
-		name   string
-		mutate func(*api.VMI)
+		name     string
+		mutate   func(*api.VMI)
+		pathName bool
 	}{
-		{"interface with slash", func(v *api.VMI) { renameDefault(v, "a/b") }},
-		{"interface dot-dot", func(v *api.VMI) { renameDefault(v, "..") }},
-		{"interface with space", func(v *api.VMI) { renameDefault(v, "de fault") }},
-		{"interface with NUL", func(v *api.VMI) { renameDefault(v, "eth\x000") }},
-		{"interface over api.MaxInterfaceName bytes", func(v *api.VMI) { renameDefault(v, strings.Repeat("a", api.MaxInterfaceName+1)) }},
-		{"interface of 4096 bytes", func(v *api.VMI) { renameDefault(v, strings.Repeat("a", 4096)) }},
-		{"interface ../../etc", func(v *api.VMI) { renameDefault(v, "../../etc") }},
-		{"uid with slash", func(v *api.VMI) { v.Metadata.UID = "a/b" }},
-		{"uid dot-dot", func(v *api.VMI) { v.Metadata.UID = ".." }},
-		{"uid hidden", func(v *api.VMI) { v.Metadata.UID = ".x" }},
-		{"uid empty", func(v *api.VMI) { v.Metadata.UID = "" }},
+		{"interface with slash", func(v *api.VMI) { renameDefault(v, "a/b") }, true},
+		{"interface dot-dot", func(v *api.VMI) { renameDefault(v, "..") }, true},
+		{"interface with space", func(v *api.VMI) { renameDefault(v, "de fault") }, false},
+		{"interface with NUL", func(v *api.VMI) { renameDefault(v, "eth\x000") }, true},
+		{"interface over api.MaxInterfaceName bytes", func(v *api.VMI) { renameDefault(v, strings.Repeat("a", api.MaxInterfaceName+1)) }, false},
+		{"interface of 4096 bytes", func(v *api.VMI) { renameDefault(v, strings.Repeat("a", 4096)) }, true},
+		{"interface ../../etc", func(v *api.VMI) { renameDefault(v, "../../etc") }, true},
+		{"uid with slash", func(v *api.VMI) { v.Metadata.UID = "a/b" }, true},
+		{"uid dot-dot", func(v *api.VMI) { v.Metadata.UID = ".." }, true},
+		{"uid hidden", func(v *api.VMI) { v.Metadata.UID = ".x" }, true},
+		{"uid empty", func(v *api.VMI) { v.Metadata.UID = "" }, true},
 	}
 	for _, tt := range tests {
 		for _, yaml := range []string{bridgeVMI, masqueradeVMI} {
 			t.Run(tt.name, func(t *testing.T) {
-				vmi := testutil.LoadVMI(t, yaml)
+				vmi, err := api.Decode([]byte(yaml))
+				require.NoError(t, err)
+				api.SetDefaults(vmi)
 				tt.mutate(vmi)
+				if vmi.Metadata.UID != "" {
+					require.ErrorIs(t, api.Validate(vmi), api.ErrInvalid)
+					require.NotEmpty(t, api.FieldErrors(api.Validate(vmi)))
+				}
 				f, d := fakePod()
 				s := testutil.NewStore(t)
-				err := phase1.Run(context.Background(), vmi, "", s, phase1.Options{Driver: d})
+				err = phase1.Run(context.Background(), vmi, "", s, phase1.Options{Driver: d})
 				var pe *phase1.Error
 				require.ErrorAs(t, err, &pe)
 				require.Equal(t, phase1.StepValidate, pe.Step, "%v", err)
+				require.True(t, pe.Permanent())
 				reads, writes := d.Counts()
 				require.Zero(t, reads+writes, "kernel calls before validation: %d reads, %d writes", reads, writes)
 				require.Empty(t, f.Calls())
@@ -66,6 +78,18 @@ func TestHostileNamesNoKernelCall(t *testing.T) {
 				require.Error(t, phase1.Cleanup(context.Background(), vmi, "", s, phase1.Options{Driver: d}))
 				reads, writes = d.Counts()
 				require.Zero(t, reads+writes, "Cleanup made kernel calls")
+
+				if !tt.pathName {
+					return
+				}
+				vmi = testutil.LoadVMI(t, yaml)
+				tt.mutate(vmi)
+				err = phase1.Run(context.Background(), vmi, "", s, phase1.Options{Driver: d})
+				require.ErrorAs(t, err, &pe)
+				require.True(t, pe.Permanent(), "%v", err)
+				reads, writes = d.Counts()
+				require.Zero(t, reads+writes, "kernel calls for a name the store refuses: %d reads, %d writes", reads, writes)
+				require.Empty(t, f.Calls())
 			})
 		}
 	}

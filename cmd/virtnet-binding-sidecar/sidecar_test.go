@@ -60,6 +60,7 @@ func prepare(t *testing.T, pod *testutil.Pod, method string) (*api.VMI, *cache.S
 		Spec: api.VMISpec{Domain: api.DomainSpec{Devices: api.Devices{Interfaces: []api.Interface{iface}}},
 			Networks: []api.Network{{Name: "default", Pod: &api.PodNetwork{}}}}}
 	api.SetDefaults(vmi)
+	require.NoError(t, api.Validate(vmi))
 	store, err := cache.New(t.TempDir())
 	require.NoError(t, err)
 	require.NoError(t, phase1.Run(context.Background(), vmi, pod.Pod.Path, store, phase1.Options{}))

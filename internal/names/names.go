@@ -25,6 +25,14 @@ const (
 // link name.
 var ErrLinkName = errors.New("invalid link name")
 
+// FileName reports whether name can be one component of a path virtnet
+// builds (a VMI UID or an interface name in a cache record's path): not
+// empty, at most 253 bytes, no '/', '\\' or NUL, and not starting with '.'
+// (no ".", "..", and nothing the store's temporary files could shadow).
+func FileName(name string) bool {
+	return name != "" && len(name) <= 253 && !strings.ContainsAny(name, "/\x00\\") && !strings.HasPrefix(name, ".")
+}
+
 // CheckLinkName reports whether name is a valid Linux link name: 1 to 15
 // bytes, not "." or "..", without '/', ':', NUL or white space (the
 // kernel's dev_valid_name).
