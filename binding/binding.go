@@ -192,13 +192,13 @@ func DeviceAlias(b Binding, iface string) string {
 // implementation (api.Interface.Binding is the key).
 type Registry map[string]Binding
 
-// Lookup returns the binding of a method or an *UnknownMethodError; a
-// method registered with a nil binding is refused the same way (its
-// error says so), never returned.
+// Lookup returns the binding of a method or an error matching
+// [ErrUnknownMethod]; a method registered with a nil binding is refused
+// the same way (its error says so), never returned.
 func (r Registry) Lookup(method string) (Binding, error) {
 	b, ok := r[method]
 	if !ok || b == nil {
-		return nil, &UnknownMethodError{Method: method, Nil: ok}
+		return nil, unknownMethod(method, ok)
 	}
 	return b, nil
 }
@@ -211,7 +211,7 @@ func (r Registry) Lookup(method string) (Binding, error) {
 // with its registry before it changes anything; a launcher calls it after
 // [api.Load] to refuse a misspelt plugin name at once. An interface with
 // no binding, or more than one, is left to [api.Validate]. Each error
-// wraps an [*UnknownMethodError].
+// wraps [ErrUnknownMethod].
 func (r Registry) Check(vmi *api.VMI) error {
 	var errs []error
 	for i := range vmi.Spec.Domain.Devices.Interfaces {
@@ -237,9 +237,8 @@ func (r Registry) Check(vmi *api.VMI) error {
 		if names := r.Names(); len(names) > 0 {
 			known = strings.Join(names, ", ")
 		}
-		errs = append(errs, &api.FieldError{Path: path, Value: name,
-			Reason: (&UnknownMethodError{Method: name, Nil: ok}).Error() + "; known: " + known,
-			Err:    &UnknownMethodError{Method: name, Nil: ok}})
+		err := unknownMethod(name, ok)
+		errs = append(errs, &api.FieldError{Path: path, Value: name, Reason: err.Error() + "; known: " + known, Err: err})
 	}
 	return errors.Join(errs...)
 }
@@ -256,18 +255,16 @@ func (r Registry) Names() []string {
 	return names
 }
 
-// UnknownMethodError is a binding method with no implementation.
-type UnknownMethodError struct {
-	Method string
-	// Nil is set when the method is registered with a nil binding.
-	Nil bool
-}
+// ErrUnknownMethod is matched by the error of a binding method or plugin
+// name that a [Registry] has no binding for, or maps to nil; the error
+// names the method and says which of the two.
+var ErrUnknownMethod = errors.New("binding: no implementation")
 
-func (e *UnknownMethodError) Error() string {
-	if e.Nil {
-		return "binding: method " + e.Method + " is registered with a nil implementation"
+func unknownMethod(method string, registered bool) error {
+	if registered {
+		return fmt.Errorf("%w: method %s is registered with a nil implementation", ErrUnknownMethod, method)
 	}
-	return "binding: no implementation of method " + e.Method
+	return fmt.Errorf("%w of method %s", ErrUnknownMethod, method)
 }
 
 // NoKernelWork is the phase1 half of a binding that neither discovers nor

@@ -120,15 +120,14 @@ func TestBuildErrors(t *testing.T) {
 	vmi := load(t, minimal)
 	vmi.Spec.Domain.Devices.Disks = append(vmi.Spec.Domain.Devices.Disks, api.Disk{Name: "ghost"})
 	_, err := Build(vmi, Options{})
-	var ve *VolumeError
-	require.ErrorAs(t, err, &ve)
-	require.Equal(t, "spec.domain.devices.disks[1]", ve.Disk)
+	require.ErrorIs(t, err, ErrVolume)
+	require.ErrorContains(t, err, "domxml: spec.domain.devices.disks[1]: ")
 
 	lun := load(t, minimal)
 	lun.Spec.Domain.Devices.Disks[0] = api.Disk{Name: "root", LUN: &api.LUNTarget{}}
 	_, err = Build(lun, Options{})
-	require.ErrorAs(t, err, &ve)
-	require.Contains(t, ve.Reason, "block")
+	require.ErrorIs(t, err, ErrVolume)
+	require.ErrorContains(t, err, `volume "root": a lun needs a block volume`)
 
 	hook := errors.New("hook failed")
 	_, err = Build(load(t, minimal), Options{Interfaces: func(*libvirtxml.Domain) error { return hook }})

@@ -49,7 +49,7 @@ func disks(vmi *api.VMI, o Options, d *libvirtxml.DomainDeviceList) error {
 		path := fmt.Sprintf("spec.domain.devices.disks[%d]", i)
 		vi, ok := vols[spec.Name]
 		if !ok {
-			return &VolumeError{Disk: path, Volume: spec.Name, Reason: "no volume with this name in spec.volumes"}
+			return fmt.Errorf("domxml: %s: %w %q: no volume with this name in spec.volumes", path, ErrVolume, spec.Name)
 		}
 		src, err := DiskPath(vmi, vi, o)
 		if err != nil {
@@ -84,8 +84,7 @@ func diskDevice(vmi *api.VMI, spec *api.Disk, path string, src DiskSource, count
 		bus, readonly, pci = cmp.Or(spec.Disk.Bus, bus), spec.Disk.ReadOnly, spec.Disk.PciAddress
 	}
 	if device == "lun" && src.Type != "block" {
-		return libvirtxml.DomainDisk{}, &VolumeError{Disk: path, Volume: spec.Name,
-			Reason: "a lun needs a block volume (a PVC or DataVolume listed in Options.BlockVolumes)"}
+		return libvirtxml.DomainDisk{}, fmt.Errorf("domxml: %s: %w %q: a lun needs a block volume (a PVC or DataVolume listed in Options.BlockVolumes)", path, ErrVolume, spec.Name)
 	}
 	if device == "lun" && bus != "scsi" && bus != "virtio" {
 		// KubeVirt defaults a lun to sata too, which libvirt refuses.

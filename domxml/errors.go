@@ -7,17 +7,10 @@ import (
 	"github.com/virtnet/virtnet/api"
 )
 
-// VolumeError is a disk whose volume cannot be rendered.
-type VolumeError struct {
-	// Disk is the disk's path in the VMI, e.g. "spec.domain.devices.disks[1]".
-	Disk   string
-	Volume string
-	Reason string
-}
-
-func (e *VolumeError) Error() string {
-	return fmt.Sprintf("domxml: %s: volume %q: %s", e.Disk, e.Volume, e.Reason)
-}
+// ErrVolume is matched by the error of a disk whose volume cannot be
+// rendered; the error names the disk's or the volume's path in the VMI
+// (e.g. "spec.domain.devices.disks[1]"), the volume and why.
+var ErrVolume = errors.New("volume")
 
 // ErrPCIAddress is matched by the error of a string that is not a PCI
 // address dddd:bb:ss.f, here and in the bindings (one sentinel for the

@@ -204,13 +204,13 @@ func DiskPath(vmi *api.VMI, i int, opts Options) (DiskSource, error) {
 	case vol.CloudInitNoCloud != nil || vol.CloudInitConfigDrive != nil || vol.Sysprep != nil:
 		p, ok := ISOPath(o.CloudInitDir, vmi, *vol)
 		if !ok {
-			return DiskSource{}, &VolumeError{Disk: fmt.Sprintf("spec.volumes[%d]", i), Volume: vol.Name, Reason: "namespace, name or volume cannot be a path element"}
+			return DiskSource{}, fmt.Errorf("domxml: spec.volumes[%d]: %w %q: namespace, name or volume cannot be a path element", i, ErrVolume, vol.Name)
 		}
 		// Not read-only: KubeVirt leaves the images writable (a guest
 		// sees a cdrom read-only anyway).
 		return DiskSource{Type: "file", Path: p, Format: "raw"}, nil
 	}
-	return DiskSource{}, &VolumeError{Disk: fmt.Sprintf("spec.volumes[%d]", i), Volume: vol.Name, Reason: "no volume source virtnet renders"}
+	return DiskSource{}, fmt.Errorf("domxml: spec.volumes[%d]: %w %q: no volume source virtnet renders", i, ErrVolume, vol.Name)
 }
 
 // File names of the cloud-init images under

@@ -132,12 +132,10 @@ func TestNilRegistryEntryRefused(t *testing.T) {
 	reg := binding.Registry{api.BindingBridge: nil}
 	s := testutil.NewStore(t)
 	err := run(t, vmi, f, s, phase1.Options{Registry: reg})
-	var ue *binding.UnknownMethodError
-	require.ErrorAs(t, err, &ue)
-	require.True(t, ue.Nil)
-	require.Contains(t, err.Error(), "bridge is registered with a nil implementation")
+	require.ErrorIs(t, err, binding.ErrUnknownMethod)
+	require.Contains(t, err.Error(), "method bridge is registered with a nil implementation")
 	require.Empty(t, f.Calls())
 	require.NoError(t, run(t, vmi, f, s, phase1.Options{}))
 	err = phase1.Cleanup(context.Background(), vmi, "", s, phase1.Options{Driver: f, Registry: reg})
-	require.ErrorAs(t, err, &ue)
+	require.ErrorIs(t, err, binding.ErrUnknownMethod)
 }

@@ -7,7 +7,7 @@
 // # Phase1 (privileged, in the pod netns)
 //
 //   - Discover reads the link named after the pod interface and requires
-//     it to be a macvtap ([*WrongTypeError] otherwise): name, ifindex, MAC,
+//     it to be a macvtap ([ErrWrongType] otherwise): name, ifindex, MAC,
 //     MTU. It changes nothing.
 //   - Plan records Target (the link's name), Ifindex, MTU and the VM's MAC:
 //     the interface's macAddress when set, else the link's MAC.

@@ -7,18 +7,9 @@ import (
 	"github.com/virtnet/virtnet/binding"
 )
 
-// WrongTypeError is a pod interface that exists but is not a macvtap link.
-type WrongTypeError struct {
-	// Interface is the VMI interface, Link the pod link and Type the
-	// link's kind as found.
-	Interface string
-	Link      string
-	Type      string
-}
-
-func (e *WrongTypeError) Error() string {
-	return fmt.Sprintf("pod link %q is of type %q, not macvtap", e.Link, e.Type)
-}
+// ErrWrongType is matched by the error of a pod link that exists but is
+// not a macvtap; the error names the link and its type.
+var ErrWrongType = errors.New("not macvtap")
 
 // errNoRecord is a Render or Prepare call without phase1's record (or with
 // a record lacking its target).

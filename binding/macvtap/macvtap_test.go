@@ -130,9 +130,7 @@ func TestDiscoverPlan(t *testing.T) {
 		name:  "not a macvtap",
 		links: []*netdriver.Link{{Name: "net1", Type: netdriver.TypeVeth, MAC: mustMAC(linkMAC), MTU: 1500}},
 		wantErr: func(t *testing.T, err error) {
-			var wt *WrongTypeError
-			require.ErrorAs(t, err, &wt)
-			require.Equal(t, WrongTypeError{Interface: "macvtap", Link: "net1", Type: "veth"}, *wt)
+			require.ErrorIs(t, err, ErrWrongType)
 			require.EqualError(t, err, `pod link "net1" is of type "veth", not macvtap`)
 		},
 	}}

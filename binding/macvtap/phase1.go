@@ -15,8 +15,8 @@ func (Binding) NeedsRecord() bool { return true }
 
 // Discover reads the macvtap link named after the pod interface
 // (`ip -d link show net1`). It fails with the driver's
-// *netdriver.LinkNotFoundError when there is none and a *WrongTypeError
-// when the link is not a macvtap.
+// *netdriver.LinkNotFoundError when there is none and an error matching
+// [ErrWrongType] when the link is not a macvtap.
 func (Binding) Discover(ctx context.Context, d netdriver.Driver, in binding.Input) (*cache.Link, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -27,7 +27,7 @@ func (Binding) Discover(ctx context.Context, d netdriver.Driver, in binding.Inpu
 		return nil, fmt.Errorf("discover pod link %q: %w", name, err)
 	}
 	if l.Type != netdriver.TypeMacvtap {
-		return nil, &WrongTypeError{Interface: in.Pair.Interface.Name, Link: name, Type: l.Type}
+		return nil, fmt.Errorf("pod link %q is of type %q, %w", name, l.Type, ErrWrongType)
 	}
 	in.Logger.Debug("discovered macvtap", "interface", in.Pair.Interface.Name, "link", name,
 		"ifindex", l.Index, "mac", l.MAC.String(), "mtu", l.MTU, "mode", l.MacvtapMode)

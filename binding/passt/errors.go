@@ -1,18 +1,15 @@
 package passt
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
-// SysctlError is a sysctl phase1 could not read, parse or write.
-type SysctlError struct {
-	Interface string
-	// Key is the sysctl under /proc/sys/net ("ipv4/ping_group_range").
-	Key   string
-	Value string
-	Err   error
+// ErrSysctl is matched by the error of a sysctl phase1 could not read,
+// parse or write; the error names the key under /proc/sys/net, the value
+// and the cause, which it wraps too.
+var ErrSysctl = errors.New("sysctl")
+
+func sysctlError(key, value string, err error) error {
+	return fmt.Errorf("%w net/%s (value %q): %w", ErrSysctl, key, value, err)
 }
-
-func (e *SysctlError) Error() string {
-	return fmt.Sprintf("sysctl net/%s (value %q): %v", e.Key, e.Value, e.Err)
-}
-
-func (e *SysctlError) Unwrap() error { return e.Err }

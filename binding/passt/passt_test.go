@@ -180,14 +180,13 @@ func TestPrepareErrors(t *testing.T) {
 
 	// An unparsable port start is an error naming the sysctl and value.
 	d = &sysctlDriver{values: map[string]string{PingGroupRangeKey: "1\t0", UnprivilegedPortStartKey: "x"}}
-	var se *SysctlError
-	require.ErrorAs(t, Binding{}.Prepare(ctx, d, in, nil, nil), &se)
-	require.Equal(t, UnprivilegedPortStartKey, se.Key)
-	require.Equal(t, "x", se.Value)
+	err := Binding{}.Prepare(ctx, d, in, nil, nil)
+	require.ErrorIs(t, err, ErrSysctl)
+	require.ErrorContains(t, err, "sysctl net/"+UnprivilegedPortStartKey+` (value "x"): `)
 
 	d = &sysctlDriver{values: map[string]string{PingGroupRangeKey: "1\t0", UnprivilegedPortStartKey: "1024"}, failOn: UnprivilegedPortStartKey}
-	err := Binding{}.Prepare(ctx, d, in, nil, nil)
-	require.ErrorAs(t, err, &se)
+	err = Binding{}.Prepare(ctx, d, in, nil, nil)
+	require.ErrorIs(t, err, ErrSysctl)
 	require.EqualError(t, err, `sysctl net/ipv4/ip_unprivileged_port_start (value "0"): permission denied`)
 	// The re-run after the failure finishes the job.
 	d.failOn = ""

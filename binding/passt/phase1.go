@@ -30,7 +30,7 @@ func (b Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Inp
 	gid := b.pingGroup(in)
 	cur, err := d.Sysctl(PingGroupRangeKey)
 	if err != nil {
-		return &SysctlError{Interface: name, Key: PingGroupRangeKey, Err: err}
+		return sysctlError(PingGroupRangeKey, "", err)
 	}
 	f := strings.Fields(cur)
 	var lo, hi int
@@ -54,24 +54,24 @@ func (b Binding) Prepare(ctx context.Context, d netdriver.Driver, in binding.Inp
 		}
 		in.Logger.Info("widening ping_group_range for passt", "interface", name, "from", cur, "to", want)
 		if err := d.SetSysctl(PingGroupRangeKey, want); err != nil {
-			return &SysctlError{Interface: name, Key: PingGroupRangeKey, Value: want, Err: err}
+			return sysctlError(PingGroupRangeKey, want, err)
 		}
 	}
 
 	low := lowestPort(in.Pair.Interface)
 	cur, err = d.Sysctl(UnprivilegedPortStartKey)
 	if err != nil {
-		return &SysctlError{Interface: name, Key: UnprivilegedPortStartKey, Err: err}
+		return sysctlError(UnprivilegedPortStartKey, "", err)
 	}
 	start, err := strconv.Atoi(strings.TrimSpace(cur))
 	if err != nil {
-		return &SysctlError{Interface: name, Key: UnprivilegedPortStartKey, Value: cur, Err: err}
+		return sysctlError(UnprivilegedPortStartKey, cur, err)
 	}
 	if start > low {
 		want := strconv.Itoa(low)
 		in.Logger.Info("lowering ip_unprivileged_port_start for passt", "interface", name, "from", start, "to", low)
 		if err := d.SetSysctl(UnprivilegedPortStartKey, want); err != nil {
-			return &SysctlError{Interface: name, Key: UnprivilegedPortStartKey, Value: want, Err: err}
+			return sysctlError(UnprivilegedPortStartKey, want, err)
 		}
 	}
 	return nil

@@ -31,7 +31,7 @@
 // (binding.RenderOptions.ResolvConf; every search line's domains in
 // order, lower-cased, cluster.local when there is none, as KubeVirt v0.53
 // renders them; a domain that is not a DNS name, which could smuggle QEMU
-// options in through a ',', is a [*SearchDomainError]), and
+// options in through a ',', is an [ErrSearchDomain]), and
 // one hostfwd=<proto>::<port>-:<port> per declared port (protocol
 // lower-cased; duplicates cannot occur, validation refuses them). The
 // device is thus invisible to libvirt: no PCI address management, no

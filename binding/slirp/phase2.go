@@ -69,7 +69,7 @@ func Args(pair api.Pair, search []string) ([]string, error) {
 	netdev := []string{"user", "id=" + netdevID, "net=" + vmNet.Masked().String()}
 	for _, d := range search {
 		if !isDomain(d) {
-			return nil, &SearchDomainError{Interface: iface.Name, Domain: d}
+			return nil, fmt.Errorf("%w %q is not a DNS name", ErrSearchDomain, d)
 		}
 		netdev = append(netdev, "dnssearch="+d)
 	}

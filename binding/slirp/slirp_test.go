@@ -112,9 +112,8 @@ func TestSearchDomains(t *testing.T) {
 		"dnssearch=svc.cluster.local,dnssearch=cluster.local,dnssearch=example.org", got[1])
 
 	_, err = Args(p, SearchDomains([]byte("search ok.example evil.example,hostfwd=tcp::22-:22\n")))
-	var se *SearchDomainError
-	require.ErrorAs(t, err, &se)
-	require.Equal(t, SearchDomainError{Interface: "default", Domain: "evil.example,hostfwd=tcp::22-:22"}, *se)
+	require.ErrorIs(t, err, ErrSearchDomain)
+	require.EqualError(t, err, `resolv.conf search domain "evil.example,hostfwd=tcp::22-:22" is not a DNS name`)
 }
 
 func TestPhase1DoesNothing(t *testing.T) {

@@ -71,6 +71,13 @@ type assignment struct {
 	err     error
 }
 
+// addressError is why there is no address: err, one of the package's
+// sentinels, with the variable (or annotation) looked at and its value.
+// The caller names the interface.
+func addressError(variable, value string, err error) error {
+	return fmt.Errorf("%s=%q: %w", variable, value, err)
+}
+
 func allocate(vmi *api.VMI, env map[string]string, netInfo []byte) map[string]assignment {
 	out := map[string]assignment{}
 	pairs, err := api.Pairs(vmi)
@@ -131,7 +138,7 @@ func allocate(vmi *api.VMI, env map[string]string, netInfo []byte) map[string]as
 // source is read.
 func assign(out map[string]assignment, taken map[string]bool, pairs []api.Pair, variable, raw string, perr error, addressOf func(api.Pair) string) bool {
 	fail := func(p api.Pair, value string, err error) {
-		out[p.Interface.Name] = assignment{err: &AddressError{Interface: p.Interface.Name, Variable: variable, Value: value, Err: err}}
+		out[p.Interface.Name] = assignment{err: addressError(variable, value, err)}
 	}
 	if perr != nil {
 		for _, p := range pairs {
@@ -161,12 +168,12 @@ func fromEnv(name string, env map[string]string, taken map[string]bool) assignme
 	rv := ResourceEnvVar(name)
 	resource, ok := env[rv]
 	if !ok || resource == "" {
-		return assignment{err: &AddressError{Interface: name, Variable: rv, Value: resource, Err: ErrNotSet}}
+		return assignment{err: addressError(rv, resource, ErrNotSet)}
 	}
 	pv := PCIDeviceEnvVar(resource)
 	list, ok := env[pv]
 	if !ok {
-		return assignment{err: &AddressError{Interface: name, Variable: pv, Err: ErrNotSet}}
+		return assignment{err: addressError(pv, "", ErrNotSet)}
 	}
 	for _, a := range strings.Split(strings.TrimSuffix(list, ","), ",") {
 		a = strings.TrimSpace(a)
@@ -178,10 +185,10 @@ func fromEnv(name string, env map[string]string, taken map[string]bool) assignme
 			continue
 		}
 		if _, err := nicxml.ParsePCIAddress(a); err != nil {
-			return assignment{err: &AddressError{Interface: name, Variable: pv, Value: list, Err: fmt.Errorf("%w: %w", ErrBadAddress, err)}}
+			return assignment{err: addressError(pv, list, fmt.Errorf("%w: %w", ErrBadAddress, err))}
 		}
 		taken[key] = true
 		return assignment{address: key}
 	}
-	return assignment{err: &AddressError{Interface: name, Variable: pv, Value: list, Err: ErrExhausted}}
+	return assignment{err: addressError(pv, list, ErrExhausted)}
 }

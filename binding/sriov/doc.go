@@ -65,9 +65,9 @@
 // network-status maps no network at all; falling back per interface is a
 // deliberate, compatible refinement.
 //
-// Errors are [*AddressError]s naming the interface, the variable (or the
-// annotation) and its value, matching [ErrNotSet], [ErrExhausted],
-// [ErrBadAddress] or [ErrBadNetworkStatus].
+// Errors name the variable (or the annotation) and its value and match
+// [ErrNotSet], [ErrExhausted], [ErrBadAddress], [ErrAddressTwice] or
+// [ErrBadNetworkStatus]; the caller names the interface.
 //
 // [SimulatedEnv] fabricates a plausible device-plugin environment for
 // running the example without SR-IOV hardware.

@@ -1,11 +1,10 @@
 package sriov
 
-import (
-	"errors"
-	"fmt"
-)
+import "errors"
 
-// Sentinels matched by [*AddressError] (through errors.Is).
+// Sentinels matched by the errors of [Addresses] and Render, which name
+// the variable (or annotation) looked at and its value ("" when not set):
+// `VARIABLE="value": reason`.
 var (
 	// ErrNotSet: the variable is not in the environment.
 	ErrNotSet = errors.New("not set")
@@ -21,22 +20,3 @@ var (
 	// list Multus writes.
 	ErrBadNetworkStatus = errors.New("bad network-status annotation")
 )
-
-// AddressError is a failure to find the host PCI address of an SR-IOV
-// interface.
-type AddressError struct {
-	// Interface is the VMI interface.
-	Interface string
-	// Variable is the environment variable or annotation looked at.
-	Variable string
-	// Value is its value ("" when not set).
-	Value string
-	// Err matches one of the sentinels of this package.
-	Err error
-}
-
-func (e *AddressError) Error() string {
-	return fmt.Sprintf("%s=%q: %v", e.Variable, e.Value, e.Err)
-}
-
-func (e *AddressError) Unwrap() error { return e.Err }
