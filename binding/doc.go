@@ -54,7 +54,7 @@
 // A binding's errors name what the binding owns: the link, the field, the
 // value. They do not repeat the interface or the binding's name, which
 // their callers add once (phase1.Error: interface and step;
-// phase2.RenderError: interface and binding); typed errors keep an
+// phase2.ErrRender: interface and binding); typed errors keep an
 // Interface field for programs all the same.
 //
 // The rule for errors, in every package of the module: a type where a

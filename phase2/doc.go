@@ -37,7 +37,7 @@
 //
 // A missing record is a [*MissingCacheError]; a record that does not
 // belong to the VMI's current spec (another binding or pod interface, or
-// another schema version) is a [*StaleCacheError]: phase1 must run again.
+// another schema version) matches [ErrStaleCache]: phase1 must run again.
 // The DHCP servers (package phase2/dhcp) and the cloud-init images
 // (package phase2/cloudinit) are the other parts of phase2.
 package phase2

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 
 	"libvirt.org/go/libvirtxml"
 
@@ -38,7 +37,7 @@ type Records interface {
 
 // CacheRecords reads the records phase1 wrote in Store: a missing record
 // is a [*MissingCacheError], one of another binding, pod interface or
-// version a [*StaleCacheError], a bad value an [*InvalidRecordError], and
+// version matches [ErrStaleCache], a bad value [ErrInvalidRecord], and
 // one whose progress record does not say finished a [*NotReadyError].
 type CacheRecords struct {
 	Store *cache.Store
@@ -58,11 +57,11 @@ func (c CacheRecords) Record(_ context.Context, vmi *api.VMI, p api.Pair) (*cach
 	case errors.Is(err, cache.ErrNotExist):
 		return nil, &MissingCacheError{Interface: name, Path: path, Err: err}
 	case errors.As(err, &verr):
-		return nil, &StaleCacheError{Interface: name, Path: path, Field: "version",
-			Got: strconv.Itoa(verr.Got), Want: strconv.Itoa(verr.Want), Err: err}
+		return nil, fmt.Errorf(`phase2: interface %q: %w %s: version is "%d", the VMI wants "%d": %w (run phase1 again)`,
+			name, ErrStaleCache, path, verr.Got, verr.Want, err)
 	case errors.As(err, &ce) && ce.Field != "":
 		// cache refused one of its values (not an address, a prefix or a MAC).
-		return nil, &InvalidRecordError{Interface: name, Path: path, Field: ce.Field, Value: ce.Value, Reason: ce.Err.Error()}
+		return nil, invalidRecord(name, path, ce.Field, ce.Value, ce.Err.Error())
 	case err != nil:
 		return nil, fmt.Errorf("phase2: interface %q: %w", name, err)
 	}
@@ -72,7 +71,8 @@ func (c CacheRecords) Record(_ context.Context, vmi *api.VMI, p api.Pair) (*cach
 		{"podInterface", rec.PodInterface, p.PodInterface},
 	} {
 		if f.got != f.want {
-			return nil, &StaleCacheError{Interface: name, Path: path, Field: f.field, Got: f.got, Want: f.want}
+			return nil, fmt.Errorf("phase2: interface %q: %w %s: %s is %q, the VMI wants %q (run phase1 again)",
+				name, ErrStaleCache, path, f.field, f.got, f.want)
 		}
 	}
 	if err := checkRecord(path, rec); err != nil {
@@ -240,7 +240,7 @@ func renderItems(vmi *api.VMI, items []Item, dom *libvirtxml.Domain, opts bindin
 	for _, it := range items {
 		in := binding.RenderInput{VMI: vmi, Pair: it.Pair, Record: it.Record, Options: opts}
 		if err := it.Binding.Render(in, dom); err != nil {
-			return &RenderError{Interface: it.Pair.Interface.Name, Binding: it.Binding.Method(), Err: err}
+			return fmt.Errorf("phase2: interface %q: %s %w: %w", it.Pair.Interface.Name, it.Binding.Method(), ErrRender, err)
 		}
 	}
 	return nil

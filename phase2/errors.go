@@ -1,6 +1,7 @@
 package phase2
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/virtnet/virtnet/cache"
@@ -21,36 +22,17 @@ func (e *MissingCacheError) Error() string {
 
 func (e *MissingCacheError) Unwrap() error { return e.Err }
 
-// StaleCacheError is a record that does not match the VMI: Field differs
-// (Got in the record, Want from the VMI). Err is the cache's error for a
-// version mismatch.
-type StaleCacheError struct {
-	Interface string
-	Path      string
-	Field     string
-	Got, Want string
-	Err       error
-}
+// ErrStaleCache is matched by the error of a record that does not match
+// the VMI: the error names the interface, the record's path, the field
+// that differs, its value in the record and the value the VMI wants. A
+// record of another schema version wraps the cache's error too.
+var ErrStaleCache = errors.New("stale cache record")
 
-func (e *StaleCacheError) Error() string {
-	return fmt.Sprintf("phase2: interface %q: stale cache record %s: %s is %q, the VMI wants %q (run phase1 again)",
-		e.Interface, e.Path, e.Field, e.Got, e.Want)
-}
-
-func (e *StaleCacheError) Unwrap() error { return e.Err }
-
-// RenderError is a binding that failed to render an interface.
-type RenderError struct {
-	Interface string
-	Binding   string
-	Err       error
-}
-
-func (e *RenderError) Error() string {
-	return fmt.Sprintf("phase2: interface %q: %s binding: %v", e.Interface, e.Binding, e.Err)
-}
-
-func (e *RenderError) Unwrap() error { return e.Err }
+// ErrRender is matched by the error of a binding that failed to render an
+// interface: the error names the interface and the binding, and wraps the
+// binding's error. Its text is the word the message puts after the
+// binding's name.
+var ErrRender = errors.New("binding")
 
 // NotReadyError is an interface whose record exists but whose phase1 did
 // not finish (state pending or started, e.g. after a crash): its bridge
@@ -71,20 +53,16 @@ func (e *NotReadyError) Error() string {
 
 func (e *NotReadyError) Unwrap() error { return e.Err }
 
-// InvalidRecordError is a record whose value cannot be what phase1 wrote:
-// Field (the record's JSON name, "routes[1].gateway" for a nested one)
-// holds Value, refused for Reason. Phase2 checks every value it renders or
-// serves before use, so a damaged or forged record never reaches the domain
-// XML or the DHCP server.
-type InvalidRecordError struct {
-	Interface string
-	Path      string
-	Field     string
-	Value     string
-	Reason    string
-}
+// ErrInvalidRecord is matched by the error of a record whose value cannot
+// be what phase1 wrote: the error names the interface, the record's path,
+// the field (the record's JSON name, "routes[1].gateway" for a nested one),
+// the value and the reason. Phase2 checks every value it renders or serves
+// before use, so a damaged or forged record never reaches the domain XML
+// or the DHCP server.
+var ErrInvalidRecord = errors.New("invalid cache record")
 
-func (e *InvalidRecordError) Error() string {
-	return fmt.Sprintf("phase2: interface %q: invalid cache record %s: %s %q: %s (run phase1 again)",
-		e.Interface, e.Path, e.Field, e.Value, e.Reason)
+// invalidRecord is [ErrInvalidRecord] for field of iface's record at path:
+// value is refused for reason.
+func invalidRecord(iface, path, field, value, reason string) error {
+	return fmt.Errorf("phase2: interface %q: %w %s: %s %q: %s (run phase1 again)", iface, ErrInvalidRecord, path, field, value, reason)
 }

@@ -56,8 +56,7 @@ func TestErrorMessages(t *testing.T) {
 				env = sriov.SimulatedEnv(vmi)
 			}
 			err := render(tc.mut, env)
-			var re *phase2.RenderError
-			require.ErrorAs(t, err, &re)
+			require.ErrorIs(t, err, phase2.ErrRender)
 			require.EqualError(t, err, tc.want)
 		})
 	}

@@ -16,10 +16,10 @@ import (
 // MAC, an MTU of 68-65535, addresses of the right family, route gateways
 // of their destination's family. Unset values are not checked (a binding
 // leaves unset what it does not use). It returns the first problem as an
-// [*InvalidRecordError].
+// [ErrInvalidRecord] error.
 func checkRecord(path string, rec *cache.Interface) error {
 	bad := func(field, value, reason string) error {
-		return &InvalidRecordError{Interface: rec.Interface, Path: path, Field: field, Value: value, Reason: reason}
+		return invalidRecord(rec.Interface, path, field, value, reason)
 	}
 	for _, l := range []struct{ field, name string }{
 		{"bridge", rec.Bridge}, {"tap", rec.Tap}, {"nic", rec.NIC}, {"target", rec.Target},

@@ -3,6 +3,7 @@ package phase2_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"os"
 	"testing"
@@ -14,7 +15,7 @@ import (
 )
 
 // TestInvalidRecordValues: a record whose values phase1 cannot have
-// written (damaged or forged) is refused with an InvalidRecordError naming
+// written (damaged or forged) is refused with ErrInvalidRecord naming
 // the record field and value, before anything is rendered; it never reaches
 // the domain XML.
 func TestInvalidRecordValues(t *testing.T) {
@@ -53,12 +54,9 @@ func TestInvalidRecordValues(t *testing.T) {
 			editRecord(t, store, vmi.Metadata.UID, "bridge", tc.edit)
 			dom, err := phase2.Domain(context.Background(), vmi, store, phase2.Options{})
 			require.Nil(t, dom)
-			var ie *phase2.InvalidRecordError
-			require.ErrorAs(t, err, &ie)
-			require.Equal(t, "bridge", ie.Interface)
-			require.Equal(t, tc.field, ie.Field)
-			require.Equal(t, tc.value, ie.Value)
-			require.Contains(t, ie.Path, "interface-bridge.json")
+			require.ErrorIs(t, err, phase2.ErrInvalidRecord)
+			require.ErrorContains(t, err, `interface "bridge"`)
+			require.ErrorContains(t, err, fmt.Sprintf("interface-bridge.json: %s %q: ", tc.field, tc.value))
 		})
 	}
 	t.Run("the source document's record passes", func(t *testing.T) {

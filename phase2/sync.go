@@ -267,7 +267,7 @@ func renderOne(ctx context.Context, vmi *api.VMI, p api.Pair, reg binding.Regist
 	alias := binding.DeviceAlias(b, name)
 	w, ok := rendered[alias]
 	if !ok {
-		return Item{}, device{}, &RenderError{Interface: name, Binding: b.Method(), Err: fmt.Errorf("no device with alias %q rendered", alias)}
+		return Item{}, device{}, fmt.Errorf("phase2: interface %q: %s %w: no device with alias %q rendered", name, b.Method(), ErrRender, alias)
 	}
 	return it, w, nil
 }

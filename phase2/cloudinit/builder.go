@@ -68,10 +68,10 @@ type Builder struct {
 // images: the preStartHook's cloud-init step runs it.
 //
 // All sources are read and checked before the first image is written, so
-// a bad source ([*SourceError]) leaves the file system untouched. A VMI may
+// a bad source ([ErrBadSource]) leaves the file system untouched. A VMI may
 // have at most one volume of each cloud-init kind (the images have fixed
 // names, api.Validate refuses a second; KubeVirt silently used the first):
-// a second is an [ErrAmbiguous] SourceError here too. An I/O error while writing
+// a second is an [ErrAmbiguous] error here too. An I/O error while writing
 // leaves the images already written, each complete, and nothing partial.
 // Building again with the same VMI replaces the images atomically.
 func (b *Builder) Build(ctx context.Context, vmi *api.VMI) ([]Disk, error) {
@@ -93,13 +93,11 @@ func (b *Builder) Build(ctx context.Context, vmi *api.VMI) ([]Disk, error) {
 		fieldPath := fmt.Sprintf("spec.volumes[%d].%s", i, kind)
 		p, ok := domxml.ISOPath(b.Dir, vmi, vol)
 		if !ok {
-			return nil, &SourceError{Path: fmt.Sprintf("spec.volumes[%d]", i),
-				Err: fmt.Errorf("%w: namespace %q, name %q, volume %q", errUnsafeName,
-					vmi.Metadata.Namespace, vmi.Metadata.Name, vol.Name)}
+			return nil, sourceError(fmt.Sprintf("spec.volumes[%d]", i), "", fmt.Errorf("%w: namespace %q, name %q, volume %q",
+				errUnsafeName, vmi.Metadata.Namespace, vmi.Metadata.Name, vol.Name))
 		}
 		if prev, dup := seen[kind]; dup && kind != KindSysprep {
-			return nil, &SourceError{Path: fieldPath,
-				Err: fmt.Errorf("%w: second %s volume (first is %s)", ErrAmbiguous, kind, prev)}
+			return nil, sourceError(fieldPath, "", fmt.Errorf("%w: second %s volume (first is %s)", ErrAmbiguous, kind, prev))
 		}
 		seen[kind] = fmt.Sprintf("spec.volumes[%d]", i)
 		d := Disk{Volume: vol.Name, Kind: kind, Path: p}
@@ -131,7 +129,7 @@ func (b *Builder) Build(ctx context.Context, vmi *api.VMI) ([]Disk, error) {
 			}
 		case KindSysprep:
 			if b.SysprepDir == "" {
-				return nil, &SourceError{Path: fieldPath, Err: fmt.Errorf("%w: Builder.SysprepDir is not set", ErrSecretMissing)}
+				return nil, sourceError(fieldPath, "", fmt.Errorf("%w: Builder.SysprepDir is not set", ErrSecretMissing))
 			}
 			files, err := readSysprep(ctx, b.volumeDir(b.SysprepDir, vol.Name), fieldPath)
 			if err != nil {

@@ -45,11 +45,12 @@
 //
 // # Errors
 //
-// Problems with the VMI's sources are [*SourceError]s naming the field path
-// (e.g. "spec.volumes[2].cloudInitNoCloud.userDataBase64") or the file, and
-// wrap one of the sentinels ([ErrBadBase64], [ErrTooLarge], [ErrNoData],
-// [ErrAmbiguous], [ErrSecretMissing], [ErrNoUnattend]); every SourceError
-// also matches api.ErrInvalid. I/O failures are wrapped with the image path.
+// Problems with the VMI's sources match [ErrBadSource]; the error names the
+// field path (e.g. "spec.volumes[2].cloudInitNoCloud.userDataBase64") or the
+// file, and wraps one of the sentinels ([ErrBadBase64], [ErrTooLarge],
+// [ErrNoData], [ErrAmbiguous], [ErrSecretMissing], [ErrNoUnattend]); all
+// but a missing mount or a file that is not regular also match
+// api.ErrInvalid. I/O failures are wrapped with the image path.
 //
 // This package is part of phase2: it never touches the kernel and needs no
 // privilege beyond writing Dir.

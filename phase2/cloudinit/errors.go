@@ -8,7 +8,7 @@ import (
 	"github.com/virtnet/virtnet/internal/safefile"
 )
 
-// Sentinels wrapped by [*SourceError]; match them with [errors.Is].
+// Sentinels wrapped by [ErrBadSource] errors; match them with [errors.Is].
 var (
 	// ErrBadBase64 is a userDataBase64 or networkDataBase64 that is not
 	// standard base64.
@@ -33,33 +33,27 @@ var (
 	ErrNotRegular = safefile.ErrNotRegular
 )
 
-// SourceError is a cloud-init or sysprep source that cannot be turned into
-// an image. Path is the field in KubeVirt's JSON spelling
-// ("spec.volumes[2].cloudInitNoCloud.userDataBase64"); File, when set, is
-// the mounted file or directory that was read. Err wraps one of the
-// sentinels of this package and, where there is one, the underlying error.
-type SourceError struct {
-	Path string
-	File string
-	Err  error
-}
+// ErrBadSource is matched by the error of a cloud-init or sysprep source
+// that cannot be turned into an image. The error names the field in
+// KubeVirt's JSON spelling ("spec.volumes[2].cloudInitNoCloud.userDataBase64")
+// and, when one was read, the mounted file or directory, and wraps the
+// cause: one of the sentinels above (with the underlying error, where there
+// is one) or an I/O error. It matches api.ErrInvalid too when the VMI itself
+// is at fault, that is for every cause but [ErrSecretMissing] and
+// [ErrNotRegular] (a mount the pod lacks or that holds something else than
+// files).
+var ErrBadSource = errors.New("bad source")
 
-func (e *SourceError) Error() string {
-	if e.File != "" {
-		return fmt.Sprintf("cloudinit: %s: %s: %v", e.Path, e.File, e.Err)
+// sourceError is [ErrBadSource] for the field at path (and file, when set)
+// because of err.
+func sourceError(path, file string, err error) error {
+	if file != "" {
+		path += ": " + file
 	}
-	return fmt.Sprintf("cloudinit: %s: %v", e.Path, e.Err)
-}
-
-// Unwrap returns the wrapped sentinel (and cause).
-func (e *SourceError) Unwrap() error { return e.Err }
-
-// Is makes a SourceError match api.ErrInvalid when the VMI itself is at
-// fault, that is for every sentinel but [ErrSecretMissing] and
-// [ErrNotRegular] (a mount the pod lacks or that holds something else
-// than files).
-func (e *SourceError) Is(target error) bool {
-	return target == api.ErrInvalid && !errors.Is(e.Err, ErrSecretMissing) && !errors.Is(e.Err, ErrNotRegular)
+	if errors.Is(err, ErrSecretMissing) || errors.Is(err, ErrNotRegular) {
+		return fmt.Errorf("cloudinit: %w %s: %w", ErrBadSource, path, err)
+	}
+	return fmt.Errorf("cloudinit: %w %s: %w: %w", ErrBadSource, path, api.ErrInvalid, err)
 }
 
 // errUnsafeName is a namespace, name or volume name that cannot be one

@@ -64,7 +64,7 @@ func socket(t *testing.T) func(string) {
 
 // TestHostileSecretFiles: what a pod's mount may hold in place of a
 // cloud-init secret key. A FIFO, a socket or a link out of the directory
-// is refused at once with a SourceError naming the field and the file
+// is refused at once with ErrBadSource naming the field and the file
 // (ErrNotRegular for the first two, which are the mount's fault, not the
 // VMI's); the kubelet's own link layout reads; a cancelled context ends
 // the read.
@@ -133,13 +133,12 @@ func TestHostileSecretFiles(t *testing.T) {
 			if tc.wantErr != nil {
 				require.ErrorIs(t, r.err, tc.wantErr)
 			}
-			var se *SourceError
-			require.ErrorAs(t, r.err, &se)
-			require.Equal(t, field+".secretRef", se.Path)
+			require.ErrorIs(t, r.err, ErrBadSource)
+			require.ErrorContains(t, r.err, "bad source "+field+".secretRef: ")
 			require.Contains(t, r.err.Error(), tc.errText)
 			if errors.Is(r.err, ErrNotRegular) {
 				require.NotErrorIs(t, r.err, api.ErrInvalid, "a FIFO in the mount is not the VMI's fault")
-				require.Contains(t, se.File, "user")
+				require.ErrorContains(t, r.err, field+".secretRef: "+filepath.Join(dir, "user"))
 			}
 		})
 	}
@@ -206,9 +205,8 @@ func TestHostileSysprepFiles(t *testing.T) {
 			}
 			require.Contains(t, err.Error(), tc.errText)
 			if !tc.cancel {
-				var se *SourceError
-				require.ErrorAs(t, err, &se)
-				require.Equal(t, field, se.Path)
+				require.ErrorIs(t, err, ErrBadSource)
+				require.ErrorContains(t, err, "bad source "+field+": ")
 			}
 			_, serr := os.Stat(iso)
 			require.ErrorIs(t, serr, os.ErrNotExist, "no image on failure")

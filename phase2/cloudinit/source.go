@@ -46,7 +46,7 @@ type Data struct {
 // link leading out of secretDir is refused, and ctx ends the read.
 func DecodeSource(ctx context.Context, src *api.CloudInitSource, fieldPath, secretDir string) (Data, error) {
 	if src == nil {
-		return Data{}, &SourceError{Path: fieldPath, Err: ErrNoData}
+		return Data{}, sourceError(fieldPath, "", ErrNoData)
 	}
 	user, err := decodeOne(ctx, fieldPath, secretDir, part{
 		raw: src.UserData, rawKey: "userData",
@@ -67,7 +67,7 @@ func DecodeSource(ctx context.Context, src *api.CloudInitSource, fieldPath, secr
 		return Data{}, err
 	}
 	if len(user) == 0 && len(network) == 0 {
-		return Data{}, &SourceError{Path: fieldPath, Err: ErrNoData}
+		return Data{}, sourceError(fieldPath, "", ErrNoData)
 	}
 	return Data{UserData: user, NetworkData: network}, nil
 }
@@ -91,24 +91,24 @@ func decodeOne(ctx context.Context, fieldPath, secretDir string, p part) ([]byte
 		}
 	}
 	if n > 1 {
-		return nil, &SourceError{Path: fieldPath, Err: fmt.Errorf("%w: more than one of %s, %s, %s",
-			ErrAmbiguous, p.rawKey, p.b64Key, p.refKey)}
+		return nil, sourceError(fieldPath, "", fmt.Errorf("%w: more than one of %s, %s, %s",
+			ErrAmbiguous, p.rawKey, p.b64Key, p.refKey))
 	}
 	switch {
 	case p.raw != "":
 		if len(p.raw) > p.max {
-			return nil, &SourceError{Path: fieldPath + "." + p.rawKey,
-				Err: fmt.Errorf("%w: %d bytes, limit %d; use %s", ErrTooLarge, len(p.raw), p.max, p.refKey)}
+			return nil, sourceError(fieldPath+"."+p.rawKey, "",
+				fmt.Errorf("%w: %d bytes, limit %d; use %s", ErrTooLarge, len(p.raw), p.max, p.refKey))
 		}
 		return []byte(p.raw), nil
 	case p.b64 != "":
 		b, err := base64.StdEncoding.DecodeString(p.b64)
 		if err != nil {
-			return nil, &SourceError{Path: fieldPath + "." + p.b64Key, Err: fmt.Errorf("%w: %w", ErrBadBase64, err)}
+			return nil, sourceError(fieldPath+"."+p.b64Key, "", fmt.Errorf("%w: %w", ErrBadBase64, err))
 		}
 		if len(b) > p.max {
-			return nil, &SourceError{Path: fieldPath + "." + p.b64Key,
-				Err: fmt.Errorf("%w: %d bytes decoded, limit %d; use %s", ErrTooLarge, len(b), p.max, p.refKey)}
+			return nil, sourceError(fieldPath+"."+p.b64Key, "",
+				fmt.Errorf("%w: %d bytes decoded, limit %d; use %s", ErrTooLarge, len(b), p.max, p.refKey))
 		}
 		return b, nil
 	case p.ref != nil:
@@ -120,13 +120,13 @@ func decodeOne(ctx context.Context, fieldPath, secretDir string, p part) ([]byte
 // readSecret reads the first of keys present in dir.
 func readSecret(ctx context.Context, fieldPath, dir string, keys []string) ([]byte, error) {
 	if dir == "" {
-		return nil, &SourceError{Path: fieldPath, Err: fmt.Errorf("%w: no secret directory configured", ErrSecretMissing)}
+		return nil, sourceError(fieldPath, "", fmt.Errorf("%w: no secret directory configured", ErrSecretMissing))
 	}
 	if _, err := os.Stat(dir); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			err = fmt.Errorf("%w: %w", ErrSecretMissing, err)
 		}
-		return nil, &SourceError{Path: fieldPath, File: dir, Err: err}
+		return nil, sourceError(fieldPath, dir, err)
 	}
 	for _, k := range keys {
 		name := filepath.Join(dir, k)
@@ -135,11 +135,11 @@ func readSecret(ctx context.Context, fieldPath, dir string, keys []string) ([]by
 		case errors.Is(err, fs.ErrNotExist):
 			continue
 		case errors.Is(err, safefile.ErrTooLarge):
-			return nil, &SourceError{Path: fieldPath, File: name, Err: fmt.Errorf("%w: over %d bytes", ErrTooLarge, MaxSecretData)}
+			return nil, sourceError(fieldPath, name, fmt.Errorf("%w: over %d bytes", ErrTooLarge, MaxSecretData))
 		case err != nil:
-			return nil, &SourceError{Path: fieldPath, File: name, Err: err}
+			return nil, sourceError(fieldPath, name, err)
 		}
 		return b, nil
 	}
-	return nil, &SourceError{Path: fieldPath, File: dir, Err: fmt.Errorf("%w: no key %q or %q", ErrSecretMissing, keys[0], keys[1])}
+	return nil, sourceError(fieldPath, dir, fmt.Errorf("%w: no key %q or %q", ErrSecretMissing, keys[0], keys[1]))
 }

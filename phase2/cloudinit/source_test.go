@@ -23,8 +23,8 @@ func TestDecodeSource(t *testing.T) {
 		files   map[string]string // in the secret dir; nil: no dir
 		want    Data
 		wantErr error
-		errPath string // SourceError.Path
-		errFile string // SourceError.File relative to the secret dir, "." for the dir
+		errPath string // the field path the error names
+		errFile string // the file it names, relative to the secret dir, "." for the dir
 	}{
 		{name: "inline user data", src: &api.CloudInitSource{UserData: "#cloud-config\n"},
 			want: Data{UserData: []byte("#cloud-config\n")}},
@@ -92,12 +92,10 @@ func TestDecodeSource(t *testing.T) {
 				return
 			}
 			require.ErrorIs(t, err, tt.wantErr)
-			var se *SourceError
-			require.ErrorAs(t, err, &se)
-			require.Equal(t, tt.errPath, se.Path)
-			require.Contains(t, err.Error(), tt.errPath)
+			require.ErrorIs(t, err, ErrBadSource)
+			require.ErrorContains(t, err, "bad source "+tt.errPath+": ")
 			if tt.errFile != "" {
-				require.Equal(t, filepath.Join(dir, tt.errFile), se.File)
+				require.ErrorContains(t, err, tt.errPath+": "+filepath.Join(dir, tt.errFile)+": ")
 			}
 			require.Equal(t, tt.wantErr != ErrSecretMissing, errors.Is(err, api.ErrInvalid), "matches api.ErrInvalid")
 		})

@@ -41,16 +41,16 @@ func (DiskModes) Run(ctx context.Context, st *State) error {
 		}
 		direct, err := check(path)
 		if err != nil {
-			return &DiskError{Volume: volumeOf(d), Path: path, Err: err}
+			return diskError(volumeOf(d), path, err)
 		}
 		if b := d.BackingStore; direct && b != nil && b.Source != nil && b.Source.File != nil {
 			if direct, err = check(b.Source.File.File); err != nil {
-				return &DiskError{Volume: volumeOf(d), Path: b.Source.File.File, Err: err}
+				return diskError(volumeOf(d), b.Source.File.File, err)
 			}
 		}
 		prealloc := !block && d.Driver != nil && d.Driver.Type == "raw" && preallocated(path)
 		if err := domxml.SetDriverModes(d, direct, prealloc); err != nil {
-			return &DiskError{Volume: volumeOf(d), Path: path, Err: err}
+			return diskError(volumeOf(d), path, err)
 		}
 		st.Log.Info("disk modes set", "volume", volumeOf(d), "path", path, "cache", d.Driver.Cache, "io", d.Driver.IO, "directIO", direct)
 	}

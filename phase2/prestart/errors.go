@@ -29,17 +29,12 @@ func hookError(field string, why error) error {
 	return fmt.Errorf("%w: Hook.%s: %w", ErrInvalidHook, field, why)
 }
 
-// DiskError is a disk source the storage step cannot provide: the volume,
-// the path and why.
-type DiskError struct {
-	Volume string
-	Path   string
-	Err    error
-}
+// ErrDisk is matched by the error of a disk source the hook cannot
+// provide or set up: the error names the volume and the path, and wraps
+// the cause.
+var ErrDisk = errors.New("disk")
 
-func (e *DiskError) Error() string {
-	return fmt.Sprintf("volume %q: %s: %v", e.Volume, e.Path, e.Err)
+// diskError is [ErrDisk] for the source at path of volume, because of err.
+func diskError(volume, path string, err error) error {
+	return fmt.Errorf("volume %q: %w %s: %w", volume, ErrDisk, path, err)
 }
-
-// Unwrap returns the cause.
-func (e *DiskError) Unwrap() error { return e.Err }

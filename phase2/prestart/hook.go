@@ -200,7 +200,7 @@ func (h *Hook) check() error {
 // until ctx ends or Running.Stop: ctx must live as long as the VM (the
 // guest loses its leases' renewals when it is canceled). On failure it
 // returns a [*StepError] (or, before any step, an error matching [ErrInvalidHook], a
-// domxml error for a domain it cannot build, or an [*InterfaceTypeError]
+// domxml error for a domain it cannot build, or an [ErrNeedsNetAdmin] error
 // when InterfaceType is bridge and this process lacks CAP_NET_ADMIN) after
 // undoing the run: created files removed, servers stopped, a given domain
 // restored.

@@ -9,33 +9,14 @@ import (
 	"github.com/virtnet/virtnet/binding"
 )
 
-// ErrNeedsNetAdmin is matched by an [*InterfaceTypeError]: the domain
-// asks libvirt for something that needs CAP_NET_ADMIN, which the process
-// lacks.
+// ErrNeedsNetAdmin is matched by the error of an interface type asked for
+// explicitly that the domain could not be started with: <interface
+// type='bridge'> makes libvirt create its own tap (vnetN) and enslave it to
+// the in-pod bridge, which needs CAP_NET_ADMIN, and the process has not got
+// it (KubeVirt v0.53's virt-launcher never has it). The error names the
+// option ("InterfaceType" of [Hook], or a command-line flag in the
+// examples), the type it asked for and the VMI interfaces that would get it.
 var ErrNeedsNetAdmin = errors.New("needs CAP_NET_ADMIN")
-
-// InterfaceTypeError is an interface type asked for explicitly that the
-// domain could not be started with: <interface type='bridge'> makes
-// libvirt create its own tap (vnetN) and enslave it to the in-pod bridge,
-// which needs CAP_NET_ADMIN, and the process has not got it (KubeVirt
-// v0.53's virt-launcher never has it).
-type InterfaceTypeError struct {
-	// Option names the setting ("InterfaceType" of [Hook], or a
-	// command-line flag in the examples); Value is what it asked for.
-	Option string
-	Value  binding.InterfaceType
-	// Interfaces are the VMI interfaces that would get that type.
-	Interfaces []string
-}
-
-func (e *InterfaceTypeError) Error() string {
-	return fmt.Sprintf("%s %q: libvirt creates the tap of <interface type='bridge'> itself, which needs CAP_NET_ADMIN, "+
-		"and this process has not got it (interfaces %s); use %q (the tap phase1 made) or leave the option unset",
-		e.Option, e.Value, strings.Join(e.Interfaces, ", "), binding.InterfaceEthernet)
-}
-
-// Is makes an InterfaceTypeError match [ErrNeedsNetAdmin].
-func (e *InterfaceTypeError) Is(target error) bool { return target == ErrNeedsNetAdmin }
 
 // ChooseInterfaceType returns the interface type the VMI's bridge and
 // masquerade NICs are rendered with, so that no default hands libvirt a
@@ -44,8 +25,8 @@ func (e *InterfaceTypeError) Is(target error) bool { return target == ErrNeedsNe
 //   - requested "" (the default): [binding.InterfaceBridge] when netAdmin
 //     (the process holds CAP_NET_ADMIN, see [HasNetAdmin]), else
 //     [binding.InterfaceEthernet] on the tap phase1 made;
-//   - [binding.InterfaceBridge] without netAdmin: an
-//     [*InterfaceTypeError] naming option, when the VMI has such a NIC;
+//   - [binding.InterfaceBridge] without netAdmin: an [ErrNeedsNetAdmin]
+//     error naming option, when the VMI has such a NIC;
 //   - anything else is returned as it is (the renderer checks it).
 //
 // A VMI without bridge or masquerade interfaces keeps the request.
@@ -64,7 +45,9 @@ func ChooseInterfaceType(vmi *api.VMI, option string, requested binding.Interfac
 	case requested == "":
 		return binding.InterfaceEthernet, nil
 	case requested == binding.InterfaceBridge && !netAdmin:
-		return "", &InterfaceTypeError{Option: option, Value: requested, Interfaces: tapNICs}
+		return "", fmt.Errorf("%s %q: libvirt creates the tap of <interface type='bridge'> itself, which %w, "+
+			"and this process has not got it (interfaces %s); use %q (the tap phase1 made) or leave the option unset",
+			option, requested, ErrNeedsNetAdmin, strings.Join(tapNICs, ", "), binding.InterfaceEthernet)
 	}
 	return requested, nil
 }

@@ -48,10 +48,10 @@ func (CloudInit) Run(ctx context.Context, st *State) error {
 			}
 			existed, err := exists(path)
 			if err != nil {
-				return &DiskError{Volume: d.Volume, Path: path, Err: err}
+				return diskError(d.Volume, path, err)
 			}
 			if err := st.mkdirAll(filepath.Dir(path)); err != nil {
-				return &DiskError{Volume: d.Volume, Path: path, Err: err}
+				return diskError(d.Volume, path, err)
 			}
 			if !existed {
 				// Recorded before the write: the writer leaves no

@@ -242,9 +242,8 @@ func TestStepFailure(t *testing.T) {
 			require.NoError(t, os.Remove(filepath.Join(e.hook.Dirs.PrivateDir, "vmi-disks", "data", "disk.img")))
 		}, func(t *testing.T, err error) {
 			require.ErrorIs(t, err, prestart.ErrNotReadable)
-			var de *prestart.DiskError
-			require.ErrorAs(t, err, &de)
-			require.Equal(t, "data", de.Volume)
+			require.ErrorIs(t, err, prestart.ErrDisk)
+			require.ErrorContains(t, err, `volume "data": disk `)
 		}},
 		{"emptyDisk capacity", "storage", func(t *testing.T, e *env) {
 			e.vmi.Spec.Volumes[0].EmptyDisk.Capacity = "lots"

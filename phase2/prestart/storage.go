@@ -26,7 +26,7 @@ type Storage struct{}
 // Name is "storage".
 func (Storage) Name() string { return "storage" }
 
-// ErrNotReadable is matched by the [*DiskError] of a source the kubelet
+// ErrNotReadable is matched by the [ErrDisk] error of a source the kubelet
 // should have provided but that is missing or unreadable.
 var ErrNotReadable = errors.New("disk source missing or not readable")
 
@@ -63,7 +63,7 @@ func (Storage) Run(ctx context.Context, st *State) error {
 		default: // PVC, dataVolume, hostDisk of type Disk
 			// A regular file or a block device (a PVC in block mode).
 			if err = safefile.CheckReadable(src.Path, true); err != nil {
-				err = &DiskError{Volume: vol.Name, Path: src.Path, Err: fmt.Errorf("%w: %w", ErrNotReadable, err)}
+				err = diskError(vol.Name, src.Path, fmt.Errorf("%w: %w", ErrNotReadable, err))
 			}
 		}
 		if err != nil {
@@ -92,7 +92,7 @@ func findDisk(dom *libvirtxml.Domain, path string) *libvirtxml.DomainDisk {
 func (st *State) sparse(volume, path, field, capacity string) error {
 	ok, err := exists(path)
 	if err != nil {
-		return &DiskError{Volume: volume, Path: path, Err: err}
+		return diskError(volume, path, err)
 	}
 	if ok {
 		st.Log.Info("disk image exists; kept", "volume", volume, "path", path)
@@ -103,13 +103,13 @@ func (st *State) sparse(volume, path, field, capacity string) error {
 		if err == nil {
 			err = errors.New("zero")
 		}
-		return &DiskError{Volume: volume, Path: path, Err: fmt.Errorf("%s %q: %w", field, capacity, err)}
+		return diskError(volume, path, fmt.Errorf("%s %q: %w", field, capacity, err))
 	}
 	if err := st.mkdirAll(filepath.Dir(path)); err != nil {
-		return &DiskError{Volume: volume, Path: path, Err: err}
+		return diskError(volume, path, err)
 	}
 	if err := createFile(path, 0o660, func(f *os.File) error { return f.Truncate(int64(size)) }); err != nil {
-		return &DiskError{Volume: volume, Path: path, Err: err}
+		return diskError(volume, path, err)
 	}
 	st.Created(path)
 	st.Log.Info("created sparse raw image", "volume", volume, "path", path, "bytes", size)
@@ -120,18 +120,18 @@ func (st *State) sparse(volume, path, field, capacity string) error {
 // unless it exists.
 func (st *State) overlay(ctx context.Context, vol *api.Volume, src domxml.DiskSource) error {
 	if err := safefile.CheckReadable(src.Backing, true); err != nil {
-		return &DiskError{Volume: vol.Name, Path: src.Backing, Err: fmt.Errorf("%w: %w", ErrNotReadable, err)}
+		return diskError(vol.Name, src.Backing, fmt.Errorf("%w: %w", ErrNotReadable, err))
 	}
 	ok, err := exists(src.Path)
 	if err != nil {
-		return &DiskError{Volume: vol.Name, Path: src.Path, Err: err}
+		return diskError(vol.Name, src.Path, err)
 	}
 	if ok {
 		st.Log.Info("overlay exists; kept", "volume", vol.Name, "path", src.Path)
 		return nil
 	}
 	if err := st.mkdirAll(filepath.Dir(src.Path)); err != nil {
-		return &DiskError{Volume: vol.Name, Path: src.Path, Err: err}
+		return diskError(vol.Name, src.Path, err)
 	}
 	tmp := src.Path + stagingSuffix
 	cmd := exec.CommandContext(ctx, st.Hook.QemuImg, "create", "-f", "qcow2", "-F", "raw", "-b", src.Backing, tmp)
@@ -139,12 +139,12 @@ func (st *State) overlay(ctx context.Context, vol *api.Volume, src domxml.DiskSo
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
 		_ = os.Remove(tmp)
-		return &DiskError{Volume: vol.Name, Path: src.Path,
-			Err: fmt.Errorf("%s: %w: %s", strings.Join(cmd.Args, " "), err, strings.TrimSpace(out.String()))}
+		return diskError(vol.Name, src.Path,
+			fmt.Errorf("%s: %w: %s", strings.Join(cmd.Args, " "), err, strings.TrimSpace(out.String())))
 	}
 	if err := os.Rename(tmp, src.Path); err != nil {
 		_ = os.Remove(tmp)
-		return &DiskError{Volume: vol.Name, Path: src.Path, Err: err}
+		return diskError(vol.Name, src.Path, err)
 	}
 	st.Created(src.Path)
 	st.Log.Info("created overlay", "volume", vol.Name, "path", src.Path, "backing", src.Backing)
