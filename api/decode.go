@@ -35,14 +35,14 @@ const MaxManifestSize = 4 << 20
 //     migrationTransport, interfaces) must have their type, and a key
 //     given twice is an error there as everywhere.
 //
-// These come back together as a [*DecodeError] wrapping one [*FieldError]
-// per field (see [FieldErrors]), which matches [ErrInvalid]. Fields that
+// These come back together as one error, matching [ErrDecode], that wraps
+// one [*FieldError] per field (see [FieldErrors]) and matches [ErrInvalid]. Fields that
 // KubeVirt knows and virtnet does not read are accepted: those that change
 // the guest and that virtnet does not render are listed in
 // [VMI.Unsupported], the others (scheduling, probes, status, …) have no
 // effect on what virtnet does. YAML aliases may not expand the manifest
-// beyond [MaxAliasExpansion] times its size (a [*DecodeError] wrapping
-// [ErrAliasExpansion]). Decoding allocates at most 8 times a JSON
+// beyond [MaxAliasExpansion] times its size (an error matching
+// [ErrDecode] and [ErrAliasExpansion]). Decoding allocates at most 8 times a JSON
 // manifest's size plus 4 MiB, whatever its shape (nesting, key length,
 // width); YAML's parser costs more per node (up to about 130 times the
 // size for a manifest of tiny nodes), linear too. Decode applies no
@@ -75,7 +75,7 @@ func decode(data []byte, lenient bool) (*VMI, error) {
 		return nil, err
 	}
 	if len(d.fieldErrs) > 0 {
-		return nil, &DecodeError{Reason: "strict decoding", Err: errors.Join(d.fieldErrs...)}
+		return nil, fmt.Errorf("%w: strict decoding: %w", ErrDecode, errors.Join(d.fieldErrs...))
 	}
 	return d.vmi, nil
 }
@@ -91,13 +91,13 @@ type decoded struct {
 
 func decodeManifest(data []byte, lenient bool) (decoded, error) {
 	if len(data) > MaxManifestSize {
-		return decoded{}, &DecodeError{Reason: fmt.Sprintf("manifest is %d bytes, more than %d", len(data), MaxManifestSize)}
+		return decoded{}, fmt.Errorf("%w: manifest is %d bytes, more than %d", ErrDecode, len(data), MaxManifestSize)
 	}
 	if lenient && !json.Valid(data) {
 		// KubeVirt serialises JSON; YAML's parser costs up to a hundred
 		// times the input (see MaxManifestSize), which a hook sidecar's
 		// caller would choose.
-		return decoded{}, &DecodeError{Reason: "not JSON (a VMI KubeVirt serialised is JSON, nested at most 10000 levels)"}
+		return decoded{}, fmt.Errorf("%w: not JSON (a VMI KubeVirt serialised is JSON, nested at most 10000 levels)", ErrDecode)
 	}
 	js, strictErrs, err := toJSON(data)
 	if err != nil {
@@ -107,7 +107,7 @@ func decodeManifest(data []byte, lenient bool) (decoded, error) {
 		Kind string `json:"kind"`
 	}
 	if err := kjson.UnmarshalCaseSensitivePreserveInts(js, &head); err != nil {
-		return decoded{}, &DecodeError{Reason: "not a Kubernetes object", Err: err}
+		return decoded{}, fmt.Errorf("%w: not a Kubernetes object: %w", ErrDecode, err)
 	}
 	root, prefix := schemaNode{kv: kubevirtSchema().Roots[KindVMI], gt: reflect.TypeOf(VMI{})}, "spec"
 	switch head.Kind {
@@ -115,13 +115,13 @@ func decodeManifest(data []byte, lenient bool) (decoded, error) {
 	case KindVM:
 		root, prefix = schemaNode{kv: kubevirtSchema().Roots[KindVM], gt: reflect.TypeOf(vmManifest{})}, "spec.template.spec"
 	default:
-		return decoded{}, &DecodeError{Reason: fmt.Sprintf("kind %q is neither %s nor %s", head.Kind, KindVMI, KindVM)}
+		return decoded{}, fmt.Errorf("%w: kind %q is neither %s nor %s", ErrDecode, head.Kind, KindVMI, KindVM)
 	}
 	// Unknown, duplicate and mistyped fields all at once, before the
 	// decoder, which stops at the first mistyped one.
 	errs, unsupported, unknown, err := strictCheck(js, root, prefix, lenient)
 	if err != nil {
-		return decoded{}, &DecodeError{Reason: "not a Kubernetes object", Err: err}
+		return decoded{}, fmt.Errorf("%w: not a Kubernetes object: %w", ErrDecode, err)
 	}
 	errs = append(strictErrs, errs...)
 	// The decoder skips a mistyped value (an *UnmarshalTypeError) and
@@ -139,14 +139,14 @@ func decodeManifest(data []byte, lenient bool) (decoded, error) {
 	}
 	if err := kjson.UnmarshalCaseSensitivePreserveInts(js, target); err != nil && !tolerated(err) {
 		if len(errs) > 0 {
-			return decoded{}, &DecodeError{Reason: "strict decoding", Err: errors.Join(errs...)}
+			return decoded{}, fmt.Errorf("%w: strict decoding: %w", ErrDecode, errors.Join(errs...))
 		}
-		return decoded{}, &DecodeError{Reason: what, Err: err}
+		return decoded{}, fmt.Errorf("%w: %s: %w", ErrDecode, what, err)
 	}
 	if head.Kind == KindVM {
 		t := vm.Spec.Template
 		if t == nil || t.Spec == nil {
-			return decoded{}, &DecodeError{Reason: "VirtualMachine has no spec.template.spec"}
+			return decoded{}, fmt.Errorf("%w: VirtualMachine has no spec.template.spec", ErrDecode)
 		}
 		vmi.Metadata, vmi.Spec = t.Metadata, *t.Spec
 		vmi.Metadata.Name = cmp.Or(vmi.Metadata.Name, vm.Metadata.Name)
@@ -204,7 +204,7 @@ func toJSON(data []byte) ([]byte, []error, error) {
 	}
 	js, err := yaml.YAMLToJSON(data)
 	if err != nil {
-		return nil, nil, &DecodeError{Reason: "not YAML or JSON", Err: err}
+		return nil, nil, fmt.Errorf("%w: not YAML or JSON: %w", ErrDecode, err)
 	}
 	return js, dups, nil
 }
@@ -244,7 +244,7 @@ func load(data []byte, lenient bool) (*VMI, error) {
 			all = append(all, fe)
 		}
 	}
-	return nil, &DecodeError{Reason: "strict decoding", Err: errors.Join(all...)}
+	return nil, fmt.Errorf("%w: strict decoding: %w", ErrDecode, errors.Join(all...))
 }
 
 // overlaps reports whether path is, holds or lies under the path of one

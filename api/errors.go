@@ -42,20 +42,11 @@ func (e *FieldError) Is(target error) bool { return target == ErrInvalid }
 // Permanent reports true: the manifest must change.
 func (e *FieldError) Permanent() bool { return true }
 
-// DecodeError is a manifest that could not be decoded.
-type DecodeError struct {
-	Reason string
-	Err    error
-}
-
-func (e *DecodeError) Error() string {
-	if e.Err != nil {
-		return "decode VMI: " + e.Reason + ": " + e.Err.Error()
-	}
-	return "decode VMI: " + e.Reason
-}
-
-func (e *DecodeError) Unwrap() error { return e.Err }
+// ErrDecode is a manifest that could not be decoded. The message names
+// why ("strict decoding", "not YAML or JSON", the kind, the size) and
+// wraps the cause where there is one (the FieldErrors of a strict
+// decoding, [ErrAliasExpansion], the parser's error).
+var ErrDecode = errors.New("decode VMI")
 
 // UnsupportedError names a KubeVirt feature present in a VMI that virtnet
 // does not render.

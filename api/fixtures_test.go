@@ -236,8 +236,7 @@ spec:
 		t.Run(tt.name, func(t *testing.T) {
 			vmi, err := api.Decode([]byte(tt.manifest))
 			if tt.wantErr != "" {
-				var de *api.DecodeError
-				require.ErrorAs(t, err, &de)
+				require.ErrorIs(t, err, api.ErrDecode)
 				require.Contains(t, err.Error(), tt.wantErr)
 				require.False(t, errors.Is(err, api.ErrInvalid))
 				return
@@ -405,8 +404,7 @@ spec:
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := api.Decode([]byte(tt.manifest))
-			var de *api.DecodeError
-			require.ErrorAs(t, err, &de)
+			require.ErrorIs(t, err, api.ErrDecode)
 			require.ErrorIs(t, err, api.ErrInvalid)
 			var want []string
 			for _, p := range tt.want {
@@ -421,7 +419,7 @@ spec:
 				require.True(t, found, "no error at %s containing %q in:\n%v", p.path, p.text, err)
 			}
 			_, err = api.Load([]byte(tt.manifest))
-			require.ErrorAs(t, err, &de, "Load refuses it too")
+			require.ErrorIs(t, err, api.ErrDecode, "Load refuses it too")
 		})
 	}
 	t.Run("at most 50 listed", func(t *testing.T) {
@@ -447,8 +445,8 @@ func TestDecodeJSON(t *testing.T) {
 
 func TestDecodeTooLarge(t *testing.T) {
 	_, err := api.Decode([]byte(strings.Repeat(" ", api.MaxManifestSize+1)))
-	var de *api.DecodeError
-	require.ErrorAs(t, err, &de)
+	require.ErrorIs(t, err, api.ErrDecode)
+	require.ErrorContains(t, err, fmt.Sprintf("manifest is %d bytes, more than %d", api.MaxManifestSize+1, api.MaxManifestSize))
 }
 
 func TestUnsupported(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 )
 
 // FuzzLoad feeds arbitrary manifests to Decode, SetDefaults and Validate:
-// none may panic, every failure is a DecodeError or a set of FieldErrors,
+// none may panic, every failure is an ErrDecode or a set of FieldErrors,
 // and what Load accepts must pair up and stay valid.
 //
 //	go test ./api -run XXX -fuzz FuzzLoad -fuzztime 30s
@@ -41,8 +41,7 @@ func FuzzLoad(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		vmi, err := api.Load(data)
 		if err != nil {
-			var de *api.DecodeError
-			if errors.As(err, &de) {
+			if errors.Is(err, api.ErrDecode) {
 				return
 			}
 			require.ErrorIs(t, err, api.ErrInvalid)
@@ -80,7 +79,7 @@ func FuzzLoad(f *testing.F) {
 
 // FuzzLoadAliases feeds alias-heavy YAML to Load: anchors, aliases of
 // scalars, sequences and mappings, merge keys, nesting and cycles. Load
-// must not panic, must return a DecodeError or FieldErrors on failure, and
+// must not panic, must return an ErrDecode or FieldErrors on failure, and
 // must never allocate more than 10× the manifest plus 8 MiB (aliases
 // expand a document; the bound is what MaxAliasExpansion promises).
 //
@@ -111,8 +110,7 @@ func FuzzLoadAliases(f *testing.F) {
 			t.Fatalf("Load allocated %d bytes for a %d-byte manifest", n, len(data))
 		}
 		if err != nil {
-			var de *api.DecodeError
-			if !errors.As(err, &de) {
+			if !errors.Is(err, api.ErrDecode) {
 				require.ErrorIs(t, err, api.ErrInvalid)
 				require.NotEmpty(t, api.FieldErrors(err))
 			}

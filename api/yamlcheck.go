@@ -22,8 +22,8 @@ const (
 )
 
 // ErrAliasExpansion is a YAML manifest whose aliases expand beyond the
-// bound (see [MaxAliasExpansion]) or refer to themselves; it is wrapped in
-// a [*DecodeError].
+// bound (see [MaxAliasExpansion]) or refer to themselves; the error
+// matches [ErrDecode] too.
 var ErrAliasExpansion = errors.New("YAML aliases expand too far")
 
 // yamlCheck walks a parsed YAML document: it sizes its expanded form and
@@ -44,7 +44,7 @@ type yamlCheck struct {
 func checkYAML(data []byte) ([]error, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, &DecodeError{Reason: "not YAML or JSON", Err: err}
+		return nil, fmt.Errorf("%w: not YAML or JSON: %w", ErrDecode, err)
 	}
 	c := &yamlCheck{
 		budget: MaxAliasExpansion*int64(len(data)) + aliasExpansionSlack,
@@ -53,11 +53,11 @@ func checkYAML(data []byte) ([]error, error) {
 	}
 	size, err := c.size(&doc)
 	if err != nil {
-		return nil, &DecodeError{Reason: "YAML aliases", Err: err}
+		return nil, fmt.Errorf("%w: YAML aliases: %w", ErrDecode, err)
 	}
 	if size > c.budget {
-		return nil, &DecodeError{Reason: "YAML aliases", Err: fmt.Errorf("%w: the %d-byte manifest expands to more than %d bytes (at most %d× its size plus %d)",
-			ErrAliasExpansion, len(data), c.budget, MaxAliasExpansion, aliasExpansionSlack)}
+		return nil, fmt.Errorf("%w: YAML aliases: %w: the %d-byte manifest expands to more than %d bytes (at most %d× its size plus %d)",
+			ErrDecode, ErrAliasExpansion, len(data), c.budget, MaxAliasExpansion, aliasExpansionSlack)
 	}
 	c.duplicates(&doc, map[*yaml.Node]bool{})
 	if c.dropped > 0 {

@@ -9,7 +9,7 @@
 // without end (/dev/zero): every function here stats first, opens with
 // O_NONBLOCK (so that even a FIFO swapped in after the stat cannot block
 // the open), checks the opened file again with fstat, and refuses what is
-// not a regular file with a [*NotRegularError]. Reads are bounded by a
+// not a regular file with [ErrNotRegular]. Reads are bounded by a
 // size limit and check their context between chunks.
 //
 // Files inside a mounted directory are opened through [os.Root]: symbolic

@@ -14,25 +14,12 @@ import (
 // Sentinels matched with [errors.Is].
 var (
 	// ErrNotRegular is a path that is not a regular file (a FIFO, a
-	// socket, a device, a directory).
+	// socket, a device, a directory); the message names the path and
+	// the kind of file it is.
 	ErrNotRegular = errors.New("not a regular file")
 	// ErrTooLarge is a file over the caller's size limit.
 	ErrTooLarge = errors.New("file too large")
 )
-
-// NotRegularError is a path whose file is not of the kind expected; it
-// matches [ErrNotRegular].
-type NotRegularError struct {
-	Path string
-	Mode fs.FileMode
-}
-
-func (e *NotRegularError) Error() string {
-	return fmt.Sprintf("%s: %s (%s)", e.Path, ErrNotRegular, kind(e.Mode))
-}
-
-// Is makes a NotRegularError match [ErrNotRegular].
-func (e *NotRegularError) Is(target error) bool { return target == ErrNotRegular }
 
 // kind names a file type for messages.
 func kind(m fs.FileMode) string {
@@ -75,7 +62,7 @@ func ReadIn(ctx context.Context, dir, name string, limit int64) ([]byte, error) 
 		return nil, err
 	}
 	if !st.Mode().IsRegular() {
-		return nil, &NotRegularError{Path: full, Mode: st.Mode()}
+		return nil, fmt.Errorf("%s: %w (%s)", full, ErrNotRegular, kind(st.Mode()))
 	}
 	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
 	if err != nil {
@@ -93,7 +80,7 @@ func read(ctx context.Context, f *os.File, path string, limit int64) ([]byte, er
 		return nil, err
 	}
 	if !st.Mode().IsRegular() {
-		return nil, &NotRegularError{Path: path, Mode: st.Mode()}
+		return nil, fmt.Errorf("%s: %w (%s)", path, ErrNotRegular, kind(st.Mode()))
 	}
 	if st.Size() > limit {
 		return nil, fmt.Errorf("%s: %w: %d bytes, limit %d", path, ErrTooLarge, st.Size(), limit)
@@ -143,7 +130,7 @@ func CheckReadable(path string, blockOK bool) error {
 		return err
 	}
 	if !ok(st.Mode()) {
-		return &NotRegularError{Path: path, Mode: st.Mode()}
+		return fmt.Errorf("%s: %w (%s)", path, ErrNotRegular, kind(st.Mode()))
 	}
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
 	if err != nil {
@@ -155,7 +142,7 @@ func CheckReadable(path string, blockOK bool) error {
 		return err
 	}
 	if !ok(st.Mode()) {
-		return &NotRegularError{Path: path, Mode: st.Mode()}
+		return fmt.Errorf("%s: %w (%s)", path, ErrNotRegular, kind(st.Mode()))
 	}
 	return nil
 }

@@ -15,7 +15,7 @@ import (
 // needs CAP_NET_ADMIN there. An unchanged alias is not rewritten.
 func WriteAlias(nsPath, link, alias string) error {
 	if len(alias) > MaxAlias {
-		return &TooLargeError{Size: len(alias)}
+		return fmt.Errorf("%w: %d bytes, a link alias holds %d", ErrRecordTooLarge, len(alias), MaxAlias)
 	}
 	h, err := nlhandle.Open(nsPath)
 	if err != nil {

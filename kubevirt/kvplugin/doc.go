@@ -32,8 +32,8 @@
 // "virtnet/v<version> "; link names are not stored but derived again from
 // the pod interface name (internal/names), so the record stays small. An
 // alias without the prefix is foreign ([ErrForeignRecord]); another
-// version is refused ([*VersionError]); a record for another binding or
-// pod interface is refused ([*MismatchError]); a record that does not
+// version is refused ([ErrRecordVersion]); a record for another binding
+// or pod interface is refused ([ErrRecordMismatch]); a record that does not
 // decode is corrupt ([ErrCorrupt]). [HandOff] is the sidecar's
 // source of records for phase2's launcher path (a phase2.Records): the
 // record on the tap with the VM's MAC.

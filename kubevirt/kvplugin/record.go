@@ -42,41 +42,24 @@ var ErrNoLink = errors.New("link not found")
 // decode or holds an invalid value.
 var ErrCorrupt = errors.New("hand-off record is corrupt")
 
+// ErrRecordVersion is wrapped for a record of a version this build does
+// not read; the message names that version and the ones this build reads.
+var ErrRecordVersion = errors.New("hand-off record version")
+
+// ErrRecordMismatch is wrapped for a record about another binding or pod
+// interface than the one asked for; the message names the field, the
+// record's value and the one expected.
+var ErrRecordMismatch = errors.New("hand-off record is for another interface")
+
+// ErrRecordTooLarge is wrapped for a record that does not fit in a link
+// alias; the message names its size (and, from [Encode], its routes:
+// what makes it grow).
+var ErrRecordTooLarge = errors.New("hand-off record is too large")
+
 // RecordSource is a decoded record and the link it was read from.
 type RecordSource struct {
 	Link   string
 	Record *cache.Interface
-}
-
-// VersionError reports a record of another version.
-type VersionError struct {
-	Got, Want int
-}
-
-func (e *VersionError) Error() string {
-	if MinRecordVersion < e.Want {
-		return fmt.Sprintf("hand-off record version %d, this build reads %d to %d: the CNI plugin and the sidecar must be at most one release apart", e.Got, MinRecordVersion, e.Want)
-	}
-	return fmt.Sprintf("hand-off record version %d, this build reads %d: the CNI plugin and the sidecar must be at most one release apart", e.Got, e.Want)
-}
-
-// MismatchError reports a record about another binding or pod interface
-// than the one asked for.
-type MismatchError struct {
-	Field, Got, Want string
-}
-
-func (e *MismatchError) Error() string {
-	return fmt.Sprintf("hand-off record is for %s %q, expected %q", e.Field, e.Got, e.Want)
-}
-
-// TooLargeError reports a record that does not fit in a link alias.
-type TooLargeError struct {
-	Size, Routes int
-}
-
-func (e *TooLargeError) Error() string {
-	return fmt.Sprintf("hand-off record is %d bytes (%d routes), a link alias holds %d", e.Size, e.Routes, MaxAlias)
 }
 
 // Encode turns phase1's interface record into a link alias.
@@ -99,7 +82,7 @@ func Encode(rec *cache.Interface) (string, error) {
 	b := r.marshal()
 	s := prefix + strconv.Itoa(RecordVersion) + " " + base64.RawStdEncoding.EncodeToString(b)
 	if len(s) > MaxAlias {
-		return "", &TooLargeError{Size: len(s), Routes: len(rec.Routes)}
+		return "", fmt.Errorf("%w: %d bytes (%d routes), a link alias holds %d", ErrRecordTooLarge, len(s), len(rec.Routes), MaxAlias)
 	}
 	return s, nil
 }
@@ -119,7 +102,11 @@ func Decode(alias, binding, podIface string, primary bool) (*cache.Interface, er
 		return nil, ErrForeignRecord
 	}
 	if v < MinRecordVersion || v > RecordVersion {
-		return nil, &VersionError{Got: v, Want: RecordVersion}
+		reads := strconv.Itoa(RecordVersion)
+		if MinRecordVersion < RecordVersion {
+			reads = strconv.Itoa(MinRecordVersion) + " to " + reads
+		}
+		return nil, fmt.Errorf("%w %d, this build reads %s: the CNI plugin and the sidecar must be at most one release apart", ErrRecordVersion, v, reads)
 	}
 	b, err := base64.RawStdEncoding.DecodeString(body)
 	if err != nil {
@@ -130,10 +117,10 @@ func Decode(alias, binding, podIface string, primary bool) (*cache.Interface, er
 		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
 	if r.Binding != binding {
-		return nil, &MismatchError{Field: "binding", Got: r.Binding, Want: binding}
+		return nil, fmt.Errorf("%w: binding %q, expected %q", ErrRecordMismatch, r.Binding, binding)
 	}
 	if r.PodInterface != podIface {
-		return nil, &MismatchError{Field: "pod interface", Got: r.PodInterface, Want: podIface}
+		return nil, fmt.Errorf("%w: pod interface %q, expected %q", ErrRecordMismatch, r.PodInterface, podIface)
 	}
 	links := names.For(podIface, primary)
 	rec := &cache.Interface{
