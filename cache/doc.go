@@ -28,13 +28,14 @@
 // directory, written and fsynced, then renamed over the record (KubeVirt
 // v0.53 writes in place). So a reader sees each record absent, old or new,
 // never torn: after a SIGKILL at any point of a write, and after a machine
-// crash. [Store.PutProgress] and [Store.PutInterface] leave the fsync of
-// the directory to one [Store.SyncVMI] for many records (phase1 calls it
-// once per run, before it returns), so a record is durable once SyncVMI
-// has returned: until then a machine
+// crash. A writer opens the VMI's record directory once ([Store.OpenVMI]:
+// its lock held, the directory checked); [Dir.PutProgress] and
+// [Dir.PutInterface] leave the fsync of the directory to one [Dir.Sync]
+// for many records (phase1 calls it once per run, before it returns), so a
+// record is durable once Sync has returned: until then a machine
 // crash may bring back the previous version of a record, or none, but never
 // a torn one. A process killed inside a write may leave its temporary file
-// behind; [Store.RemoveTemps] removes them (phase1 does at the start of each
+// behind; [Dir.RemoveTemps] removes them (phase1 does at the start of each
 // run, under the VMI's lock).
 //
 // # What the store refuses

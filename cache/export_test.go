@@ -1,32 +1,24 @@
 package cache
 
-import "path/filepath"
-
 // WriteProgress is PutProgress plus an fsync of the record's directory:
 // the store's tests write one record at a time through it.
 func (s *Store) WriteProgress(uid string, rec *Progress) error {
-	p, err := s.ProgressPath(uid, rec.Interface)
-	if err != nil {
-		return err
-	}
-	rec.Version = Version
-	return s.write(p, rec)
+	return s.write(uid, func(d *Dir) (bool, error) { return d.PutProgress(rec) })
 }
 
 // WriteInterface is PutInterface plus an fsync of the record's directory.
 func (s *Store) WriteInterface(uid string, rec *Interface) error {
-	p, err := s.InterfacePath(uid, rec.Interface)
+	return s.write(uid, func(d *Dir) (bool, error) { return d.PutInterface(rec) })
+}
+
+func (s *Store) write(uid string, put func(*Dir) (bool, error)) error {
+	d, err := s.vmi(uid)
 	if err != nil {
 		return err
 	}
-	rec.Version = Version
-	return s.write(p, rec)
-}
-
-func (s *Store) write(path string, rec any) error {
-	wrote, err := s.writeFile(path, rec)
+	wrote, err := put(d)
 	if err != nil || !wrote {
 		return err
 	}
-	return syncDir(filepath.Dir(path))
+	return syncDir(d.path)
 }

@@ -87,3 +87,47 @@ func TestLockAttachmentApartFromVMI(t *testing.T) {
 	_, err = s.LockAttachment(ctx, "../x")
 	require.Error(t, err)
 }
+
+// TestOpenVMI: OpenVMI holds the VMI's lock (LockVMI waits for it, and
+// gets it after Close); it refuses a bad UID and an unsafe record
+// directory before it keeps the lock; the Dir creates the directory on its
+// first write only, and what it writes the Store's readers read.
+func TestOpenVMI(t *testing.T) {
+	s, root := newStore(t)
+	ctx := context.Background()
+	d, err := s.OpenVMI(ctx, uid)
+	require.NoError(t, err)
+	require.Equal(t, uid, d.UID())
+	short, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
+	defer cancel()
+	_, err = s.LockVMI(short, uid)
+	require.ErrorIs(t, err, cache.ErrLocked, "OpenVMI holds the VMI's lock")
+
+	has, err := d.HasRecords()
+	require.NoError(t, err)
+	require.False(t, has)
+	require.NoDirExists(t, filepath.Join(root, uid), "no write yet, no directory")
+	_, err = d.PutProgress(&cache.Progress{Interface: "default", PodInterface: "eth0", Binding: "bridge", State: cache.Finished})
+	require.NoError(t, err)
+	require.NoError(t, d.Sync())
+	require.NoError(t, d.Close())
+	got, err := s.ReadProgress(uid, "default")
+	require.NoError(t, err)
+	require.Equal(t, cache.Finished, got.State)
+	l, err := s.LockVMI(short, uid)
+	require.NoError(t, err, "Close released the lock")
+	require.NoError(t, l.Remove())
+
+	_, err = s.OpenVMI(ctx, "../x")
+	var ne *cache.NameError
+	require.ErrorAs(t, err, &ne)
+
+	other := "symlinked"
+	require.NoError(t, os.Symlink(t.TempDir(), filepath.Join(root, other)))
+	_, err = s.OpenVMI(ctx, other)
+	var ue *cache.UnsafeError
+	require.ErrorAs(t, err, &ue)
+	l, err = s.LockVMI(short, other)
+	require.NoError(t, err, "a refused OpenVMI keeps no lock")
+	require.NoError(t, l.Remove())
+}

@@ -55,14 +55,21 @@ func (e *NamespaceMismatchError) Error() string {
 // Permanent is true: a retry gets the same namespace.
 func (e *NamespaceMismatchError) Permanent() bool { return true }
 
-// RecordedNamespace reads the VMI's namespace record; one never written
-// is an error matching [ErrNotExist].
+// RecordedNamespace reads the VMI's namespace record (see
+// [Dir.RecordedNamespace]).
 func (s *Store) RecordedNamespace(uid string) (*Namespace, error) {
-	if err := CheckName("VMI UID", uid); err != nil {
+	d, err := s.vmi(uid)
+	if err != nil {
 		return nil, err
 	}
+	return d.RecordedNamespace()
+}
+
+// RecordedNamespace reads the VMI's namespace record; one never written
+// is an error matching [ErrNotExist].
+func (d *Dir) RecordedNamespace() (*Namespace, error) {
 	rec := &Namespace{}
-	if err := s.read(filepath.Join(s.root, uid, NamespaceFile), rec); err != nil {
+	if err := d.read(filepath.Join(d.path, NamespaceFile), rec); err != nil {
 		return nil, err
 	}
 	return rec, nil
@@ -71,50 +78,32 @@ func (s *Store) RecordedNamespace(uid string) (*Namespace, error) {
 // CheckNamespace refuses, with a [*NamespaceMismatchError], a namespace
 // id other than the one the VMI's namespace record holds; a VMI without
 // one passes.
-func (s *Store) CheckNamespace(uid, id string) error {
-	rec, err := s.RecordedNamespace(uid)
+func (d *Dir) CheckNamespace(id string) error {
+	rec, err := d.RecordedNamespace()
 	switch {
 	case errors.Is(err, ErrNotExist):
 		return nil
 	case err != nil:
 		return err
 	case rec.ID != id:
-		return &NamespaceMismatchError{UID: uid, Recorded: rec.ID, Got: id}
+		return &NamespaceMismatchError{UID: d.uid, Recorded: rec.ID, Got: id}
 	}
 	return nil
 }
 
 // PutNamespace writes the VMI's namespace record (no directory fsync: see
-// [Store.SyncVMI]), after [Store.CheckNamespace].
-// att, when not nil, is recorded with it; nil keeps the one recorded.
-func (s *Store) PutNamespace(uid, id string, att *Attachment) (wrote bool, err error) {
-	if err := s.CheckNamespace(uid, id); err != nil {
+// [Dir.Sync]), after [Dir.CheckNamespace]. att, when not nil, is
+// recorded with it; nil keeps the one recorded.
+func (d *Dir) PutNamespace(id string, att *Attachment) (wrote bool, err error) {
+	if err := d.CheckNamespace(id); err != nil {
 		return false, err
 	}
 	if att == nil {
-		if old, err := s.RecordedNamespace(uid); err == nil {
+		if old, err := d.RecordedNamespace(); err == nil {
 			att = old.Attachment
 		}
 	}
-	return s.writeFile(filepath.Join(s.root, uid, NamespaceFile), &Namespace{Version: Version, ID: id, Attachment: att})
-}
-
-// HasRecords reports whether any interface record of the VMI exists
-// (the namespace record and temporary files do not count).
-func (s *Store) HasRecords(uid string) (bool, error) {
-	if err := CheckName("VMI UID", uid); err != nil {
-		return false, err
-	}
-	ents, err := list(s.root, filepath.Join(s.root, uid))
-	if err != nil {
-		return false, err
-	}
-	for _, e := range ents {
-		if filepath.Ext(e.Name()) == ".json" && e.Name() != NamespaceFile {
-			return true, nil
-		}
-	}
-	return false, nil
+	return d.write(filepath.Join(d.path, NamespaceFile), &Namespace{Version: Version, ID: id, Attachment: att})
 }
 
 // VMIs lists the VMI UIDs that have a record directory under the root.

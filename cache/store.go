@@ -52,7 +52,7 @@ const (
 	WriteTempSynced WriteStep = "temporary file synced"
 	// WriteRenamed: the record is in place; its directory is not synced.
 	WriteRenamed WriteStep = "renamed into place"
-	// WriteDirSynced: [Store.SyncVMI] fsynced the VMI's directory and the
+	// WriteDirSynced: [Dir.Sync] fsynced the VMI's directory and the
 	// root (the temporary file is ""; the path is the directory).
 	WriteDirSynced WriteStep = "directory synced"
 )
@@ -105,10 +105,8 @@ func (s *Store) path(uid, iface, kind string) (string, error) {
 	if err := CheckName("VMI UID", uid); err != nil {
 		return "", err
 	}
-	if err := CheckName("interface", iface); err != nil {
-		return "", err
-	}
-	return filepath.Join(s.root, uid, kind+"-"+iface+".json"), nil
+	d := &Dir{s: s, uid: uid, path: filepath.Join(s.root, uid)}
+	return d.file(kind, iface)
 }
 
 // ProgressPath is where the progress record of an interface lives
@@ -122,75 +120,45 @@ func (s *Store) InterfacePath(uid, iface string) (string, error) {
 	return s.path(uid, iface, "interface")
 }
 
-// ReadProgress reads the progress record of an interface. A
-// record never written is an error matching [ErrNotExist].
+// ReadProgress reads the progress record of an interface (see
+// [Dir.ReadProgress]).
 func (s *Store) ReadProgress(uid, iface string) (*Progress, error) {
-	return readRecord(s, &Progress{}, uid, iface, "pod-interface")
-}
-
-// ReadInterface reads the interface record of an interface. A record never
-// written is an error matching [ErrNotExist].
-func (s *Store) ReadInterface(uid, iface string) (*Interface, error) {
-	return readRecord(s, &Interface{}, uid, iface, "interface")
-}
-
-// readRecord reads the record of kind of an interface into rec.
-func readRecord[R versioned](s *Store, rec R, uid, iface, kind string) (R, error) {
-	var none R
-	p, err := s.path(uid, iface, kind)
+	d, err := s.vmi(uid)
 	if err != nil {
-		return none, err
+		return nil, err
 	}
-	if err := s.read(p, rec); err != nil {
-		return none, err
+	return d.ReadProgress(iface)
+}
+
+// ReadInterface reads the interface record of an interface (see
+// [Dir.ReadInterface]).
+func (s *Store) ReadInterface(uid, iface string) (*Interface, error) {
+	d, err := s.vmi(uid)
+	if err != nil {
+		return nil, err
 	}
-	return rec, nil
+	return d.ReadInterface(iface)
 }
 
 // Delete removes both records of an interface; records that do not exist
 // are not an error. Like reads and writes, it refuses an unsafe root or
 // record directory, so that it never removes files through a link.
 func (s *Store) Delete(uid, iface string) error {
-	paths := make([]string, 0, 2)
-	for _, kind := range []string{"pod-interface", "interface"} {
-		p, err := s.path(uid, iface, kind)
-		if err != nil {
-			return err
-		}
-		paths = append(paths, p)
-	}
-	if err := checkExistingDirs(s.root, filepath.Dir(paths[0])); err != nil {
+	d, err := s.vmi(uid)
+	if err != nil {
 		return err
 	}
-	for _, p := range paths {
-		if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
-			return fmt.Errorf("cache: delete: %w", err)
-		}
-	}
-	return nil
+	return d.Delete(iface)
 }
 
 // DeleteVMI removes every record of a VMI; a VMI without records is not an
 // error. It refuses an unsafe root or record directory.
 func (s *Store) DeleteVMI(uid string) error {
-	dir, err := s.vmiDir(uid)
+	d, err := s.vmi(uid)
 	if err != nil {
 		return err
 	}
-	if err := os.RemoveAll(dir); err != nil {
-		return fmt.Errorf("cache: delete VMI %s: %w", uid, err)
-	}
-	return nil
-}
-
-// vmiDir is the record directory of a VMI, checked with the root where
-// they exist ([checkExistingDirs]).
-func (s *Store) vmiDir(uid string) (string, error) {
-	if err := CheckName("VMI UID", uid); err != nil {
-		return "", err
-	}
-	dir := filepath.Join(s.root, uid)
-	return dir, checkExistingDirs(s.root, dir)
+	return d.Remove()
 }
 
 // list checks dirs ([checkExistingDirs]) and lists the last of them; one
@@ -222,7 +190,7 @@ func checkExistingDirs(dirs ...string) error {
 }
 
 // writeFile writes one record atomically (temporary file, fsync, rename)
-// without syncing the directory; wrote is false when the file already
+// into its existing directory, without syncing the directory; wrote is false when the file already
 // held the record's bytes.
 func (s *Store) writeFile(path string, rec any) (wrote bool, err error) {
 	data, err := json.MarshalIndent(rec, "", "  ")
@@ -231,9 +199,6 @@ func (s *Store) writeFile(path string, rec any) (wrote bool, err error) {
 	}
 	data = append(data, '\n')
 	dir := filepath.Dir(path)
-	if err := s.ensureDir(dir); err != nil {
-		return false, err
-	}
 	switch err := checkFile(path); {
 	case err == nil:
 		// A re-run writes the same record again: leave the file (and
@@ -381,12 +346,9 @@ func checkPath(p string, dir bool) error {
 	return nil
 }
 
-// read reads and decodes the record at path; a missing directory, like a
-// missing file, is an error naming path and wrapping [ErrNotExist].
-func (s *Store) read(path string, rec versioned) error {
-	if err := checkExistingDirs(s.root, filepath.Dir(path)); err != nil {
-		return err
-	}
+// readFile reads and decodes the record at path, in a checked directory;
+// a missing file is an error naming path and wrapping [ErrNotExist].
+func (s *Store) readFile(path string, rec versioned) error {
 	if err := checkFile(path); err != nil {
 		if os.IsNotExist(err) {
 			return fmt.Errorf("cache: %s: %w", path, ErrNotExist)

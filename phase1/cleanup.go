@@ -27,10 +27,10 @@ func Cleanup(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.S
 		return err
 	}
 	defer locks.unlock(&err)
-	if err := locks.checkNamespace(store, vmi.Metadata.UID); err != nil {
+	if err := locks.checkNamespace(); err != nil {
 		return err
 	}
-	if _, err := store.RemoveTemps(vmi.Metadata.UID); err != nil {
+	if _, err := locks.recs.RemoveTemps(); err != nil {
 		return &Error{Step: StepRead, Err: err}
 	}
 	d, closeFn, err := driverFor(netnsPath, opts)
@@ -38,10 +38,10 @@ func Cleanup(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.S
 		return err
 	}
 	defer closeFn()
-	if err := cleanupPairs(ctx, d, vmi, pairs, store, opts, func(int) bool { return true }); err != nil {
+	if err := cleanupPairs(ctx, d, vmi, pairs, locks.recs, opts, func(int) bool { return true }); err != nil {
 		return err
 	}
-	if err := store.DeleteVMI(vmi.Metadata.UID); err != nil {
+	if err := locks.recs.Remove(); err != nil {
 		return &Error{Step: StepCleanup, Err: err}
 	}
 	return nil
@@ -50,10 +50,10 @@ func Cleanup(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.S
 // cleanupPairs undoes phase1 for pairs, last first; resumed(i) tells
 // whether pair i's records existed before the run (see
 // [binding.Input.Resumed]).
-func cleanupPairs(ctx context.Context, d netdriver.Driver, vmi *api.VMI, pairs []api.Pair, store *cache.Store, opts Options, resumed func(int) bool) error {
+func cleanupPairs(ctx context.Context, d netdriver.Driver, vmi *api.VMI, pairs []api.Pair, recs *cache.Dir, opts Options, resumed func(int) bool) error {
 	var errs []error
 	for i, p := range slices.Backward(pairs) {
-		if step, err := cleanupPair(ctx, d, vmi, p, store, opts, resumed(i)); err != nil {
+		if step, err := cleanupPair(ctx, d, vmi, p, recs, opts, resumed(i)); err != nil {
 			errs = append(errs, &Error{Interface: p.Interface.Name, Step: step, Err: err})
 		}
 	}
@@ -61,16 +61,16 @@ func cleanupPairs(ctx context.Context, d netdriver.Driver, vmi *api.VMI, pairs [
 }
 
 // cleanupPair undoes phase1 for one pair; a failure comes with its step.
-func cleanupPair(ctx context.Context, d netdriver.Driver, vmi *api.VMI, p api.Pair, store *cache.Store, opts Options, resumed bool) (string, error) {
-	uid, name := vmi.Metadata.UID, p.Interface.Name
-	pod, err := store.ReadProgress(uid, name)
+func cleanupPair(ctx context.Context, d netdriver.Driver, vmi *api.VMI, p api.Pair, recs *cache.Dir, opts Options, resumed bool) (string, error) {
+	name := p.Interface.Name
+	pod, err := recs.ReadProgress(name)
 	if errors.Is(err, cache.ErrNotExist) {
 		return "", nil
 	}
 	if err != nil {
 		return StepRead, err
 	}
-	rec, err := store.ReadInterface(uid, name)
+	rec, err := recs.ReadInterface(name)
 	if err != nil && !errors.Is(err, cache.ErrNotExist) {
 		return StepRead, err
 	}
@@ -88,5 +88,5 @@ func cleanupPair(ctx context.Context, d netdriver.Driver, vmi *api.VMI, p api.Pa
 	if err := b.Cleanup(ctx, d, in, pod.Discovered, rec); err != nil {
 		return StepCleanup, err
 	}
-	return StepCleanup, store.Delete(uid, name)
+	return StepCleanup, recs.Delete(name)
 }

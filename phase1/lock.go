@@ -11,11 +11,12 @@ import (
 	"github.com/virtnet/virtnet/cache"
 )
 
-// runLocks are the locks a Run or Cleanup holds: the VMI's, then the
-// namespace's (always in that order, so that two runs never wait on each
-// other in a cycle).
+// runLocks are the locks a Run or Cleanup holds: the VMI's, with its
+// record directory opened once for the whole run, then the namespace's
+// (always in that order, so that two runs never wait on each other in a
+// cycle).
 type runLocks struct {
-	vmi *cache.Lock
+	recs *cache.Dir
 	// ns is the namespace's lock in the store (nil with Options.Driver
 	// and no path).
 	ns *cache.Lock
@@ -45,7 +46,7 @@ func takeLocks(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache
 	}
 	defer cancel()
 	var err error
-	if l.vmi, err = store.LockVMI(lctx, vmi.Metadata.UID); err != nil {
+	if l.recs, err = store.OpenVMI(lctx, vmi.Metadata.UID); err != nil {
 		return nil, &Error{Step: StepLock, Err: unwritableCache(store, err)}
 	}
 	if netnsPath != "" {
@@ -66,8 +67,8 @@ func (l *runLocks) release() error {
 	if l.ns != nil {
 		errs = append(errs, l.ns.Remove())
 	}
-	if l.vmi != nil {
-		errs = append(errs, l.vmi.Remove())
+	if l.recs != nil {
+		errs = append(errs, l.recs.Close())
 	}
 	return errors.Join(errs...)
 }
@@ -81,12 +82,12 @@ func (l *runLocks) unlock(err *error) {
 }
 
 // checkNamespace refuses a namespace other than the one the VMI's
-// records describe (see [cache.Store.CheckNamespace]).
-func (l *runLocks) checkNamespace(store *cache.Store, uid string) error {
+// records describe (see [cache.Dir.CheckNamespace]).
+func (l *runLocks) checkNamespace() error {
 	if l.nsID == "" {
 		return nil
 	}
-	if err := store.CheckNamespace(uid, l.nsID); err != nil {
+	if err := l.recs.CheckNamespace(l.nsID); err != nil {
 		return &Error{Step: StepNamespace, Err: err}
 	}
 	return nil

@@ -165,25 +165,25 @@ func Run(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.Store
 			return err
 		}
 	}
-	uid := vmi.Metadata.UID
 	locks, err := takeLocks(ctx, vmi, netnsPath, store, opts)
 	if err != nil {
 		return err
 	}
 	defer locks.unlock(&err)
-	if err := locks.checkNamespace(store, uid); err != nil {
+	recs := locks.recs
+	if err := locks.checkNamespace(); err != nil {
 		return err
 	}
-	if n, err := store.RemoveTemps(uid); err != nil {
+	if n, err := recs.RemoveTemps(); err != nil {
 		return &Error{Step: StepRead, Err: err}
 	} else if n > 0 {
 		opts.Logger.Info("removed temporary files an interrupted run left", "count", n)
 	}
-	states, recorded, err := readRecords(store, uid, pairs)
+	states, recorded, err := readRecords(recs, pairs)
 	if err != nil {
 		return err
 	}
-	if _, _, err := readRecords(store, uid, absent); err != nil {
+	if _, _, err := readRecords(recs, absent); err != nil {
 		return err
 	}
 	d, closeFn, err := driverFor(netnsPath, opts)
@@ -202,7 +202,7 @@ func Run(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.Store
 	// one never prepared has no record and is skipped. It comes first, so
 	// that no plug of the same update can hold it back.
 	var failed []error
-	if err := cleanupPairs(ctx, d, vmi, absent, store, opts, func(int) bool { return true }); err != nil {
+	if err := cleanupPairs(ctx, d, vmi, absent, recs, opts, func(int) bool { return true }); err != nil {
 		if !update {
 			return err
 		}
@@ -241,11 +241,11 @@ func Run(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.Store
 			undo, undoPairs = []ifaceTxn{txns[only[0]]}, []api.Pair{pairs[only[0]]}
 		}
 		// Even when the failure is the caller's cancellation.
-		if cerr := rollbackTxns(context.WithoutCancel(ctx), d, vmi, undoPairs, undo, store, opts); cerr != nil {
+		if cerr := rollbackTxns(context.WithoutCancel(ctx), d, vmi, undoPairs, undo, recs, opts); cerr != nil {
 			opts.Logger.Error("rollback failed; a re-run resumes from the cache", "error", cerr)
 			return errors.Join(err, fmt.Errorf("rollback: %w", cerr))
 		}
-		if err := forgetIfEmpty(store, uid); err != nil {
+		if err := forgetIfEmpty(recs); err != nil {
 			opts.Logger.Error("rollback left the VMI's record directory", "error", err)
 		}
 		opts.Logger.Warn("phase1 failed and was rolled back", "error", err)
@@ -274,7 +274,7 @@ func Run(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.Store
 	if locks.nsID != "" {
 		// Bind the records to the namespace they describe, before the
 		// first of them.
-		w, err := store.PutNamespace(uid, locks.nsID, opts.Attachment)
+		w, err := recs.PutNamespace(locks.nsID, opts.Attachment)
 		wrote = w
 		if err != nil {
 			return rollback(&Error{Step: StepNamespace, Err: err})
@@ -285,7 +285,7 @@ func Run(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.Store
 			return rollback(&Error{Step: StepCanceled, Err: err})
 		}
 		txns[i].begun = true
-		w, err := txns[i].prepare(ctx, d, store, uid)
+		w, err := txns[i].prepare(ctx, d, recs)
 		wrote = wrote || w
 		if err != nil && !standAlone(i, err) {
 			return rollback(err)
@@ -297,14 +297,14 @@ func Run(ctx context.Context, vmi *api.VMI, netnsPath string, store *cache.Store
 		if txns[i].skip {
 			continue
 		}
-		w, err := txns[i].commit(store, uid)
+		w, err := txns[i].commit(recs)
 		wrote = wrote || w
 		if err != nil && !standAlone(i, err) {
 			return rollback(err)
 		}
 	}
 	if wrote {
-		if err := store.SyncVMI(uid); err != nil {
+		if err := recs.Sync(); err != nil {
 			return rollback(&Error{Step: StepRecord, Err: err})
 		}
 	}
@@ -327,12 +327,12 @@ func joinErrors(errs []error) error {
 // forgetIfEmpty removes the VMI's record directory (its namespace record
 // with it) when no interface record is left in it, so that a failed first
 // run leaves no directory behind.
-func forgetIfEmpty(store *cache.Store, uid string) error {
-	has, err := store.HasRecords(uid)
+func forgetIfEmpty(recs *cache.Dir) error {
+	has, err := recs.HasRecords()
 	if err != nil || has {
 		return err
 	}
-	return store.DeleteVMI(uid)
+	return recs.Remove()
 }
 
 // ifaceTxn is one interface's transaction inside a [Run]: begun when the
@@ -358,10 +358,10 @@ type ifaceTxn struct {
 
 // commit marks the interface finished (a no-op write for one an earlier
 // run committed).
-func (t *ifaceTxn) commit(store *cache.Store, uid string) (wrote bool, err error) {
+func (t *ifaceTxn) commit(recs *cache.Dir) (wrote bool, err error) {
 	done := *t.pod
 	done.State = cache.Finished
-	w, err := store.PutProgress(uid, &done)
+	w, err := recs.PutProgress(&done)
 	if err != nil {
 		return w, &Error{Interface: t.in.Pair.Interface.Name, Step: StepRecord, Err: err}
 	}
@@ -370,7 +370,7 @@ func (t *ifaceTxn) commit(store *cache.Store, uid string) (wrote bool, err error
 
 // rollbackTxns undoes, last first, the transactions of txns (one per
 // pair) that this run began and that no earlier run had committed.
-func rollbackTxns(ctx context.Context, d netdriver.Driver, vmi *api.VMI, pairs []api.Pair, txns []ifaceTxn, store *cache.Store, opts Options) error {
+func rollbackTxns(ctx context.Context, d netdriver.Driver, vmi *api.VMI, pairs []api.Pair, txns []ifaceTxn, recs *cache.Dir, opts Options) error {
 	var undo []api.Pair
 	var resumed []bool
 	for i, t := range txns {
@@ -380,7 +380,7 @@ func rollbackTxns(ctx context.Context, d netdriver.Driver, vmi *api.VMI, pairs [
 		undo = append(undo, pairs[i])
 		resumed = append(resumed, t.in.Resumed)
 	}
-	return cleanupPairs(ctx, d, vmi, undo, store, opts, func(i int) bool { return resumed[i] })
+	return cleanupPairs(ctx, d, vmi, undo, recs, opts, func(i int) bool { return resumed[i] })
 }
 
 // readRecords reads every record of the VMI's pairs before any kernel
@@ -388,17 +388,17 @@ func rollbackTxns(ctx context.Context, d netdriver.Driver, vmi *api.VMI, pairs [
 // fails the run before it changed anything. It returns the pod-interface
 // record of each pair (nil when never written) and its interface record
 // (nil when none).
-func readRecords(store *cache.Store, uid string, pairs []api.Pair) ([]*cache.Progress, []*cache.Interface, error) {
+func readRecords(recs *cache.Dir, pairs []api.Pair) ([]*cache.Progress, []*cache.Interface, error) {
 	out := make([]*cache.Progress, len(pairs))
-	recs := make([]*cache.Interface, len(pairs))
+	ifaces := make([]*cache.Interface, len(pairs))
 	for i, p := range pairs {
 		name := p.Interface.Name
 		fail := func(err error) error { return &Error{Interface: name, Step: StepRead, Err: err} }
-		pod, err := store.ReadProgress(uid, name) // nil when never written
+		pod, err := recs.ReadProgress(name) // nil when never written
 		if err != nil && !errors.Is(err, cache.ErrNotExist) {
 			return nil, nil, fail(err)
 		}
-		rec, err := store.ReadInterface(uid, name) // nil when never written
+		rec, err := recs.ReadInterface(name) // nil when never written
 		if err != nil && !errors.Is(err, cache.ErrNotExist) {
 			return nil, nil, fail(err)
 		}
@@ -419,10 +419,10 @@ func readRecords(store *cache.Store, uid string, pairs []api.Pair) ([]*cache.Pro
 		}
 		out[i] = pod
 		if pod != nil {
-			recs[i] = rec
+			ifaces[i] = rec
 		}
 	}
-	return out, recs, nil
+	return out, ifaces, nil
 }
 
 // keepRecordedNames has in use the link names the interface record was
@@ -548,17 +548,17 @@ func planPair(ctx context.Context, d netdriver.Driver, vmi *api.VMI, p api.Pair,
 
 // prepare records the discovery (state "started") and the plan, then
 // prepares the namespace. wrote reports whether a record was written.
-func (r *pairRun) prepare(ctx context.Context, d netdriver.Driver, store *cache.Store, uid string) (wrote bool, err error) {
+func (r *pairRun) prepare(ctx context.Context, d netdriver.Driver, recs *cache.Dir) (wrote bool, err error) {
 	fail := func(step string, err error) error {
 		return &Error{Interface: r.in.Pair.Interface.Name, Step: step, Err: err}
 	}
-	w, err := store.PutProgress(uid, r.pod)
+	w, err := recs.PutProgress(r.pod)
 	if err != nil {
 		return w, fail(StepRecord, err)
 	}
 	wrote = w
 	if r.rec != nil {
-		w, err := store.PutInterface(uid, r.rec)
+		w, err := recs.PutInterface(r.rec)
 		wrote = wrote || w
 		if err != nil {
 			return wrote, fail(StepRecord, err)

@@ -40,20 +40,27 @@ spec:
 	}
 	// What phase1, in the privileged agent, recorded for the bridge
 	// binding on eth0 (here by hand).
-	_, err = store.PutInterface(vmi.Metadata.UID, &cache.Interface{
+	recs, err := store.OpenVMI(context.Background(), vmi.Metadata.UID)
+	if err != nil {
+		panic(err)
+	}
+	_, err = recs.PutInterface(&cache.Interface{
 		Interface: "default", PodInterface: "eth0", Binding: "bridge",
 		Bridge: "k6t-eth0", Tap: "tap0", NIC: "eth0-nic", MAC: cache.MustParseMAC("8e:61:55:c2:4a:bd"), MTU: 1440, IPAMDisabled: true,
 	})
 	if err != nil {
 		panic(err)
 	}
-	_, err = store.PutProgress(vmi.Metadata.UID, &cache.Progress{
+	_, err = recs.PutProgress(&cache.Progress{
 		Interface: "default", PodInterface: "eth0", Binding: "bridge", State: cache.Finished,
 	})
 	if err != nil {
 		panic(err)
 	}
-	if err := store.SyncVMI(vmi.Metadata.UID); err != nil {
+	if err := recs.Sync(); err != nil {
+		panic(err)
+	}
+	if err := recs.Close(); err != nil {
 		panic(err)
 	}
 

@@ -89,19 +89,21 @@ func CacheFiles(tb testing.TB, s *cache.Store) map[string]string {
 }
 
 // WriteRecord writes rec (a *cache.Interface or a *cache.Progress) for the
-// VMI uid the way phase1 does (Put, then SyncVMI), failing the test on
-// error.
+// VMI uid the way phase1 does (under the VMI's lock, Put, then Sync),
+// failing the test on error.
 func WriteRecord(tb testing.TB, s *cache.Store, uid string, rec any) {
 	tb.Helper()
-	var err error
+	d, err := s.OpenVMI(tb.Context(), uid)
+	require.NoError(tb, err)
+	defer func() { require.NoError(tb, d.Close()) }()
 	switch r := rec.(type) {
 	case *cache.Interface:
-		_, err = s.PutInterface(uid, r)
+		_, err = d.PutInterface(r)
 	case *cache.Progress:
-		_, err = s.PutProgress(uid, r)
+		_, err = d.PutProgress(r)
 	default:
 		tb.Fatalf("testutil.WriteRecord: %T is not a cache record", rec)
 	}
 	require.NoError(tb, err)
-	require.NoError(tb, s.SyncVMI(uid))
+	require.NoError(tb, d.Sync())
 }
