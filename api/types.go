@@ -31,15 +31,12 @@ type VMI struct {
 	// decoder, not by JSON.
 	Unknown []string `json:"-"`
 
-	// validated is set by [Validate] when the VMI passes: phase1 and the
-	// plugins take the VMI [Load] returned without validating it again
-	// ([VMI.Validated]).
-	validated bool
+	validated bool // see Validated
 }
 
-// Validated reports whether [Validate] (or [Load], which calls it)
-// passed this VMI. A change made to the VMI afterwards is not seen:
-// whoever changes a validated VMI calls Validate again.
+// Validated reports whether [Validate] (or [Load], which calls it) passed
+// the VMI: phase1 takes it without validating it again. A change made
+// since is not seen: whoever changes the VMI calls Validate again.
 func (v *VMI) Validated() bool { return v.validated }
 
 // VMIStatus is the part of a VMI's status virtnet reads.

@@ -6,21 +6,19 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
 // Dir is the record directory of one VMI (<root>/<uid>), opened once: its
-// UID checked, the root and the directory checked where they exist, the
-// paths of its files made from it. A writer gets one from [Store.OpenVMI],
-// holding the VMI's lock, and does every read and write of its run on it;
-// the Store's methods that take a UID open a Dir for the one call.
-//
-// The directory is checked when the Dir is opened and created (then
-// checked) by the first write, not again at every step: while the lock is
-// held no other writer of the VMI runs, and the root that holds the
-// directory is root's (or ours) and not world-writable, so nobody else can
-// replace it. Each record file is still checked when it is read. A Dir is
-// for one goroutine at a time.
+// UID checked, the root and the directory checked where they exist (the
+// first write creates and checks it), each record's name checked when its
+// path is first made. A writer gets one from [Store.OpenVMI], with the
+// VMI's lock, and does its whole run on it: while the lock is held no
+// other writer of the VMI runs, and the root is root's (or ours) and not
+// world-writable, so nobody else can replace the directory. Each record
+// file is still checked when it is read. The Store's methods that take a
+// UID open a Dir for the one call. A Dir is for one goroutine at a time.
 type Dir struct {
 	s    *Store
 	uid  string
@@ -37,10 +35,7 @@ type Dir struct {
 // free or ctx is done) and opens its record directory. [Dir.Close]
 // releases the lock.
 func (s *Store) OpenVMI(ctx context.Context, uid string) (*Dir, error) {
-	if err := CheckName("VMI UID", uid); err != nil {
-		return nil, err
-	}
-	l, err := s.lock(ctx, ".lock-"+uid, "VMI "+uid)
+	l, err := s.LockVMI(ctx, uid)
 	if err != nil {
 		return nil, err
 	}
@@ -68,9 +63,6 @@ func (d *Dir) check() error {
 	d.exists = err == nil
 	return nil
 }
-
-// UID is the VMI's UID.
-func (d *Dir) UID() string { return d.uid }
 
 // Close removes the lock file and releases the VMI's lock ([Lock.Remove]):
 // a run waiting on it takes the lock again on a new file.
@@ -126,23 +118,21 @@ func readRecord[R versioned](d *Dir, rec R, kind, iface string) (R, error) {
 // directory fsync (see [Dir.Sync]); wrote is false when the file already
 // held these bytes.
 func (d *Dir) PutProgress(rec *Progress) (wrote bool, err error) {
-	p, err := d.file("pod-interface", rec.Interface)
-	if err != nil {
-		return false, err
-	}
 	rec.Version = Version
-	return d.write(p, rec)
+	return d.put("pod-interface", rec.Interface, rec)
 }
 
-// PutInterface atomically writes rec (its Version is set) without the
-// directory fsync (see [Dir.Sync]); wrote is false when the file already
-// held these bytes.
+// PutInterface is [Dir.PutProgress] for an interface record.
 func (d *Dir) PutInterface(rec *Interface) (wrote bool, err error) {
-	p, err := d.file("interface", rec.Interface)
+	rec.Version = Version
+	return d.put("interface", rec.Interface, rec)
+}
+
+func (d *Dir) put(kind, iface string, rec any) (bool, error) {
+	p, err := d.file(kind, iface)
 	if err != nil {
 		return false, err
 	}
-	rec.Version = Version
 	return d.write(p, rec)
 }
 
@@ -159,12 +149,7 @@ func (d *Dir) write(path string, rec any) (bool, error) {
 
 // read reads and decodes the record at path; a missing directory, like a
 // missing file, is an error naming path and wrapping [ErrNotExist].
-func (d *Dir) read(path string, rec versioned) error {
-	if !d.exists {
-		return fmt.Errorf("cache: %s: %w", path, ErrNotExist)
-	}
-	return d.s.readFile(path, rec)
-}
+func (d *Dir) read(path string, rec versioned) error { return d.s.readFile(path, rec) }
 
 // Delete removes both records of an interface; records that do not exist
 // are not an error.
@@ -173,9 +158,6 @@ func (d *Dir) Delete(iface string) error {
 		p, err := d.file(kind, iface)
 		if err != nil {
 			return err
-		}
-		if !d.exists {
-			continue
 		}
 		if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
 			return fmt.Errorf("cache: delete: %w", err)
@@ -217,12 +199,9 @@ func (d *Dir) Sync() error {
 // many it removed. Call it while no write of the VMI can be under way (on
 // the Dir of [Store.OpenVMI]).
 func (d *Dir) RemoveTemps() (int, error) {
-	if !d.exists {
-		return 0, nil
-	}
-	entries, err := os.ReadDir(d.path)
+	entries, err := d.list()
 	if err != nil {
-		return 0, fmt.Errorf("cache: list %s: %w", d.path, err)
+		return 0, err
 	}
 	n := 0
 	for _, e := range entries {
@@ -240,17 +219,20 @@ func (d *Dir) RemoveTemps() (int, error) {
 // HasRecords reports whether any interface record of the VMI exists (the
 // namespace record and temporary files do not count).
 func (d *Dir) HasRecords() (bool, error) {
+	ents, err := d.list()
+	return slices.ContainsFunc(ents, func(e os.DirEntry) bool {
+		return filepath.Ext(e.Name()) == ".json" && e.Name() != NamespaceFile
+	}), err
+}
+
+// list lists the directory (nothing before its first write).
+func (d *Dir) list() ([]os.DirEntry, error) {
 	if !d.exists {
-		return false, nil
+		return nil, nil
 	}
 	ents, err := os.ReadDir(d.path)
-	if err != nil && !os.IsNotExist(err) {
-		return false, fmt.Errorf("cache: list %s: %w", d.path, err)
+	if err != nil {
+		return nil, fmt.Errorf("cache: list %s: %w", d.path, err)
 	}
-	for _, e := range ents {
-		if filepath.Ext(e.Name()) == ".json" && e.Name() != NamespaceFile {
-			return true, nil
-		}
-	}
-	return false, nil
+	return ents, nil
 }

@@ -58,11 +58,7 @@ func (e *NamespaceMismatchError) Permanent() bool { return true }
 // RecordedNamespace reads the VMI's namespace record (see
 // [Dir.RecordedNamespace]).
 func (s *Store) RecordedNamespace(uid string) (*Namespace, error) {
-	d, err := s.vmi(uid)
-	if err != nil {
-		return nil, err
-	}
-	return d.RecordedNamespace()
+	return onDir(s, uid, (*Dir).RecordedNamespace)
 }
 
 // RecordedNamespace reads the VMI's namespace record; one never written

@@ -123,42 +123,38 @@ func (s *Store) InterfacePath(uid, iface string) (string, error) {
 // ReadProgress reads the progress record of an interface (see
 // [Dir.ReadProgress]).
 func (s *Store) ReadProgress(uid, iface string) (*Progress, error) {
-	d, err := s.vmi(uid)
-	if err != nil {
-		return nil, err
-	}
-	return d.ReadProgress(iface)
+	return onDir(s, uid, func(d *Dir) (*Progress, error) { return d.ReadProgress(iface) })
 }
 
 // ReadInterface reads the interface record of an interface (see
 // [Dir.ReadInterface]).
 func (s *Store) ReadInterface(uid, iface string) (*Interface, error) {
-	d, err := s.vmi(uid)
-	if err != nil {
-		return nil, err
-	}
-	return d.ReadInterface(iface)
+	return onDir(s, uid, func(d *Dir) (*Interface, error) { return d.ReadInterface(iface) })
 }
 
 // Delete removes both records of an interface; records that do not exist
 // are not an error. Like reads and writes, it refuses an unsafe root or
 // record directory, so that it never removes files through a link.
 func (s *Store) Delete(uid, iface string) error {
-	d, err := s.vmi(uid)
-	if err != nil {
-		return err
-	}
-	return d.Delete(iface)
+	_, err := onDir(s, uid, func(d *Dir) (any, error) { return nil, d.Delete(iface) })
+	return err
 }
 
 // DeleteVMI removes every record of a VMI; a VMI without records is not an
 // error. It refuses an unsafe root or record directory.
 func (s *Store) DeleteVMI(uid string) error {
+	_, err := onDir(s, uid, func(d *Dir) (any, error) { return nil, d.Remove() })
+	return err
+}
+
+// onDir runs f on the record directory of uid, opened for the one call.
+func onDir[T any](s *Store, uid string, f func(*Dir) (T, error)) (T, error) {
 	d, err := s.vmi(uid)
 	if err != nil {
-		return err
+		var none T
+		return none, err
 	}
-	return d.Remove()
+	return f(d)
 }
 
 // list checks dirs ([checkExistingDirs]) and lists the last of them; one

@@ -46,7 +46,7 @@ type Target struct {
 // target's); other attachments keep their type and take the target's link
 // names. The interfaces are matched by alias (ua-<name>).
 //
-// It refuses, naming the interface (a [*TargetError]): a source interface
+// It refuses, naming the interface ([ErrTarget]): a source interface
 // whose alias is not ua-<name> of a present VMI interface, two source
 // interfaces of one alias, a source or target interface without <mac>,
 // one the target domain lacks or has twice, one whose MAC differs from
@@ -132,14 +132,12 @@ func TargetDomain(vmi *api.VMI, plugins map[string]Plugin, source, target *libvi
 // sriovAliasPrefix starts the alias of an SR-IOV VF's <hostdev>.
 const sriovAliasPrefix = "ua-sriov-"
 
-// TargetError is a source interface the target cannot take as it is.
-type TargetError struct {
-	Interface string
-	Why       string
-}
+// ErrTarget is matched by the error of a source interface the target
+// cannot take as it is; the message names the interface and why.
+var ErrTarget = errors.New("migration target")
 
-func (e *TargetError) Error() string {
-	return fmt.Sprintf("migration target: interface %q: %s", e.Interface, e.Why)
+func targetError(iface, why string) error {
+	return fmt.Errorf("%w: interface %q: %s", ErrTarget, iface, why)
 }
 
 // sourceName is the VMI interface the source domain's i-th interface is:
@@ -153,16 +151,16 @@ func sourceName(i int, src *libvirtxml.DomainInterface, present, seen map[string
 		if src.Alias != nil {
 			alias = fmt.Sprintf("%q", src.Alias.Name)
 		}
-		return "", &TargetError{Interface: fmt.Sprintf("source domain's interface %d", i),
-			Why: fmt.Sprintf("its alias (%s) is not ua-<name> of an interface of the VMI: refusing to guess which pod link it is", alias)}
+		return "", targetError(fmt.Sprintf("source domain's interface %d", i),
+			fmt.Sprintf("its alias (%s) is not ua-<name> of an interface of the VMI: refusing to guess which pod link it is", alias))
 	}
 	switch {
 	case !present[name]:
-		return "", &TargetError{Interface: name, Why: "the source domain has an interface of alias ua-" + name + " and the VMI no such interface present"}
+		return "", targetError(name, "the source domain has an interface of alias ua-"+name+" and the VMI no such interface present")
 	case seen[name]:
-		return "", &TargetError{Interface: name, Why: "the source domain has two interfaces of alias ua-" + name + ": both would take its one tap"}
+		return "", targetError(name, "the source domain has two interfaces of alias ua-"+name+": both would take its one tap")
 	case src.MAC == nil || src.MAC.Address == "":
-		return "", &TargetError{Interface: name, Why: "the source domain's interface has no <mac>: the MAC the guest uses cannot be checked against the target pod's"}
+		return "", targetError(name, "the source domain's interface has no <mac>: the MAC the guest uses cannot be checked against the target pod's")
 	}
 	seen[name] = true
 	return name, nil
@@ -177,15 +175,15 @@ func targetOf(name string, want []libvirtxml.DomainInterface) (*libvirtxml.Domai
 			continue
 		}
 		if found != nil {
-			return nil, &TargetError{Interface: name, Why: "the target pod's domain has two interfaces of alias ua-" + name}
+			return nil, targetError(name, "the target pod's domain has two interfaces of alias ua-"+name)
 		}
 		found = &want[j]
 	}
 	switch {
 	case found == nil:
-		return nil, &TargetError{Interface: name, Why: "the target pod's domain has no such interface (did phase1 run there for it?)"}
+		return nil, targetError(name, "the target pod's domain has no such interface (did phase1 run there for it?)")
 	case found.MAC == nil || found.MAC.Address == "":
-		return nil, &TargetError{Interface: name, Why: "the target pod's domain gives it no <mac>"}
+		return nil, targetError(name, "the target pod's domain gives it no <mac>")
 	}
 	return found, nil
 }
@@ -205,7 +203,7 @@ func oneDevicePerLink(ifaces []libvirtxml.DomainInterface) error {
 		}
 		for _, l := range links {
 			if other, ok := used[l]; ok && other != name {
-				return &TargetError{Interface: name, Why: fmt.Sprintf("it would share link %s with interface %q", l, other)}
+				return targetError(name, fmt.Sprintf("it would share link %s with interface %q", l, other))
 			}
 			used[l] = name
 		}
@@ -227,8 +225,8 @@ func tapAttachment(kind string) bool { return kind == "bridge" || kind == "ether
 // change of type between them is refused.
 func rename(name string, src, tgt *libvirtxml.DomainInterface) error {
 	if !strings.EqualFold(src.MAC.Address, tgt.MAC.Address) {
-		return &TargetError{Interface: name, Why: fmt.Sprintf("the source's MAC %s is not the target pod's %s: the target's DHCP server would not answer the migrated vNIC (give the target's phase1 the VMI's status.interfaces)",
-			src.MAC.Address, tgt.MAC.Address)}
+		return targetError(name, fmt.Sprintf("the source's MAC %s is not the target pod's %s: the target's DHCP server would not answer the migrated vNIC (give the target's phase1 the VMI's status.interfaces)",
+			src.MAC.Address, tgt.MAC.Address))
 	}
 	sk, tk := domxml.InterfaceType(src), domxml.InterfaceType(tgt)
 	if tapAttachment(sk) && tapAttachment(tk) {
@@ -240,7 +238,7 @@ func rename(name string, src, tgt *libvirtxml.DomainInterface) error {
 		return nil
 	}
 	if sk != tk {
-		return &TargetError{Interface: name, Why: fmt.Sprintf("the source attaches it as %s, the target pod's domain as %s: no way to carry one to the other", cmp.Or(sk, "nothing"), cmp.Or(tk, "nothing"))}
+		return targetError(name, fmt.Sprintf("the source attaches it as %s, the target pod's domain as %s: no way to carry one to the other", cmp.Or(sk, "nothing"), cmp.Or(tk, "nothing")))
 	}
 	if src.Target != nil && src.Target.Dev != "" && tgt.Target != nil && tgt.Target.Dev != "" {
 		src.Target.Dev = tgt.Target.Dev
@@ -327,7 +325,7 @@ func RefreshLinks(ctx context.Context, u DeviceUpdater, dom *libvirtxml.Domain, 
 	for _, name := range names {
 		i := slices.IndexFunc(dom.Devices.Interfaces, func(d libvirtxml.DomainInterface) bool { n, ok := ifaceName(d.Alias); return ok && n == name })
 		if i < 0 {
-			return &TargetError{Interface: name, Why: "not in the running domain"}
+			return targetError(name, "not in the running domain")
 		}
 		up := dom.Devices.Interfaces[i]
 		if up.Link == nil {

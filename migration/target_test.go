@@ -2,6 +2,7 @@ package migration_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -126,15 +127,14 @@ func TestTargetDomainRefuses(t *testing.T) {
 		}
 	}
 	_, err := migration.TargetDomain(srcVMI, nil, src, other, store)
-	var te *migration.TargetError
-	require.ErrorAs(t, err, &te)
-	require.Equal(t, "blue", te.Interface)
+	require.ErrorIs(t, err, migration.ErrTarget)
+	require.ErrorContains(t, err, `interface "blue"`)
 	require.ErrorContains(t, err, "DHCP")
 
 	other.Devices.Interfaces = other.Devices.Interfaces[:1]
 	_, err = migration.TargetDomain(srcVMI, nil, src, other, store)
-	require.ErrorAs(t, err, &te)
-	require.Equal(t, "blue", te.Interface)
+	require.ErrorIs(t, err, migration.ErrTarget)
+	require.ErrorContains(t, err, `interface "blue"`)
 }
 
 // TestTargetDomainSRIOV: the source's VF is dropped from the target
@@ -179,8 +179,9 @@ func TestRefreshLinks(t *testing.T) {
 		got.Link, got.XMLName = nil, blue.XMLName
 		require.Equal(t, blue, got)
 	}
-	var te *migration.TargetError
-	require.ErrorAs(t, migration.RefreshLinks(context.Background(), &u, dom, []string{"nosuch"}), &te)
+	err := migration.RefreshLinks(context.Background(), &u, dom, []string{"nosuch"})
+	require.ErrorIs(t, err, migration.ErrTarget)
+	require.ErrorContains(t, err, `interface "nosuch"`)
 }
 
 // TestTargetDomainNotMigratable: TargetDomain checks the VMI first.
@@ -292,9 +293,8 @@ func TestTargetDomainHostileSource(t *testing.T) {
 				tc.tgt(tgt.Devices)
 			}
 			_, err := migration.TargetDomain(vmi, nil, src, tgt, store)
-			var te *migration.TargetError
-			require.ErrorAs(t, err, &te)
-			require.Equal(t, tc.iface, te.Interface)
+			require.ErrorIs(t, err, migration.ErrTarget)
+			require.ErrorContains(t, err, fmt.Sprintf("interface %q", tc.iface))
 			require.ErrorContains(t, err, tc.why)
 		})
 	}

@@ -4,7 +4,7 @@
 // spec.networks order, through the binding registry:
 //
 //  1. checks the namespace path (an nsfs network namespace, else a
-//     [*NotNamespaceError]) and takes the VMI's and the namespace's locks,
+//     [ErrNotNamespace]) and takes the VMI's and the namespace's locks,
 //  2. refuses a namespace other than the one the VMI's records describe
 //     (their namespace record, netns.json: a [*cache.NamespaceMismatchError],
 //     permanent), removes temporary files an interrupted cache write left,

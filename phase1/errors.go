@@ -6,6 +6,7 @@ import (
 	"syscall"
 
 	"github.com/virtnet/virtnet/cache"
+	"github.com/virtnet/virtnet/internal/errclass"
 	"github.com/virtnet/virtnet/netdriver"
 )
 
@@ -58,7 +59,7 @@ func (e *Error) Unwrap() error { return e.Err }
 //     as the CNI leaves it or already prepared ([*binding.PodLinkError]), a
 //     masquerade VM network overlapping the pod's ([*masquerade.OverlapError]),
 //     a pod link without the address a binding needs ([binding.ErrNoAddress]);
-//   - a path that is not a network namespace ([*NotNamespaceError]), a
+//   - a path that is not a network namespace ([ErrNotNamespace]), a
 //     cache that is unsafe, corrupt, of another version, asked for a bad
 //     name or describing another namespace ([*cache.UnsafeError],
 //     [*cache.CorruptError], [*cache.VersionError], [*cache.NameError],
@@ -101,25 +102,9 @@ var ErrNotSupported = netdriver.ErrNotSupported
 // [StepLock]); the error names the lock.
 var ErrLocked = cache.ErrLocked
 
-// NotNamespaceError is a netns path that is not a network namespace.
-type NotNamespaceError struct {
-	Path string
-	// What the path is ("a regular file", "a mount namespace",
-	// "missing …").
-	What string
-	// Err is the cause when the path could not be opened (a path that
-	// does not exist: fs.ErrNotExist), else nil.
-	Err error
-}
-
-// Unwrap returns Err.
-func (e *NotNamespaceError) Unwrap() error { return e.Err }
-
-// Permanent reports true: the caller must pass another path (a path that
-// does not exist included: the pod's process is gone, and a new one has a
-// new path).
-func (e *NotNamespaceError) Permanent() bool { return true }
-
-func (e *NotNamespaceError) Error() string {
-	return fmt.Sprintf("%s is %s, not a network namespace (want /proc/<pid>/ns/net or a bind mount of one, such as /var/run/netns/<name>)", e.Path, e.What)
-}
+// ErrNotNamespace is matched by the error of a netns path that is not a
+// network namespace; the message names the path and what it is. It is
+// permanent: the caller must pass another path (a path that does not
+// exist included: the pod's process is gone, and a new one has a new
+// path).
+var ErrNotNamespace = errclass.Permanent("not a network namespace")

@@ -47,7 +47,7 @@ func TestErrorPermanent(t *testing.T) {
 		{"pod link missing", phase1.StepDiscover, &binding.PodLinkError{Name: "eth0", Reason: "not found", Err: &netdriver.LinkNotFoundError{Name: "eth0"}}, true},
 		{"no address", phase1.StepPlan, fmt.Errorf("eth0: %w", binding.ErrNoAddress), true},
 		{"overlap", phase1.StepPlan, &masquerade.OverlapError{Field: "vmNetworkCIDR", Network: netip.MustParsePrefix("10.0.2.0/24"), PodLink: "eth0"}, true},
-		{"not a namespace", phase1.StepOpen, &phase1.NotNamespaceError{Path: "/etc/passwd", What: "a regular file"}, true},
+		{"not a namespace", phase1.StepOpen, fmt.Errorf("/etc/passwd is a regular file, %w", phase1.ErrNotNamespace), true},
 		{"unsafe cache", phase1.StepRecord, &cache.UnsafeError{Path: "/var/run/x", Reason: "a symlink"}, true},
 		{"corrupt record", phase1.StepRead, &cache.CorruptError{Path: "/var/run/x", Err: errors.New("eof")}, true},
 		{"record of another version", phase1.StepRead, &cache.VersionError{Path: "/var/run/x", Got: 9, Want: 1}, true},

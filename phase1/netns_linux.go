@@ -11,17 +11,25 @@ import (
 )
 
 // namespaceID checks that path is a network namespace (an nsfs file of
-// type CLONE_NEWNET; anything else gets a [*NotNamespaceError] saying what
+// type CLONE_NEWNET; anything else gets a [ErrNotNamespace] saying what
 // the path is) and returns the device and inode of its file. Every path of
 // one namespace (/proc/<pid>/ns/net, a bind mount under /var/run/netns) is
 // the same nsfs inode, so the pair identifies the namespace and a lock
 // named after it locks the namespace.
+func notNamespace(path, what string, cause error) error {
+	err := fmt.Errorf("%s is %s, %w (want /proc/<pid>/ns/net or a bind mount of one, such as /var/run/netns/<name>)", path, what, ErrNotNamespace)
+	if cause != nil {
+		return fmt.Errorf("%w: %w", err, cause)
+	}
+	return err
+}
+
 func namespaceID(path string) (dev, ino uint64, err error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		// Permanent: the process whose namespace it was, or the bind
 		// mount, is gone; retrying the same path never succeeds.
-		return 0, 0, &NotNamespaceError{Path: path, What: "missing (the pod's process or the bind mount is gone)", Err: err}
+		return 0, 0, notNamespace(path, "missing (the pod's process or the bind mount is gone)", err)
 	}
 	if err != nil {
 		return 0, 0, fmt.Errorf("open network namespace %s: %w", path, err)
@@ -36,14 +44,14 @@ func namespaceID(path string) (dev, ino uint64, err error) {
 		return 0, 0, fmt.Errorf("open network namespace %s: %w", path, err)
 	}
 	if fs.Type != unix.NSFS_MAGIC {
-		return 0, 0, &NotNamespaceError{Path: path, What: fileKind(st.Mode)}
+		return 0, 0, notNamespace(path, fileKind(st.Mode), nil)
 	}
 	typ, err := unix.IoctlRetInt(int(f.Fd()), unix.NS_GET_NSTYPE)
 	if err != nil {
 		return 0, 0, fmt.Errorf("open network namespace %s: namespace type: %w", path, err)
 	}
 	if typ != unix.CLONE_NEWNET {
-		return 0, 0, &NotNamespaceError{Path: path, What: namespaceKind(typ)}
+		return 0, 0, notNamespace(path, namespaceKind(typ), nil)
 	}
 	return uint64(st.Dev), st.Ino, nil
 }
