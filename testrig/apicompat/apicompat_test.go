@@ -400,7 +400,7 @@ func extract(ctx context.Context, repo, commit, dir string) error {
 	return nil
 }
 
-// moduleRoot is the repository's root, three floors up.
+// moduleRoot is the repository's root, two folders up.
 func moduleRoot(t *testing.T) string {
 	root, err := filepath.Abs("../..")
 	require.NoError(t, err)

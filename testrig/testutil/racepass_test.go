@@ -25,7 +25,7 @@ func TestRacePassPackages(t *testing.T) {
 	if err != nil {
 		Skip(t, "needs the go command")
 	}
-	root, err := filepath.Abs(filepath.Join("..", "..", ".."))
+	root, err := filepath.Abs(filepath.Join("..", ".."))
 	require.NoError(t, err)
 	script, err := os.ReadFile(filepath.Join(root, "test.sh"))
 	require.NoError(t, err)
