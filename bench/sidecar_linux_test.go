@@ -61,6 +61,7 @@ func BenchmarkSidecarRSS(b *testing.B) {
 		Spec: api.VMISpec{Domain: api.DomainSpec{Devices: api.Devices{Interfaces: []api.Interface{{Name: "default", Masquerade: &struct{}{}}}}},
 			Networks: []api.Network{{Name: "default", Pod: &api.PodNetwork{}}}}}
 	api.SetDefaults(vmi)
+	require.NoError(b, api.Validate(vmi))
 	store, err := cache.New(b.TempDir())
 	require.NoError(b, err)
 	require.NoError(b, phase1.Run(context.Background(), vmi, pod.Pod.Path, store, phase1.Options{}))
