@@ -69,7 +69,7 @@ func TestBatchBuilderReuse(t *testing.T) {
 	fresh := func(nat netdriver.NAT) []mdnetlink.Message {
 		b, err := newBatchBuilder()
 		require.NoError(t, err)
-		batch, err := b.build(nat)
+		batch, err := b.build(nat, true)
 		require.NoError(t, err)
 		return batch
 	}
@@ -86,7 +86,7 @@ func TestBatchBuilderReuse(t *testing.T) {
 	bad := netdrivertest.SampleNAT4()
 	bad.Bridge = ""
 	for _, nat := range []netdriver.NAT{netdrivertest.SampleNAT4(netdriver.NATPort{Protocol: "tcp", Port: 80}), netdrivertest.SampleNAT6(), bad, netdrivertest.SampleIstio4(), netdrivertest.SampleNAT4(netdriver.NATPort{Protocol: "tcp", Port: 80})} {
-		got, err := b.build(nat)
+		got, err := b.build(nat, true)
 		if nat.Bridge == "" {
 			require.ErrorIs(t, err, netdriver.ErrInvalidNAT)
 			continue
@@ -94,5 +94,42 @@ func TestBatchBuilderReuse(t *testing.T) {
 		require.NoError(t, err)
 		require.Greater(t, len(got), 2)
 		require.Equal(t, strip(fresh(nat)), strip(got))
+	}
+}
+
+// TestCreateOnlyBatch: the batch ApplyNAT sends first deletes nothing
+// (no DELTABLE, so the socket's release has no destruction to wait for)
+// and creates the table with NLM_F_EXCL (so that on a table that exists
+// the kernel refuses it whole); the replacing batch deletes the table
+// first, without EXCL; both carry the same chains and rules.
+func TestCreateOnlyBatch(t *testing.T) {
+	delTable := mdnetlink.HeaderType(unix.NFNL_SUBSYS_NFTABLES<<8 | unix.NFT_MSG_DELTABLE)
+	count := func(batch []mdnetlink.Message, typ mdnetlink.HeaderType) (n, excl int) {
+		for _, m := range batch {
+			if m.Header.Type == typ {
+				n++
+				if m.Header.Flags&mdnetlink.Excl != 0 {
+					excl++
+				}
+			}
+		}
+		return n, excl
+	}
+	for _, nat := range []netdriver.NAT{netdrivertest.SampleNAT4(netdriver.NATPort{Protocol: "tcp", Port: 80}), netdrivertest.SampleNAT6(), netdrivertest.SampleIstio4()} {
+		b, err := newBatchBuilder()
+		require.NoError(t, err)
+		create, err := b.build(nat, false)
+		require.NoError(t, err)
+		replace, err := b.build(nat, true)
+		require.NoError(t, err)
+		n, excl := count(create, newTableType)
+		require.Equal(t, [2]int{1, 1}, [2]int{n, excl}, "one NEWTABLE, with EXCL")
+		n, _ = count(create, delTable)
+		require.Zero(t, n, "no DELTABLE")
+		n, excl = count(replace, newTableType)
+		require.Equal(t, [2]int{2, 0}, [2]int{n, excl}, "add, delete, add: no EXCL")
+		n, _ = count(replace, delTable)
+		require.Equal(t, 1, n)
+		require.Equal(t, len(create)+2, len(replace), "the same batch but the table's add and delete")
 	}
 }

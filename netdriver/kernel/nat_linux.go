@@ -47,19 +47,28 @@ func familyName(family netdriver.Family) string {
 }
 
 // queueNAT queues on conn the one netlink batch (one nftables
-// transaction) that adds the table (a no-op if it exists), deletes it with
-// whatever it held, and re-creates it with its chains, sets and rules. The
-// kernel applies the batch atomically: a packet sees either the old rule
-// set or the new one, never an empty table, and a failed batch leaves the
-// old rules in place. Re-running converges.
-func queueNAT(conn *nftables.Conn, nat netdriver.NAT) error {
+// transaction) that makes the table with its chains, sets and rules. With
+// replace, the batch first adds the table (a no-op if it exists) and
+// deletes it with whatever it held. The kernel applies the batch
+// atomically: a packet sees either the old rule set or the new one, never
+// an empty table, and a failed batch leaves the old rules in place.
+// Re-running converges.
+//
+// Without replace the batch only adds, which matters for a process that
+// exits soon after (a CNI plugin, phase1 run by a launcher): the release
+// of the netfilter socket waits for the destruction of what a committed
+// batch deleted, an RCU grace period (5–11 ms here; see nftConn), and a
+// batch that deletes nothing leaves none to wait for.
+func queueNAT(conn *nftables.Conn, nat netdriver.NAT, replace bool) error {
 	rules, err := nat.Rules()
 	if err != nil {
 		return err
 	}
 	table := natTable(nat.Family)
-	conn.AddTable(table)
-	conn.DelTable(table)
+	if replace {
+		conn.AddTable(table)
+		conn.DelTable(table)
+	}
 	conn.AddTable(table)
 	chains := addNATChains(conn, table)
 	var sets uint32
@@ -117,10 +126,12 @@ func newBatchBuilder() (*batchBuilder, error) {
 	return b, nil
 }
 
-// build returns nat's batch.
-func (b *batchBuilder) build(nat netdriver.NAT) ([]mdnetlink.Message, error) {
+// build returns nat's batch (see queueNAT). Without replace, the table's
+// creation carries NLM_F_EXCL: if the table exists the kernel refuses the
+// whole batch with EEXIST, and the caller sends the replacing one.
+func (b *batchBuilder) build(nat netdriver.NAT, replace bool) ([]mdnetlink.Message, error) {
 	b.batch = nil
-	if err := queueNAT(b.c, nat); err != nil {
+	if err := queueNAT(b.c, nat, replace); err != nil {
 		return nil, err
 	}
 	if err := b.c.Flush(); err != nil && !errors.Is(err, batchCaptured{}) {
@@ -131,8 +142,19 @@ func (b *batchBuilder) build(nat netdriver.NAT) ([]mdnetlink.Message, error) {
 	if len(batch) < 2 {
 		return nil, fmt.Errorf("netdriver: NAT table %s %s: no batch was built", familyName(nat.Family), netdriver.NATTable)
 	}
+	if !replace {
+		for i := range batch {
+			if batch[i].Header.Type == newTableType {
+				batch[i].Header.Flags |= mdnetlink.Excl
+				break
+			}
+		}
+	}
 	return batch, nil
 }
+
+// newTableType is the netlink message type of an nftables NEWTABLE.
+const newTableType = mdnetlink.HeaderType(unix.NFNL_SUBSYS_NFTABLES<<8 | unix.NFT_MSG_NEWTABLE)
 
 // sendBatch sends batch on nl as nft does: without an ACK per message.
 // The kernel processes a netfilter batch within the sendmsg call (the

@@ -45,6 +45,28 @@ func applyOrSkip(t *testing.T, d netdriver.Driver, nat netdriver.NAT) {
 	require.NoError(t, err)
 }
 
+// TestNATCreateThenReplace: on a namespace without the table ApplyNAT
+// sends one batch (the one that only adds); where the table exists, the
+// kernel refuses that one and the replacing batch follows (two requests),
+// and the rules are the new ones either way.
+func TestNATCreateThenReplace(t *testing.T) {
+	testutil.RequireRoot(t)
+	d := openDriver(t, testutil.NewNS(t, "vn-nat"))
+	first := netdrivertest.SampleNAT4(netdriver.NATPort{Protocol: "tcp", Port: 8080})
+	before := d.Requests()
+	applyOrSkip(t, d, first)
+	require.Equal(t, int64(1), d.Requests()-before, "a fresh table: one batch")
+	second := netdrivertest.SampleNAT4(netdriver.NATPort{Protocol: "udp", Port: 53})
+	before = d.Requests()
+	require.NoError(t, d.ApplyNAT(second))
+	require.Equal(t, int64(2), d.Requests()-before, "the table exists: refused, then replaced")
+	got, err := d.NATRules(netdriver.IPv4)
+	require.NoError(t, err)
+	want, err := netdriver.NATListing(second)
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+}
+
 func TestNATKernelListing(t *testing.T) {
 	testutil.RequireRoot(t)
 	for _, tc := range netdrivertest.NATListingCases() {

@@ -764,9 +764,20 @@ func (n *Netlink) dropNFT() {
 	}
 }
 
-// ApplyNAT implements [netdriver.Driver].
+// ApplyNAT implements [netdriver.Driver]. It sends the batch that only
+// adds first (see queueNAT): on a namespace without the table, the usual
+// first run, that is all; where the table exists the kernel refuses it
+// whole (EEXIST) and the batch that replaces the table follows.
 func (n *Netlink) ApplyNAT(nat netdriver.NAT) error {
-	batch, err := n.natBatch(nat)
+	err := n.applyNAT(nat, false)
+	if errors.Is(err, unix.EEXIST) {
+		err = n.applyNAT(nat, true)
+	}
+	return err
+}
+
+func (n *Netlink) applyNAT(nat netdriver.NAT, replace bool) error {
+	batch, err := n.natBatch(nat, replace)
 	if err != nil {
 		return err
 	}
@@ -781,7 +792,7 @@ func (n *Netlink) ApplyNAT(nat netdriver.NAT) error {
 }
 
 // natBatch builds nat's batch on the driver's builder.
-func (n *Netlink) natBatch(nat netdriver.NAT) ([]mdnetlink.Message, error) {
+func (n *Netlink) natBatch(nat netdriver.NAT, replace bool) ([]mdnetlink.Message, error) {
 	n.nftbMu.Lock()
 	defer n.nftbMu.Unlock()
 	if n.nftb == nil {
@@ -791,7 +802,7 @@ func (n *Netlink) natBatch(nat netdriver.NAT) ([]mdnetlink.Message, error) {
 		}
 		n.nftb = b
 	}
-	batch, err := n.nftb.build(nat)
+	batch, err := n.nftb.build(nat, replace)
 	if err != nil {
 		n.nftb = nil
 	}
