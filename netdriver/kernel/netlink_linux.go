@@ -674,7 +674,8 @@ const (
 // netfilter netlink socket (nft_rcv_nl_event) waits for the pending
 // destruction of committed transactions, which waits for an RCU grace
 // period (synchronize_rcu). Measured here: 5–12 ms per close right after a
-// commit, against 0.5–1 ms for the commit itself.
+// commit that deleted something, against 0.5–1 ms for the commit itself,
+// and 0.01 ms after one that only added (hence ApplyNAT's first batch).
 func (n *Netlink) nftConn() (*nftables.Conn, error) {
 	if n.nftc != nil {
 		return n.nftc, nil
