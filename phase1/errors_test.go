@@ -113,7 +113,7 @@ func TestErrorMessages(t *testing.T) {
 			permanent: true},
 		{name: "not validated", yaml: bridgeVMI, links: []netdrivertest.SimLink{{Name: "eth0"}},
 			mutate:    func(v *api.VMI) { *v = api.VMI{Kind: v.Kind, Metadata: v.Metadata, Spec: v.Spec} },
-			want:      `phase1: validate: VMI not validated (api.Load or api.Validate first)`,
+			want:      `phase1: validate: VMI default/vmi-bridge (uid "` + uid + `"): VMI not validated (api.Load or api.Validate first)`,
 			is:        api.ErrNotValidated,
 			permanent: true},
 		{name: "kernel busy", yaml: bridgeVMI, links: []netdrivertest.SimLink{{Name: "eth0"}},

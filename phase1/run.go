@@ -453,7 +453,7 @@ func pairsOf(vmi *api.VMI, opts Options) ([]api.Pair, error) {
 		return nil, &Error{Step: StepValidate, Err: fmt.Errorf("Options.TapOwner %d: not a uid (0 to %d)", o.uid, maxUID)}
 	}
 	if !vmi.Validated() {
-		return nil, &Error{Step: StepValidate, Err: api.ErrNotValidated}
+		return nil, &Error{Step: StepValidate, Err: fmt.Errorf("VMI %s/%s (uid %q): %w", vmi.Metadata.Namespace, vmi.Metadata.Name, vmi.Metadata.UID, api.ErrNotValidated)}
 	}
 	pairs, err := api.Pairs(vmi)
 	if err != nil {

@@ -352,7 +352,8 @@ func goCmd(ctx context.Context, dir string, env []string, args ...string) ([]byt
 	return out, nil
 }
 
-// extract writes commit's tree (git archive) into dir.
+// extract writes the tree of commit, a commit of this repository (the last
+// release of virtnet itself), into dir (git archive).
 func extract(ctx context.Context, repo, commit, dir string) error {
 	cmd := exec.CommandContext(ctx, "git", "archive", "--format=tar", commit)
 	cmd.Dir = repo
