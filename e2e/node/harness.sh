@@ -1,0 +1,430 @@
+#!/usr/bin/env bash
+# A real node on this machine for virtnet's plugins (issue #36, docs/real-node.md):
+# etcd, the Kubernetes control plane, containerd and a kubelet, with Multus
+# thin, virtnet's deploy/ applied with the user's own commands, scenarios run
+# through the API server, a transcript kept, and everything torn down.
+#
+#   VIRTNET_NODE_ARTEFACTS=DIR e2e/node/harness.sh [all|up|cni|kubevirt|vm|living|down]
+#
+# DIR holds what e2e/node/build-k8s.sh and e2e/node/images.sh made (bin/,
+# cni-bin/, multus/, images/*.tar) and, for the KubeVirt milestones,
+# kubevirt/ (kubevirt-operator.yaml, kubevirt-cr.yaml and its images as OCI
+# archives, built by the operator of this harness from KubeVirt's own
+# release tag: this repository never builds KubeVirt). Without
+# VIRTNET_NODE_ARTEFACTS the harness says so and exits 0 (CI does not run it).
+#
+#   all       up, cni, then kubevirt, vm and living when DIR/kubevirt exists; down at the end
+#   up        the node: namespaces, PKI, etcd, control plane, containerd, kubelet, kube-proxy, Multus
+#   cni       milestone 2: deploy/cni and deploy/macvtap.yaml, plain pods on their networks
+#   kubevirt  milestone 3: KubeVirt's operator and CR, then deploy/sidecars
+#   vm        milestone 4: a VM with virtnet-masquerade and virtnet-bridge
+#   living    milestone 5: hotplug, link state down/up/absent, delete
+#   down      stop everything and restore the machine as it was
+#
+# The node lives in two network namespaces of its own (virtnet-node, with
+# eth0 192.168.250.2/24, and virtnet-node-gw, its gateway .1): its traffic
+# never leaves them. The kubelet runs in a mount namespace whose /proc/sys
+# kernel and vm files are private copies, so its tunables (kernel.panic,
+# panic_on_oops, vm.overcommit_memory, ...) never touch the machine's. The
+# machine's / is made rshared for mount propagation while the node runs and
+# private again at the end; /dev/net/tun's mode likewise.
+#
+# Environment: VIRTNET_NODE_WORKDIR (default /var/tmp/virtnet-node: state,
+# logs, PKI), VIRTNET_NODE_TRANSCRIPT (default WORKDIR/transcript.txt).
+case "${1:-}" in -h | --help) sed -n '2,/^[^#]/{/^#/{s/^# \{0,1\}//;p}}' "$0"; exit 0 ;; esac
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+art=${VIRTNET_NODE_ARTEFACTS:-}
+if [[ -z $art ]]; then
+	echo "harness.sh: not run: VIRTNET_NODE_ARTEFACTS is not set (docs/real-node.md says how to make the artefacts)"
+	exit 0
+fi
+art=$(realpath "$art")
+[[ $(id -u) == 0 ]] || { echo "harness.sh: run as root" >&2; exit 1; }
+work=${VIRTNET_NODE_WORKDIR:-/var/tmp/virtnet-node}
+transcript=${VIRTNET_NODE_TRANSCRIPT:-$work/transcript.txt}
+netns=virtnet-node gwns=virtnet-node-gw nodeip=192.168.250.2 node=virtnet-node
+pki=$work/pki logs=$work/log pids=$work/pids
+# The machine's paths the node owns for its life (created by up, removed by down).
+owned=(/opt/cni /etc/cni /var/lib/cni /var/lib/kubelet /var/lib/containerd /run/containerd
+	/var/log/pods /var/log/containers /run/virtnet-binding /var/lib/kubevirt /var/run/kubevirt
+	/var/run/kubevirt-private /var/lib/kubevirt-node-labeller /run/multus)
+sysctls=(kernel/panic kernel/panic_on_oops vm/overcommit_memory vm/panic_on_oom
+	kernel/keys/root_maxkeys kernel/keys/root_maxbytes)
+
+log() { printf '%s %s\n' "$(date -u +%H:%M:%S)" "$*" | tee -a "$transcript" >&2; }
+# nodens CMD...: CMD in the node's network namespace (the machine's mount namespace).
+nodens() { nsenter --net=/run/netns/$netns "$@"; }
+k() { nodens "$art/bin/kubectl" --kubeconfig "$pki/admin.kubeconfig" "$@"; }
+# t CMD...: CMD, with its words and output in the transcript; its status is returned.
+t() {
+	local rc=0
+	printf '$ %s\n' "$*" >>"$transcript"
+	"$@" >>"$transcript" 2>&1 || rc=$?
+	((rc == 0)) || printf '(exit %d)\n' "$rc" >>"$transcript"
+	return "$rc"
+}
+tk() { printf '$ kubectl %s\n' "$*" >>"$transcript"; local rc=0; k "$@" >>"$transcript" 2>&1 || rc=$?; ((rc == 0)) || printf '(exit %d)\n' "$rc" >>"$transcript"; return "$rc"; }
+# until SECONDS WHAT CMD...: CMD until it succeeds, at most SECONDS (bounded; 1 s apart).
+until_ok() {
+	local limit=$1 what=$2 start=$SECONDS
+	shift 2
+	while ! "$@" >/dev/null 2>&1; do
+		if ((SECONDS - start >= limit)); then
+			log "FAIL: $what: not within ${limit}s"
+			return 1
+		fi
+		sleep 1
+	done
+	log "ok: $what (${SECONDS}s into the run, $((SECONDS - start))s waited)"
+}
+milestone() { log "== milestone $1 (${SECONDS}s)"; }
+
+# start NAME CMD...: a daemon of the node (in its network namespace), in the background, its pid in $pids.
+start() {
+	local name=$1
+	shift
+	setsid nsenter --net=/run/netns/$netns "$@" >"$logs/$name.log" 2>&1 </dev/null &
+	echo $! >"$pids/$name"
+}
+
+pki_make() {
+	mkdir -p "$pki"
+	cd "$pki"
+	local o=(-days 3 -sha256)
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout ca.key -out ca.crt \
+		-subj /CN=virtnet-node-ca "${o[@]}" 2>/dev/null
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout front-ca.key -out front-ca.crt \
+		-subj /CN=virtnet-node-front-proxy-ca "${o[@]}" 2>/dev/null
+	openssl genrsa -out sa.key 2048 2>/dev/null
+	openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
+	# cert NAME SUBJECT CA EXT
+	cert() {
+		openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$1.key" -out "$1.csr" \
+			-subj "$2" 2>/dev/null
+		openssl x509 -req -in "$1.csr" -CA "$3.crt" -CAkey "$3.key" -CAcreateserial -out "$1.crt" "${o[@]}" \
+			-extfile <(printf '%s\n' "$4") 2>/dev/null
+	}
+	cert apiserver /CN=kube-apiserver ca "subjectAltName=IP:$nodeip,IP:127.0.0.1,IP:10.96.0.1,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local
+extendedKeyUsage=serverAuth"
+	local c
+	for c in "admin:/O=system:masters/CN=virtnet-node-admin" "kubelet:/O=system:nodes/CN=system:node:$node" \
+		"controller-manager:/CN=system:kube-controller-manager" "scheduler:/CN=system:kube-scheduler" \
+		"kube-proxy:/CN=system:kube-proxy" "apiserver-kubelet:/O=system:masters/CN=kube-apiserver-kubelet-client"; do
+		cert "${c%%:*}" "${c#*:}" ca "extendedKeyUsage=clientAuth"
+	done
+	cert front-proxy-client /CN=front-proxy-client front-ca "extendedKeyUsage=clientAuth"
+	for c in admin kubelet controller-manager scheduler kube-proxy; do
+		cat >"$c.kubeconfig" <<KC
+apiVersion: v1
+kind: Config
+clusters:
+- name: node
+  cluster: {server: "https://$nodeip:6443", certificate-authority-data: $(base64 -w0 ca.crt)}
+users:
+- name: $c
+  user: {client-certificate-data: $(base64 -w0 "$c.crt"), client-key-data: $(base64 -w0 "$c.key")}
+contexts:
+- name: node
+  context: {cluster: node, user: $c}
+current-context: node
+KC
+	done
+	cd - >/dev/null
+}
+
+up() {
+	milestone "1: the node up"
+	local p
+	for p in "${owned[@]}"; do
+		[[ ! -e $p ]] || { log "FAIL: $p exists: another node or a run not torn down (harness.sh down)"; return 1; }
+	done
+	ip netns list | grep -qw "$netns" && { log "FAIL: netns $netns exists (harness.sh down)"; return 1; }
+	mkdir -p "$work" "$logs" "$pids" "$work/saved"
+	# What the machine was: restored by down.
+	for p in "${sysctls[@]}"; do cat "/proc/sys/$p" >"$work/saved/${p//\//.}"; done
+	stat -c %a /dev/net/tun >"$work/saved/tun-mode"
+	findmnt -no PROPAGATION / >"$work/saved/root-propagation"
+	mount --make-rshared /
+	chmod 0666 /dev/net/tun
+
+	ip netns add "$netns"
+	ip netns add "$gwns"
+	nodens ip link set lo up
+	nodens ip link add eth0 type veth peer name uplink netns "$gwns"
+	nodens ip addr add "$nodeip/24" dev eth0
+	nodens ip link set eth0 up
+	ip netns exec "$gwns" ip addr add 192.168.250.1/24 dev uplink
+	ip netns exec "$gwns" ip link set uplink up
+	ip netns exec "$gwns" ip link set lo up
+	nodens ip route add default via 192.168.250.1
+	nodens sysctl -qw net.ipv4.ip_forward=1
+
+	mkdir -p /opt/cni/bin /etc/cni/net.d/multus.d /var/lib/kubelet /var/log/pods /var/log/containers
+	cp "$art"/cni-bin/* "$art/bin/multus" /opt/cni/bin/
+	pki_make
+	cp "$pki/admin.kubeconfig" /etc/cni/net.d/multus.d/multus.kubeconfig
+	cat >/etc/cni/net.d/00-multus.conf <<CONF
+{"cniVersion": "1.0.0", "name": "multus-cni-network", "type": "multus",
+ "kubeconfig": "/etc/cni/net.d/multus.d/multus.kubeconfig",
+ "logFile": "$logs/multus.log", "logLevel": "verbose",
+ "delegates": [{"cniVersion": "1.0.0", "name": "podnet", "plugins": [
+   {"type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": true,
+    "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.244.0.0/24"}]], "routes": [{"dst": "0.0.0.0/0"}]}}]}]}
+CONF
+
+	start etcd etcd --name node --data-dir "$work/etcd" --listen-client-urls http://127.0.0.1:2379 \
+		--advertise-client-urls http://127.0.0.1:2379 --listen-peer-urls http://127.0.0.1:2380
+	until_ok 60 "etcd answers" nodens curl -sf http://127.0.0.1:2379/health
+	start kube-apiserver "$art/bin/kube-apiserver" --etcd-servers=http://127.0.0.1:2379 \
+		--advertise-address="$nodeip" --secure-port=6443 --service-cluster-ip-range=10.96.0.0/16 \
+		--tls-cert-file="$pki/apiserver.crt" --tls-private-key-file="$pki/apiserver.key" \
+		--client-ca-file="$pki/ca.crt" --service-account-issuer=https://kubernetes.default.svc \
+		--service-account-key-file="$pki/sa.pub" --service-account-signing-key-file="$pki/sa.key" \
+		--authorization-mode=Node,RBAC --allow-privileged=true --enable-admission-plugins=NodeRestriction \
+		--kubelet-client-certificate="$pki/apiserver-kubelet.crt" --kubelet-client-key="$pki/apiserver-kubelet.key" \
+		--requestheader-client-ca-file="$pki/front-ca.crt" --proxy-client-cert-file="$pki/front-proxy-client.crt" \
+		--proxy-client-key-file="$pki/front-proxy-client.key" --requestheader-allowed-names=front-proxy-client \
+		--requestheader-username-headers=X-Remote-User --requestheader-group-headers=X-Remote-Group \
+		--requestheader-extra-headers-prefix=X-Remote-Extra- --enable-aggregator-routing=true
+	until_ok 180 "kube-apiserver ready" k get --raw /readyz
+	start kube-controller-manager "$art/bin/kube-controller-manager" --kubeconfig="$pki/controller-manager.kubeconfig" \
+		--authentication-kubeconfig="$pki/controller-manager.kubeconfig" --authorization-kubeconfig="$pki/controller-manager.kubeconfig" \
+		--service-account-private-key-file="$pki/sa.key" --root-ca-file="$pki/ca.crt" \
+		--cluster-signing-cert-file="$pki/ca.crt" --cluster-signing-key-file="$pki/ca.key" \
+		--use-service-account-credentials=true --leader-elect=false --bind-address=127.0.0.1
+	start kube-scheduler "$art/bin/kube-scheduler" --kubeconfig="$pki/scheduler.kubeconfig" \
+		--authentication-kubeconfig="$pki/scheduler.kubeconfig" --authorization-kubeconfig="$pki/scheduler.kubeconfig" \
+		--leader-elect=false --bind-address=127.0.0.1
+
+	cat >"$work/containerd.toml" <<TOML
+version = 2
+root = "/var/lib/containerd"
+state = "/run/containerd"
+[grpc]
+  address = "/run/containerd/containerd.sock"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "registry.local/node/pause:3.10"
+  restrict_oom_score_adj = true
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/opt/cni/bin"
+    conf_dir = "/etc/cni/net.d"
+    max_conf_num = 1
+TOML
+	start containerd containerd --config "$work/containerd.toml"
+	until_ok 60 "containerd answers" ctr --address /run/containerd/containerd.sock version
+	local img
+	for img in "$art"/images/*.tar "$art"/kubevirt/*.tar; do
+		[[ -e $img ]] || continue
+		t ctr --address /run/containerd/containerd.sock -n k8s.io images import "$img"
+	done
+
+	# The kubelet's mount namespace: the machine's mounts (peers: mounts
+	# propagate both ways) but a private /proc whose kernel tunables the
+	# kubelet writes are files of the node's own.
+	mkdir -p "$work/sysctl"
+	for p in "${sysctls[@]}"; do cp "/proc/sys/$p" "$work/sysctl/${p//\//.}"; done
+	cat >"$work/kubelet.yaml" <<KY
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: true}
+  x509: {clientCAFile: "$pki/ca.crt"}
+authorization: {mode: Webhook}
+cgroupDriver: cgroupfs
+failSwapOn: false
+failCgroupV1: false
+containerRuntimeEndpoint: unix:///run/containerd/containerd.sock
+clusterDomain: cluster.local
+resolvConf: "$work/resolv.conf"
+evictionHard: {memory.available: "100Mi", nodefs.available: "2%", imagefs.available: "2%"}
+imageGCHighThresholdPercent: 100
+serializeImagePulls: false
+KY
+	: >"$work/resolv.conf"
+	local script="mount --make-private /proc"
+	for p in "${sysctls[@]}"; do script+=" && mount --bind $work/sysctl/${p//\//.} /proc/sys/$p"; done
+	script+=" && exec $art/bin/kubelet --config=$work/kubelet.yaml --kubeconfig=$pki/kubelet.kubeconfig --node-ip=$nodeip --hostname-override=$node"
+	start kubelet unshare -m --propagation unchanged sh -c "$script"
+	start kube-proxy "$art/bin/kube-proxy" --kubeconfig="$pki/kube-proxy.kubeconfig" --proxy-mode=iptables \
+		--cluster-cidr=10.244.0.0/16 --hostname-override="$node" --conntrack-max-per-core=0 \
+		--bind-address=127.0.0.1 --metrics-bind-address=127.0.0.1:10249 --healthz-bind-address=127.0.0.1:10256
+	until_ok 180 "node $node Ready" k wait --for=condition=Ready "node/$node" --timeout=5s
+	# Multus thin's CRD: the one document of its manifest a thin install on a
+	# node needs here (the binary and its configuration are on the node already).
+	awk 'BEGIN{RS="\n---\n"} /kind: CustomResourceDefinition/' "$art/multus/multus-daemonset.yml" >"$work/nad-crd.yaml"
+	tk apply --server-side -f "$work/nad-crd.yaml"
+	until_ok 60 "NAD CRD established" k wait --for=condition=Established crd/network-attachment-definitions.k8s.cni.cncf.io --timeout=5s
+	until_ok 120 "default service account" k -n default get serviceaccount default
+	tk get nodes -o wide
+	log "node up"
+}
+
+# pod_exec POD CMD...: CMD in the pod's first container.
+pod_exec() { local p=$1; shift; k exec "$p" -- "$@"; }
+macvtap_advertised() { [[ $(k get node "$node" -o jsonpath='{.status.allocatable.macvtap\.network\.kubevirt\.io/eth0}') == 100 ]]; }
+gone() { ! k get "$@" >/dev/null 2>&1; }
+node_links() { nodens ip -o link show | awk -F': ' '{print $2}' | sed 's/@.*//' | sort; }
+
+cni() {
+	milestone "2: Multus calls virtnet's CNI plugins on a real kubelet"
+	tk create namespace kubevirt || true
+	tk apply --server-side -k "$repo/deploy/cni/"
+	until_ok 180 "virtnet-binding-cni rolled out" k -n kubevirt rollout status daemonset/virtnet-binding-cni --timeout=5s
+	# deploy/macvtap.yaml without its VirtualMachine (KubeVirt's CRDs come in milestone 3).
+	awk 'BEGIN{RS="\n---\n"; ORS="\n---\n"} !/kind: VirtualMachine\n/' "$repo/deploy/macvtap.yaml" >"$work/macvtap-nokubevirt.yaml"
+	tk apply --server-side -f "$work/macvtap-nokubevirt.yaml"
+	until_ok 180 "virtnet-macvtap-dp rolled out" k -n kubevirt rollout status daemonset/virtnet-macvtap-dp --timeout=5s
+	until_ok 120 "the kubelet advertises macvtap.network.kubevirt.io/eth0" macvtap_advertised
+	tk get node "$node" -o jsonpath='{.status.allocatable}{"\n"}'
+	local before
+	before=$(node_links)
+	cat >"$work/pods-m2.yaml" <<'YAML'
+apiVersion: v1
+kind: Pod
+metadata:
+  name: binding-pod
+  namespace: default
+  annotations:
+    k8s.v1.cni.cncf.io/networks: '[{"name": "virtnet-masquerade", "namespace": "default", "cni-args": {"logicNetworkName": "default"}}]'
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - {name: c, image: registry.local/node/busybox:1, command: [sleep, "3600"]}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: macvtap-pod
+  namespace: default
+  annotations:
+    k8s.v1.cni.cncf.io/networks: macvtapnetwork
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: c
+    image: registry.local/node/busybox:1
+    command: [sleep, "3600"]
+    resources:
+      limits: {macvtap.network.kubevirt.io/eth0: "1"}
+YAML
+	tk apply -f "$work/pods-m2.yaml"
+	until_ok 180 "binding-pod Ready" k wait --for=condition=Ready pod/binding-pod --timeout=5s
+	until_ok 180 "macvtap-pod Ready" k wait --for=condition=Ready pod/macvtap-pod --timeout=5s
+	tk get pods -o wide
+	tk get pod binding-pod -o jsonpath='{.metadata.annotations.k8s\.v1\.cni\.cncf\.io/network-status}{"\n"}'
+	tk exec binding-pod -- ip -d link show
+	tk exec binding-pod -- ip addr show
+	local ok=1
+	pod_exec binding-pod ip link show k6t-eth0 >/dev/null 2>&1 || { log "FAIL: binding-pod has no k6t-eth0 bridge"; ok=0; }
+	pod_exec binding-pod ip link show tap0 >/dev/null 2>&1 || { log "FAIL: binding-pod has no tap0"; ok=0; }
+	tk exec macvtap-pod -- sh -c 'ls -l /dev/tap*; ip -d link show'
+	tk get pod macvtap-pod -o jsonpath='{.metadata.annotations.k8s\.v1\.cni\.cncf\.io/network-status}{"\n"}'
+	local dev idx
+	dev=$(pod_exec macvtap-pod sh -c 'ls /dev/tap*' 2>/dev/null | head -1) || true
+	idx=$(pod_exec macvtap-pod cat /sys/class/net/net1/ifindex 2>/dev/null) || true
+	if [[ -n $dev && $dev == "/dev/tap$idx" ]]; then
+		log "ok: macvtap-pod has $dev, the device of its net1 (ifindex $idx)"
+	else
+		log "FAIL: macvtap-pod device '$dev', net1 ifindex '$idx'"
+		ok=0
+	fi
+	t ls -la /run/virtnet-binding
+	tk delete -f "$work/pods-m2.yaml" --wait=true --timeout=120s
+	until_ok 60 "binding-pod gone" gone pod/binding-pod
+	sleep 2
+	local after
+	after=$(node_links)
+	printf '$ ip -o link (node, after deleting the pods)\n%s\n' "$after" >>"$transcript"
+	if [[ $before != "$after" ]]; then
+		log "FAIL: the node's links changed: $(diff <(echo "$before") <(echo "$after") | grep '^[<>]' | tr '\n' ' ')"
+		ok=0
+	fi
+	local left
+	left=$(find /run/virtnet-binding -mindepth 1 -not -name '*.lock' -not -name '.lock' 2>/dev/null | head -20)
+	printf '$ find /run/virtnet-binding (after)\n%s\n' "$left" >>"$transcript"
+	t grep -h -E 'DEL|GC|ADD' "$logs/multus.log" | tail -20 || true
+	((ok)) && log "milestone 2 passed" || { log "milestone 2 FAILED"; return 1; }
+}
+
+down() {
+	log "== down"
+	local p pid
+	# The node's pods first, so that their CNI DELs run while the plugins are there.
+	if [[ -e $pids/kubelet ]] && k get --raw /readyz >/dev/null 2>&1; then
+		k delete vm --all -A --timeout=60s >/dev/null 2>&1 || true
+		k delete pods --all -n default --timeout=60s >/dev/null 2>&1 || true
+	fi
+	for p in kubelet kube-proxy kube-scheduler kube-controller-manager; do
+		[[ -e $pids/$p ]] && kill "$(cat "$pids/$p")" 2>/dev/null || true
+	done
+	if [[ -S /run/containerd/containerd.sock ]]; then
+		local c=(ctr --address /run/containerd/containerd.sock -n k8s.io)
+		for pid in $("${c[@]}" tasks ls -q 2>/dev/null); do "${c[@]}" tasks kill -s SIGKILL "$pid" >/dev/null 2>&1 || true; done
+		sleep 1
+		for pid in $("${c[@]}" tasks ls -q 2>/dev/null); do "${c[@]}" tasks delete -f "$pid" >/dev/null 2>&1 || true; done
+	fi
+	for p in containerd kube-apiserver etcd; do
+		[[ -e $pids/$p ]] && kill "$(cat "$pids/$p")" 2>/dev/null || true
+	done
+	# Shims and anything else still in the node's network namespace.
+	for pid in $(ip netns pids "$netns" 2>/dev/null) $(pgrep -f 'containerd-shim-runc-v2 -namespace k8s.io' || true); do
+		kill -9 "$pid" 2>/dev/null || true
+	done
+	for p in "$pids"/*; do [[ -e $p ]] && { kill -9 "$(cat "$p")" 2>/dev/null || true; rm -f "$p"; }; done
+	sleep 1
+	# Mounts under the node's paths, deepest first; the pods' network namespaces.
+	local m
+	for m in $(awk '{print $2}' /proc/self/mounts | grep -E '^(/var/lib/kubelet|/run/containerd|/var/lib/containerd|/run/netns/cni-|/var/run/kubevirt|/var/lib/kubevirt)' | sort -r); do
+		umount -l "$m" 2>/dev/null || true
+	done
+	rm -f /run/netns/cni-* 2>/dev/null || true
+	ip netns del "$netns" 2>/dev/null || true
+	ip netns del "$gwns" 2>/dev/null || true
+	for p in "${owned[@]}"; do rm -rf "$p"; done
+	# The pods' cgroups.
+	for m in /sys/fs/cgroup/*/kubepods* /sys/fs/cgroup/*/kubepods.slice; do
+		[[ -d $m ]] && find "$m" -depth -type d -exec rmdir {} + 2>/dev/null || true
+	done
+	# The machine as it was.
+	if [[ -d $work/saved ]]; then
+		for p in "${sysctls[@]}"; do
+			[[ -e $work/saved/${p//\//.} ]] && cat "$work/saved/${p//\//.}" >"/proc/sys/$p"
+		done
+		[[ -e $work/saved/tun-mode ]] && chmod "$(cat "$work/saved/tun-mode")" /dev/net/tun
+		[[ $(cat "$work/saved/root-propagation" 2>/dev/null) == private ]] && mount --make-rprivate /
+		rm -rf "$work/saved"
+	fi
+	log "down: $(pgrep -c -f "$art/bin" || true) processes of the node left"
+}
+
+main() {
+	mkdir -p "$work" "$(dirname "$transcript")"
+	local what=${1:-all}
+	case $what in
+	up | cni | kubevirt | vm | living | down) "$what" ;;
+	all)
+		: >"$transcript"
+		log "virtnet $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo '?'); $(tr '\n' ' ' <"$art/bin/VERSIONS")"
+		trap down EXIT
+		up
+		cni
+		if [[ -d $art/kubevirt ]]; then
+			kubevirt
+			vm
+			living
+		else
+			log "milestones 3-5 not run: $art/kubevirt is missing"
+		fi
+		;;
+	*) echo "harness.sh: unknown step '$what' (-h)" >&2; exit 2 ;;
+	esac
+}
+main "$@"
