@@ -187,7 +187,8 @@ CONF
 		--requestheader-client-ca-file="$pki/front-ca.crt" --proxy-client-cert-file="$pki/front-proxy-client.crt" \
 		--proxy-client-key-file="$pki/front-proxy-client.key" --requestheader-allowed-names=front-proxy-client \
 		--requestheader-username-headers=X-Remote-User --requestheader-group-headers=X-Remote-Group \
-		--requestheader-extra-headers-prefix=X-Remote-Extra- --enable-aggregator-routing=true
+		--requestheader-extra-headers-prefix=X-Remote-Extra- --enable-aggregator-routing=true \
+		--kubelet-preferred-address-types=InternalIP
 	until_ok 180 "kube-apiserver ready" k get --raw /readyz
 	start kube-controller-manager "$art/bin/kube-controller-manager" --kubeconfig="$pki/controller-manager.kubeconfig" \
 		--authentication-kubeconfig="$pki/controller-manager.kubeconfig" --authorization-kubeconfig="$pki/controller-manager.kubeconfig" \
@@ -283,7 +284,7 @@ cni() {
 	tk apply --server-side -f "$work/macvtap-nokubevirt.yaml"
 	until_ok 180 "virtnet-macvtap-dp rolled out" k -n kubevirt rollout status daemonset/virtnet-macvtap-dp --timeout=5s
 	until_ok 120 "the kubelet advertises macvtap.network.kubevirt.io/eth0" macvtap_advertised
-	tk get node "$node" -o jsonpath='{.status.allocatable}{"\n"}'
+	tk get node "$node" -o jsonpath='{.status.allocatable}{"\n"}' || true
 	local before
 	before=$(node_links)
 	cat >"$work/pods-m2.yaml" <<'YAML'
@@ -318,15 +319,15 @@ YAML
 	tk apply -f "$work/pods-m2.yaml"
 	until_ok 180 "binding-pod Ready" k wait --for=condition=Ready pod/binding-pod --timeout=5s
 	until_ok 180 "macvtap-pod Ready" k wait --for=condition=Ready pod/macvtap-pod --timeout=5s
-	tk get pods -o wide
-	tk get pod binding-pod -o jsonpath='{.metadata.annotations.k8s\.v1\.cni\.cncf\.io/network-status}{"\n"}'
-	tk exec binding-pod -- ip -d link show
-	tk exec binding-pod -- ip addr show
+	tk get pods -o wide || true
+	tk get pod binding-pod -o jsonpath='{.metadata.annotations.k8s\.v1\.cni\.cncf\.io/network-status}{"\n"}' || true
+	tk exec binding-pod -- ip link show || true
+	tk exec binding-pod -- ip addr show || true
 	local ok=1
 	pod_exec binding-pod ip link show k6t-eth0 >/dev/null 2>&1 || { log "FAIL: binding-pod has no k6t-eth0 bridge"; ok=0; }
 	pod_exec binding-pod ip link show tap0 >/dev/null 2>&1 || { log "FAIL: binding-pod has no tap0"; ok=0; }
-	tk exec macvtap-pod -- sh -c 'ls -l /dev/tap*; ip -d link show'
-	tk get pod macvtap-pod -o jsonpath='{.metadata.annotations.k8s\.v1\.cni\.cncf\.io/network-status}{"\n"}'
+	tk exec macvtap-pod -- sh -c 'ls -l /dev/tap*; ip link show' || true
+	tk get pod macvtap-pod -o jsonpath='{.metadata.annotations.k8s\.v1\.cni\.cncf\.io/network-status}{"\n"}' || true
 	local dev idx
 	dev=$(pod_exec macvtap-pod sh -c 'ls /dev/tap*' 2>/dev/null | head -1) || true
 	idx=$(pod_exec macvtap-pod cat /sys/class/net/net1/ifindex 2>/dev/null) || true
@@ -336,7 +337,7 @@ YAML
 		log "FAIL: macvtap-pod device '$dev', net1 ifindex '$idx'"
 		ok=0
 	fi
-	t ls -la /run/virtnet-binding
+	t ls -la /run/virtnet-binding || true
 	tk delete -f "$work/pods-m2.yaml" --wait=true --timeout=120s
 	until_ok 60 "binding-pod gone" gone pod/binding-pod
 	sleep 2

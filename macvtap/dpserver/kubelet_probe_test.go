@@ -58,15 +58,22 @@ func fakeDaemon() int {
 	return 0
 }
 
-// TestKubeletDeviceManagerTranscript checks what Kubernetes' own kubelet
-// device manager saw of the daemon (scripts/kubeletprobe.sh records it with
-// -kubelet-probe; CI checks the committed transcript): registration with
+// TestKubeletDeviceManagerTranscript runs Kubernetes' own kubelet device
+// manager against the daemon (scripts/kubeletprobe.sh builds it and passes
+// -kubelet-probe), rewrites testdata/kubelet-<version>/transcript.txt and
+// checks what the device manager saw: registration with
 // capacity 100, an allocation with its tap device and environment, a
 // plugin restart and a kubelet restart each followed by re-registration
 // and a new allocation, and the device of a deleted pod back in the pool.
 func TestKubeletDeviceManagerTranscript(t *testing.T) {
 	path := filepath.Join("testdata", "kubelet-"+*kubeletVersion, "transcript.txt")
-	if *kubeletProbe != "" {
+	// Without the probe there is nothing to run: the committed transcript is a
+	// document of a run (its README), not a check a code change could fail.
+	// A real kubelet runs the daemon in e2e/node/harness.sh (docs/real-node.md).
+	if *kubeletProbe == "" {
+		t.Skip("dev-time: needs -kubelet-probe (scripts/kubeletprobe.sh)")
+	}
+	{
 		self, err := os.Executable()
 		require.NoError(t, err)
 		bin := t.TempDir()
