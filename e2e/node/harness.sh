@@ -351,8 +351,106 @@ YAML
 	local left
 	left=$(find /run/virtnet-binding -mindepth 1 -not -name '*.lock' -not -name '.lock' 2>/dev/null | head -20)
 	printf '$ find /run/virtnet-binding (after)\n%s\n' "$left" >>"$transcript"
-	t grep -h -E 'DEL|GC|ADD' "$logs/multus.log" | tail -20 || true
+	grep -a -i -E '\] (add|del|check|gc):' "$logs/multus.log" | grep -v podnet | sed 's/^/multus: /' >>"$transcript" || true
 	((ok)) && log "milestone 2 passed" || { log "milestone 2 FAILED"; return 1; }
+}
+
+kubevirt() {
+	milestone "3: KubeVirt's operator with virtnet's CR entries"
+	tk apply --server-side -f "$art/kubevirt/kubevirt-operator.yaml"
+	until_ok 600 "virt-operator available" k -n kubevirt wait deployment/virt-operator --for=condition=Available --timeout=5s
+	tk apply --server-side -f "$art/kubevirt/kubevirt-cr.yaml"
+	# The user's own step 1 (docs/kubevirt-1x.md): virtnet's binding entries and sidecar images.
+	tk apply --server-side -k "$repo/deploy/sidecars/"
+	until_ok 1200 "KubeVirt Available" k -n kubevirt wait kv/kubevirt --for=condition=Available --timeout=5s
+	tk -n kubevirt get kv kubevirt -o jsonpath='{.status.observedKubeVirtVersion}{"\n"}{.spec.configuration.network}{"\n"}' || true
+	tk -n kubevirt get pods -o wide || true
+	log "milestone 3 passed"
+}
+
+vmi_phase() { [[ $(k get vmi "$1" -o jsonpath='{.status.phase}' 2>/dev/null) == Running ]]; }
+launcher() { k get pods -l "vm.kubevirt.io/name=$1" -o jsonpath='{.items[0].metadata.name}'; }
+# console VM: what the guest printed on its serial console (KubeVirt's guest-console-log container).
+console() { k logs "$(launcher "$1")" -c guest-console-log 2>/dev/null; }
+console_has() { console "$1" | grep -q -- "$2"; }
+
+vm() {
+	milestone "4: a VM through the API server"
+	tk apply -f "$repo/deploy/example-network.yaml"
+	# deploy/vm-example.yaml with the e2e guest (kernelBoot, no disk) instead of a containerDisk.
+	cat >"$work/vm.yaml" <<'YAML'
+apiVersion: kubevirt.io/v1
+kind: VirtualMachine
+metadata:
+  name: vm-virtnet
+  namespace: default
+spec:
+  runStrategy: Always
+  template:
+    spec:
+      domain:
+        devices:
+          interfaces:
+          - name: default
+            binding: {name: virtnet-masquerade}
+            ports: [{port: 22}]
+          - name: blue
+            binding: {name: virtnet-bridge}
+        firmware:
+          kernelBoot:
+            kernelArgs: console=ttyS0 quiet
+            container:
+              image: registry.local/virtnet/guest-kernel:v1
+              kernelPath: /boot/vmlinuz
+              initrdPath: /boot/initrd.img
+              imagePullPolicy: IfNotPresent
+        resources:
+          requests: {memory: 256Mi}
+      networks:
+      - {name: default, pod: {}}
+      - {name: blue, multus: {networkName: blue-net}}
+YAML
+	tk apply -f "$work/vm.yaml"
+	until_ok 600 "VMI vm-virtnet Running" vmi_phase vm-virtnet
+	local pod
+	pod=$(launcher vm-virtnet)
+	tk get pod "$pod" -o jsonpath='{range .spec.containers[*]}{.name} {.image}{"\n"}{end}' || true
+	tk get pod "$pod" -o jsonpath='{.metadata.annotations.k8s\.v1\.cni\.cncf\.io/networks}{"\n"}' || true
+	until_ok 600 "the guest leased eth0 from virtnet's DHCP" console_has vm-virtnet "GUEST-READY eth0"
+	until_ok 120 "the guest leased eth1 (blue)" console_has vm-virtnet "GUEST-READY eth1"
+	local ip
+	ip=$(k get pod "$pod" -o jsonpath='{.status.podIP}')
+	until_ok 120 "the node reaches the guest's port 22 through the pod IP $ip" sh -c "nsenter --net=/run/netns/$netns nc -w 3 $ip 22 </dev/null | grep -q GUEST"
+	tk get vmi vm-virtnet -o jsonpath='{.status.interfaces}{"\n"}' || true
+	console vm-virtnet >"$work/console-m4.txt" || true
+	printf '$ kubectl logs %s -c guest-console-log (GUEST lines)\n' "$pod" >>"$transcript"
+	grep -a GUEST "$work/console-m4.txt" >>"$transcript" || true
+	log "milestone 4 passed"
+}
+
+living() {
+	milestone "5: the living VM"
+	tk patch vm vm-virtnet --type json -p '[{"op":"add","path":"/spec/template/spec/domain/devices/interfaces/-","value":{"name":"hot","binding":{"name":"virtnet-bridge"}}},{"op":"add","path":"/spec/template/spec/networks/-","value":{"name":"hot","multus":{"networkName":"blue-net"}}}]'
+	until_ok 600 "the guest sees the plugged interface" console_has vm-virtnet "GUEST-LINK eth2 added"
+	tk get vmi vm-virtnet -o jsonpath='{.status.interfaces}{"\n"}' || true
+	local i
+	i=$(k get vm vm-virtnet -o json | python3 -c 'import json,sys; print([n["name"] for n in json.load(sys.stdin)["spec"]["template"]["spec"]["domain"]["devices"]["interfaces"]].index("blue"))')
+	tk patch vm vm-virtnet --type json -p "[{\"op\":\"add\",\"path\":\"/spec/template/spec/domain/devices/interfaces/$i/state\",\"value\":\"down\"}]"
+	until_ok 300 "the guest sees eth1 down" console_has vm-virtnet "GUEST-LINK eth1 down"
+	tk patch vm vm-virtnet --type json -p "[{\"op\":\"replace\",\"path\":\"/spec/template/spec/domain/devices/interfaces/$i/state\",\"value\":\"up\"}]"
+	until_ok 300 "the guest sees eth1 up again" console_has vm-virtnet "GUEST-LINK eth1 up"
+	i=$(k get vm vm-virtnet -o json | python3 -c 'import json,sys; print([n["name"] for n in json.load(sys.stdin)["spec"]["template"]["spec"]["domain"]["devices"]["interfaces"]].index("hot"))')
+	tk patch vm vm-virtnet --type json -p "[{\"op\":\"add\",\"path\":\"/spec/template/spec/domain/devices/interfaces/$i/state\",\"value\":\"absent\"}]"
+	until_ok 600 "the guest sees the unplug" console_has vm-virtnet "GUEST-LINK eth2 removed"
+	tk get vmi vm-virtnet -o jsonpath='{.status.interfaces}{"\n"}' || true
+	console vm-virtnet | grep -a GUEST >>"$transcript" || true
+	tk delete vm vm-virtnet --wait=true --timeout=300s
+	until_ok 300 "the launcher pod gone" gone pods -l vm.kubevirt.io/name=vm-virtnet -o name
+	local left
+	left=$(find /run/virtnet-binding -mindepth 1 2>/dev/null | head)
+	printf '$ find /run/virtnet-binding (after kubectl delete vm)\n%s\n' "$left" >>"$transcript"
+	[[ -z $left ]] || { log "FAIL: virtnet's records left on the node"; return 1; }
+	log "milestone 5 passed"
 }
 
 down() {
