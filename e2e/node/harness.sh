@@ -87,6 +87,7 @@ start() {
 	shift
 	setsid nsenter --net=/run/netns/$netns "$@" >"$logs/$name.log" 2>&1 </dev/null &
 	echo $! >"$pids/$name"
+	disown
 }
 
 pki_make() {
@@ -141,6 +142,7 @@ up() {
 		[[ ! -e $p ]] || { log "FAIL: $p exists: another node or a run not torn down (harness.sh down)"; return 1; }
 	done
 	ip netns list | grep -qw "$netns" && { log "FAIL: netns $netns exists (harness.sh down)"; return 1; }
+	rm -rf "$logs" "$pki" "$work/etcd" "$work/sysctl"
 	mkdir -p "$work" "$logs" "$pids" "$work/saved"
 	# What the machine was: restored by down.
 	for p in "${sysctls[@]}"; do cat "/proc/sys/$p" >"$work/saved/${p//\//.}"; done
@@ -488,6 +490,7 @@ down() {
 	ip netns del "$netns" 2>/dev/null || true
 	ip netns del "$gwns" 2>/dev/null || true
 	for p in "${owned[@]}"; do rm -rf "$p"; done
+	rm -rf "$work/etcd"
 	# The pods' cgroups.
 	for m in /sys/fs/cgroup/*/kubepods* /sys/fs/cgroup/*/kubepods.slice; do
 		[[ -d $m ]] && find "$m" -depth -type d -exec rmdir {} + 2>/dev/null || true
@@ -512,7 +515,8 @@ main() {
 	all)
 		: >"$transcript"
 		log "virtnet $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo '?'); $(tr '\n' ' ' <"$art/bin/VERSIONS")"
-		trap down EXIT
+		# The transcript names no path of this machine: <repo>, <workdir>, <artefacts>.
+		trap 'down; sed -i -e "s#$repo#<repo>#g" -e "s#$work#<workdir>#g" -e "s#$art#<artefacts>#g" "$transcript"' EXIT
 		up
 		cni
 		if [[ -d $art/kubevirt ]]; then
