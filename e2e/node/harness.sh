@@ -375,6 +375,8 @@ launcher() { k get pods -l "vm.kubevirt.io/name=$1" -o jsonpath='{.items[0].meta
 # console VM: what the guest printed on its serial console (KubeVirt's guest-console-log container).
 console() { k logs "$(launcher "$1")" -c guest-console-log 2>/dev/null; }
 console_has() { console "$1" | grep -q -- "$2"; }
+# link_is VM IFACE STATE: the guest's last word on IFACE's link is STATE.
+link_is() { [[ $(console "$1" | grep -a "^GUEST-LINK $2 " | tail -1) == "GUEST-LINK $2 $3"* ]]; }
 
 vm() {
 	milestone "4: a VM through the API server"
@@ -422,7 +424,7 @@ YAML
 	until_ok 120 "the guest leased eth1 (blue)" console_has vm-virtnet "GUEST-READY eth1"
 	local ip
 	ip=$(k get pod "$pod" -o jsonpath='{.status.podIP}')
-	until_ok 120 "the node reaches the guest's port 22 through the pod IP $ip" sh -c "nsenter --net=/run/netns/$netns nc -w 3 $ip 22 </dev/null | grep -q GUEST"
+	until_ok 120 "the node reaches the guest's port 22 through the pod IP $ip" sh -c "nsenter --net=/run/netns/$netns nc -w 3 $ip 22 </dev/null | grep -q SSH-2.0-virtnet-guest"
 	tk get vmi vm-virtnet -o jsonpath='{.status.interfaces}{"\n"}' || true
 	console vm-virtnet >"$work/console-m4.txt" || true
 	printf '$ kubectl logs %s -c guest-console-log (GUEST lines)\n' "$pod" >>"$transcript"
@@ -433,17 +435,17 @@ YAML
 living() {
 	milestone "5: the living VM"
 	tk patch vm vm-virtnet --type json -p '[{"op":"add","path":"/spec/template/spec/domain/devices/interfaces/-","value":{"name":"hot","binding":{"name":"virtnet-bridge"}}},{"op":"add","path":"/spec/template/spec/networks/-","value":{"name":"hot","multus":{"networkName":"blue-net"}}}]'
-	until_ok 600 "the guest sees the plugged interface" console_has vm-virtnet "GUEST-LINK eth2 added"
+	until_ok 600 "the guest sees the plugged interface" console_has vm-virtnet "GUEST-LINK eth2 up"
 	tk get vmi vm-virtnet -o jsonpath='{.status.interfaces}{"\n"}' || true
 	local i
 	i=$(k get vm vm-virtnet -o json | python3 -c 'import json,sys; print([n["name"] for n in json.load(sys.stdin)["spec"]["template"]["spec"]["domain"]["devices"]["interfaces"]].index("blue"))')
 	tk patch vm vm-virtnet --type json -p "[{\"op\":\"add\",\"path\":\"/spec/template/spec/domain/devices/interfaces/$i/state\",\"value\":\"down\"}]"
-	until_ok 300 "the guest sees eth1 down" console_has vm-virtnet "GUEST-LINK eth1 down"
+	until_ok 300 "the guest sees eth1 down" link_is vm-virtnet eth1 down
 	tk patch vm vm-virtnet --type json -p "[{\"op\":\"replace\",\"path\":\"/spec/template/spec/domain/devices/interfaces/$i/state\",\"value\":\"up\"}]"
-	until_ok 300 "the guest sees eth1 up again" console_has vm-virtnet "GUEST-LINK eth1 up"
+	until_ok 300 "the guest sees eth1 up again" link_is vm-virtnet eth1 up
 	i=$(k get vm vm-virtnet -o json | python3 -c 'import json,sys; print([n["name"] for n in json.load(sys.stdin)["spec"]["template"]["spec"]["domain"]["devices"]["interfaces"]].index("hot"))')
 	tk patch vm vm-virtnet --type json -p "[{\"op\":\"add\",\"path\":\"/spec/template/spec/domain/devices/interfaces/$i/state\",\"value\":\"absent\"}]"
-	until_ok 600 "the guest sees the unplug" console_has vm-virtnet "GUEST-LINK eth2 removed"
+	until_ok 600 "the guest sees the unplug" console_has vm-virtnet "GUEST-GONE eth2"
 	tk get vmi vm-virtnet -o jsonpath='{.status.interfaces}{"\n"}' || true
 	console vm-virtnet | grep -a GUEST >>"$transcript" || true
 	tk delete vm vm-virtnet --wait=true --timeout=300s
