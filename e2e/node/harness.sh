@@ -23,11 +23,13 @@
 #
 # The node lives in two network namespaces of its own (virtnet-node, with
 # eth0 192.168.250.2/24, and virtnet-node-gw, its gateway .1): its traffic
-# never leaves them. The kubelet runs in a mount namespace whose /proc/sys
-# kernel and vm files are private copies, so its tunables (kernel.panic,
-# panic_on_oops, vm.overcommit_memory, ...) never touch the machine's. The
-# machine's / is made rshared for mount propagation while the node runs and
-# private again at the end; /dev/net/tun's mode likewise.
+# never leaves them. Its processes run in a PID and a mount namespace of
+# their own, a private copy of the machine's mounts: what the node mounts
+# (volumes, overlays, the pods' namespaces) never reaches the machine, and
+# dies with the node. Its /proc is its own, and the six kernel tunables the
+# kubelet sets (kernel.panic, panic_on_oops, vm.overcommit_memory, ...) are
+# files there, so the machine's never change. /dev/net/tun is 0666 while
+# the node runs (virt-launcher opens it as uid 107).
 #
 # Environment: VIRTNET_NODE_WORKDIR (default /var/tmp/virtnet-node: state,
 # logs, PKI), VIRTNET_NODE_TRANSCRIPT (default WORKDIR/transcript.txt).
@@ -47,9 +49,11 @@ transcript=${VIRTNET_NODE_TRANSCRIPT:-$work/transcript.txt}
 netns=virtnet-node gwns=virtnet-node-gw nodeip=192.168.250.2 node=virtnet-node
 pki=$work/pki logs=$work/log pids=$work/pids
 # The machine's paths the node owns for its life (created by up, removed by down).
-owned=(/opt/cni /etc/cni /var/lib/cni /var/lib/kubelet /var/lib/containerd /run/containerd
+owned=(/opt/cni /etc/cni /var/lib/kubelet /var/lib/containerd /run/containerd
 	/var/log/pods /var/log/containers /run/virtnet-binding /var/lib/kubevirt /var/run/kubevirt
 	/var/run/kubevirt-private /var/lib/kubevirt-node-labeller /run/multus)
+# Under /var/lib/cni, which libcni users share: what the node's plugins write.
+cnistate=(/var/lib/cni/multus /var/lib/cni/networks/podnet /var/lib/cni/networks/blue-net)
 sysctls=(kernel/panic kernel/panic_on_oops vm/overcommit_memory vm/panic_on_oom
 	kernel/keys/root_maxkeys kernel/keys/root_maxbytes)
 
@@ -81,11 +85,12 @@ until_ok() {
 }
 milestone() { log "== milestone $1 (${SECONDS}s)"; }
 
-# start NAME CMD...: a daemon of the node (in its network namespace), in the background, its pid in $pids.
+# start NAME CMD...: a daemon of the node (in its network, mount and PID
+# namespaces), in the background, its pid in $pids.
 start() {
 	local name=$1
 	shift
-	setsid nsenter --net=/run/netns/$netns "$@" >"$logs/$name.log" 2>&1 </dev/null &
+	setsid nsenter -t "$(cat "$pids/init")" --net --mount --pid -- "$@" >"$logs/$name.log" 2>&1 </dev/null &
 	echo $! >"$pids/$name"
 	disown
 }
@@ -138,7 +143,7 @@ KC
 up() {
 	milestone "1: the node up"
 	local p
-	for p in "${owned[@]}"; do
+	for p in "${owned[@]}" "${cnistate[@]}"; do
 		[[ ! -e $p ]] || { log "FAIL: $p exists: another node or a run not torn down (harness.sh down)"; return 1; }
 	done
 	ip netns list | grep -qw "$netns" && { log "FAIL: netns $netns exists (harness.sh down)"; return 1; }
@@ -147,8 +152,6 @@ up() {
 	# What the machine was: restored by down.
 	for p in "${sysctls[@]}"; do cat "/proc/sys/$p" >"$work/saved/${p//\//.}"; done
 	stat -c %a /dev/net/tun >"$work/saved/tun-mode"
-	findmnt -no PROPAGATION / >"$work/saved/root-propagation"
-	mount --make-rshared /
 	chmod 0666 /dev/net/tun
 
 	ip netns add "$netns"
@@ -162,6 +165,27 @@ up() {
 	ip netns exec "$gwns" ip link set lo up
 	nodens ip route add default via 192.168.250.1
 	nodens sysctl -qw net.ipv4.ip_forward=1
+
+	# The node's init: PID 1 of the node's PID namespace, in a mount namespace of
+	# its own (a copy of the machine's, private: nothing mounted in the node
+	# reaches the machine, nor the other way), made rshared inside (the
+	# kubelet's volume mounts reach containerd's containers; a hostPID pod's
+	# /proc/1/ns/mnt is this namespace), with a /proc of its own whose six
+	# kernel tunables the kubelet sets are files of the node.
+	mkdir -p "$work/sysctl"
+	local binds=""
+	for p in "${sysctls[@]}"; do
+		cp "/proc/sys/$p" "$work/sysctl/${p//\//.}"
+		binds+="mount --bind $work/sysctl/${p//\//.} /proc/sys/$p && "
+	done
+	rm -f "$work/init-ready"
+	setsid nsenter --net=/run/netns/$netns unshare --mount --pid --fork --mount-proc --propagation private \
+		sh -c "mount --make-rshared / && ${binds}touch $work/init-ready && exec sleep 2147483647" \
+		>"$logs/init.log" 2>&1 </dev/null &
+	echo $! >"$pids/init-unshare"
+	disown
+	until_ok 10 "the node's init" test -e "$work/init-ready"
+	pgrep -P "$(cat "$pids/init-unshare")" >"$pids/init"
 
 	mkdir -p /opt/cni/bin /etc/cni/net.d/multus.d /var/lib/kubelet /var/log/pods /var/log/containers
 	cp "$art"/cni-bin/* "$art/bin/multus" /opt/cni/bin/
@@ -228,11 +252,6 @@ TOML
 		t ctr --address /run/containerd/containerd.sock -n k8s.io images import "$img"
 	done
 
-	# The kubelet's mount namespace: the machine's mounts (peers: mounts
-	# propagate both ways) but a private /proc whose kernel tunables the
-	# kubelet writes are files of the node's own.
-	mkdir -p "$work/sysctl"
-	for p in "${sysctls[@]}"; do cp "/proc/sys/$p" "$work/sysctl/${p//\//.}"; done
 	cat >"$work/kubelet.yaml" <<KY
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -252,10 +271,8 @@ imageGCHighThresholdPercent: 100
 serializeImagePulls: false
 KY
 	: >"$work/resolv.conf"
-	local script="mount --make-private /proc"
-	for p in "${sysctls[@]}"; do script+=" && mount --bind $work/sysctl/${p//\//.} /proc/sys/$p"; done
-	script+=" && exec $art/bin/kubelet --config=$work/kubelet.yaml --kubeconfig=$pki/kubelet.kubeconfig --node-ip=$nodeip --hostname-override=$node"
-	start kubelet unshare -m --propagation unchanged sh -c "$script"
+	start kubelet "$art/bin/kubelet" --config="$work/kubelet.yaml" --kubeconfig="$pki/kubelet.kubeconfig" \
+		--node-ip="$nodeip" --hostname-override="$node"
 	start kube-proxy "$art/bin/kube-proxy" --kubeconfig="$pki/kube-proxy.kubeconfig" --proxy-mode=iptables \
 		--cluster-cidr=10.244.0.0/16 --hostname-override="$node" --conntrack-max-per-core=0 \
 		--bind-address=127.0.0.1 --metrics-bind-address=127.0.0.1:10249 --healthz-bind-address=127.0.0.1:10256
@@ -359,6 +376,8 @@ YAML
 
 kubevirt() {
 	milestone "3: KubeVirt's operator with virtnet's CR entries"
+	# virt-operator's Deployment asks for a control-plane node.
+	tk label node "$node" node-role.kubernetes.io/control-plane= --overwrite
 	tk apply --server-side -f "$art/kubevirt/kubevirt-operator.yaml"
 	until_ok 600 "virt-operator available" k -n kubevirt wait deployment/virt-operator --for=condition=Available --timeout=5s
 	tk apply --server-side -f "$art/kubevirt/kubevirt-cr.yaml"
@@ -491,7 +510,8 @@ down() {
 	rm -f /run/netns/cni-* 2>/dev/null || true
 	ip netns del "$netns" 2>/dev/null || true
 	ip netns del "$gwns" 2>/dev/null || true
-	for p in "${owned[@]}"; do rm -rf "$p"; done
+	for p in "${owned[@]}" "${cnistate[@]}"; do rm -rf "$p"; done
+	rm -f /var/lib/cni/results/podnet-* /var/lib/cni/results/multus-cni-network-* /var/lib/cni/results/blue-net-*
 	rm -rf "$work/etcd"
 	# The pods' cgroups.
 	for m in /sys/fs/cgroup/*/kubepods* /sys/fs/cgroup/*/kubepods.slice; do
@@ -503,7 +523,6 @@ down() {
 			[[ -e $work/saved/${p//\//.} ]] && cat "$work/saved/${p//\//.}" >"/proc/sys/$p"
 		done
 		[[ -e $work/saved/tun-mode ]] && chmod "$(cat "$work/saved/tun-mode")" /dev/net/tun
-		[[ $(cat "$work/saved/root-propagation" 2>/dev/null) == private ]] && mount --make-rprivate /
 		rm -rf "$work/saved"
 	fi
 	log "down: $(pgrep -c -f "$art/bin" || true) processes of the node left"
