@@ -296,7 +296,7 @@ node_links() { nodens ip -o link show | awk -F': ' '{print $2}' | sed 's/@.*//' 
 cni() {
 	milestone "2: Multus calls virtnet's CNI plugins on a real kubelet"
 	tk create namespace kubevirt || true
-	tk apply --server-side -k "$repo/deploy/cni/"
+	tk apply --server-side --field-manager=virtnet -k "$repo/deploy/cni/"
 	until_ok 180 "virtnet-binding-cni rolled out" k -n kubevirt rollout status daemonset/virtnet-binding-cni --timeout=5s
 	# deploy/macvtap.yaml without its VirtualMachine (KubeVirt's CRDs come in milestone 3).
 	awk 'BEGIN{RS="\n---\n"; ORS="\n---\n"} !/kind: VirtualMachine\n/' "$repo/deploy/macvtap.yaml" >"$work/macvtap-nokubevirt.yaml"
@@ -382,7 +382,7 @@ kubevirt() {
 	until_ok 600 "virt-operator available" k -n kubevirt wait deployment/virt-operator --for=condition=Available --timeout=5s
 	tk apply --server-side -f "$art/kubevirt/kubevirt-cr.yaml"
 	# The user's own step 1 (docs/kubevirt-1x.md): virtnet's binding entries and sidecar images.
-	tk apply --server-side -k "$repo/deploy/sidecars/"
+	tk apply --server-side --field-manager=virtnet -k "$repo/deploy/sidecars/"
 	until_ok 1200 "KubeVirt Available" k -n kubevirt wait kv/kubevirt --for=condition=Available --timeout=5s
 	tk -n kubevirt get kv kubevirt -o jsonpath='{.status.observedKubeVirtVersion}{"\n"}{.spec.configuration.network}{"\n"}' || true
 	tk -n kubevirt get pods -o wide || true
