@@ -572,7 +572,13 @@ down() {
 }
 
 main() {
-	mkdir -p "$work" "$(dirname "$transcript")"
+	# The work directory is root's: /var/tmp is everyone's, and a planted
+	# symlink there would aim up's and down's rm -rf elsewhere.
+	if [[ -L $work || (-e $work && $(stat -c %u "$work") != 0) ]]; then
+		echo "harness.sh: $work is a symlink or not root's: refusing it" >&2
+		exit 1
+	fi
+	mkdir -p -m 0700 "$work" "$(dirname "$transcript")"
 	local what=${1:-all}
 	case $what in
 	up | cni | kubevirt | vm | living | down) "$what" ;;

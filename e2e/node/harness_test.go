@@ -65,3 +65,22 @@ func TestMacvtapWithoutKubeVirt(t *testing.T) {
 	}
 	require.Equal(t, []string{"ConfigMap", "DaemonSet", "NetworkAttachmentDefinition"}, kinds)
 }
+
+// TestHarnessRefusesPlantedWorkDir: a work directory that is a symlink
+// (planted in world-writable /var/tmp, say) is refused before anything is
+// removed or made.
+func TestHarnessRefusesPlantedWorkDir(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("the harness runs as root only")
+	}
+	dir := t.TempDir()
+	victim := dir + "/victim"
+	require.NoError(t, os.MkdirAll(victim+"/log", 0o755))
+	require.NoError(t, os.Symlink(victim, dir+"/work"))
+	cmd := exec.Command("./harness.sh", "down")
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "VIRTNET_NODE_ARTEFACTS=" + dir, "VIRTNET_NODE_WORKDIR=" + dir + "/work"}
+	out, err := cmd.CombinedOutput()
+	require.Error(t, err, "%s", out)
+	require.Contains(t, string(out), "is a symlink or not root's")
+	require.DirExists(t, victim+"/log")
+}
