@@ -77,7 +77,9 @@ func TestHarnessRefusesPlantedWorkDir(t *testing.T) {
 	victim := dir + "/victim"
 	require.NoError(t, os.MkdirAll(victim+"/log", 0o755))
 	require.NoError(t, os.Symlink(victim, dir+"/work"))
-	cmd := exec.Command("./harness.sh", "down")
+	// A step that does not exist: the check comes first, and a harness
+	// without it fails on the step, never running one on this machine.
+	cmd := exec.Command("./harness.sh", "no-such-step")
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "VIRTNET_NODE_ARTEFACTS=" + dir, "VIRTNET_NODE_WORKDIR=" + dir + "/work"}
 	out, err := cmd.CombinedOutput()
 	require.Error(t, err, "%s", out)
