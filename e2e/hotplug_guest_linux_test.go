@@ -373,5 +373,8 @@ func TestHotplugGuest(t *testing.T) {
 	t.Logf("figures: plug request → guest lease %s (phase1 %s); unplug (detach → eth1 gone → phase1) %s; eth0 ping %d sent, %d lost (%d unanswered at the stop)",
 		plugTook.Round(10*time.Millisecond), phase1Took.Round(time.Millisecond), unplugTook.Round(10*time.Millisecond), sent, lost, sent-last-1)
 	require.Zero(t, lost, "eth0 lost no ping")
-	require.LessOrEqual(t, sent-last-1, 1, "at most the echo in flight at the stop unanswered")
+	// Echoes still in flight when ping stops: one on a quiet machine; a
+	// nested TCG guest on a slow one has had three (a round trip over 0.4 s).
+	// A second's worth (five at 0.2 s) is still a round trip, not an outage.
+	require.LessOrEqual(t, sent-last-1, 5, "at most the last second's echoes unanswered at the stop")
 }
