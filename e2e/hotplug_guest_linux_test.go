@@ -71,7 +71,6 @@ func hotplugInit(modules []string, peer string) string {
 	var b strings.Builder
 	w := func(s string) { io.WriteString(&b, s+"\n") }
 	w("#!/bin/busybox sh")
-	w("/bin/busybox --install -s /bin")
 	w("export PATH=/bin")
 	w("mount -t proc proc /proc; mount -t sysfs sysfs /sys; mount -t devtmpfs devtmpfs /dev; mount -t tmpfs tmpfs /tmp")
 	w("m() { read -r u _ </proc/uptime; echo \"" + marker + " $* t=$u\" >/dev/console; }")
