@@ -78,13 +78,22 @@ var guestModules = []string{
 // more (the guest's boot is most of a nested guest test), so the kernel
 // skips what the busybox guest has no use for: crypto self-tests, the
 // read-only remapping of its image and the W+X scan that follows
-// (rodata=off), the security modules and audit, and three initcalls
-// that only register tracers and a KDF self-test. quiet: nothing on the
+// (rodata=off), the security modules and audit, the zeroing of every
+// page and slab object it allocates (init_on_alloc, on in Debian's
+// build: a hardening a test guest has no use for, and a memset of each
+// page under nested TCG), and initcalls that only register tracers, run
+// self-tests, measure or verify signatures (IMA, EVM, the built-in
+// certificates; a module whose signature cannot be checked still loads
+// on a kernel that does not enforce them, as Debian's does not) or probe
+// devices the guest does not use (the PS/2 controller, the CMOS RTC
+// driver, VGA arbitration, zswap, the disk LED trigger). quiet: nothing on the
 // emulated serial console before init. ACPI stays on: without it the
 // kernel finds no device behind q35's PCIe root ports (the NIC); see
 // docs/testing.md for the figures per variant.
 const guestCmdline = "console=ttyS0 quiet loglevel=3 panic=-1 rdinit=/init cryptomgr.notests mitigations=off" +
-	" rodata=off lsm= audit=0 initcall_blacklist=init_kprobe_trace,crypto_kdf108_init,init_blk_tracer"
+	" rodata=off lsm= audit=0 init_on_alloc=0 initcall_blacklist=init_kprobe_trace,crypto_kdf108_init,init_blk_tracer," +
+	"init_ima,init_evm,load_system_certificate_list,digsig_init,init_encrypted,trace_eval_init,init_trace_printk_function_export," +
+	"i8042_init,cmos_init,vga_arb_device_init,init_zswap,ledtrig_disk_init"
 
 // guestKernel is the kernel libvirt boots directly: the uncompressed ELF
 // vmlinux when the assets have it (QEMU enters it through its PVH entry
@@ -233,8 +242,13 @@ func bootGuest(t *testing.T, gc guestCase) *guest {
 	t.Cleanup(cancel)
 	g := &guest{t: t, ctx: ctx, gc: gc, log: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))}
 
-	// Short paths: libvirt puts unix sockets under the root.
-	work, err := os.MkdirTemp("", "vn-e2e-")
+	// Short paths: libvirt puts unix sockets under the root. A relayed
+	// guest's files are in the directory the host shares (relayGuest).
+	relayDir := ""
+	if os.Getenv(kernelvm.EnvInVM) == "1" {
+		relayDir = os.Getenv(relayEnv)
+	}
+	work, err := os.MkdirTemp(relayDir, "vn-e2e-")
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = os.RemoveAll(work) })
 	dirs := domxml.Options{
@@ -336,7 +350,11 @@ func bootGuest(t *testing.T, gc guestCase) *guest {
 	require.NoError(t, os.WriteFile(domainXML, []byte(xml), 0o644))
 
 	g.start = time.Now()
-	g.v = startVirtQemuRun(t, filepath.Join(work, "libvirt"), domainXML, gc.pod.Pod.Path)
+	if relayDir != "" {
+		relayGuest(t, ctx, gc.pod.Pod, dom.Devices.Interfaces[0].Target.Dev, domainXML, relayDir)
+	} else {
+		g.v = startVirtQemuRun(t, filepath.Join(work, "libvirt"), domainXML, gc.pod.Pod.Path)
+	}
 	g.c = &console{path: consoleLog}
 	t.Cleanup(func() {
 		if t.Failed() {

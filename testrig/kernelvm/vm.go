@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/virtnet/virtnet/internal/nsexec"
 	"github.com/virtnet/virtnet/testrig/testutil"
 )
 
@@ -78,6 +79,9 @@ type Options struct {
 	// CPUs is the guest's number of virtual CPUs (QEMU runs one TCG
 	// thread each); default 1.
 	CPUs int
+	// NetNS is the path of a network namespace QEMU starts in (where a
+	// -netdev tap of QEMUArgs opens its tap); "" for the test's own.
+	NetNS string
 }
 
 // Delegate runs the calling test inside a throwaway VM when this kernel
@@ -220,6 +224,7 @@ func DelegateWith(t *testing.T, opts Options) bool {
 		hostRoot: opts.HostRoot,
 		cacheDir: opts.CacheDir,
 		cpus:     max(opts.CPUs, 1),
+		netns:    opts.NetNS,
 		tmp:      t.TempDir(),
 		log:      func(line string) { t.Helper(); t.Log(line) },
 		helper:   t.Helper,
@@ -296,6 +301,7 @@ type run struct {
 	hostRoot bool
 	cacheDir string
 	cpus     int
+	netns    string // the network namespace QEMU starts in, "" for ours
 	tmp      string
 	log      func(string)
 	helper   func() // t.Helper, so that the log lines name the test's line
@@ -348,7 +354,11 @@ func (r *run) do(ctx context.Context) (result, error) {
 	cmd.Stdout = pw
 	cmd.Stderr = pw
 	boot := time.Now()
-	if err := cmd.Start(); err != nil {
+	startQEMU := cmd.Start
+	if r.netns != "" {
+		startQEMU = func() error { return nsexec.Do(r.netns, cmd.Start) }
+	}
+	if err := startQEMU(); err != nil {
 		return res, fmt.Errorf("kernelvm: starting %s: %w", r.qemu, err)
 	}
 	waitc := make(chan error, 1)
@@ -437,8 +447,10 @@ func orDash(s string) string {
 // interpreter and the crypto self-tests cost seconds at boot, so both are
 // off; without ACPI the init ends the VM with a reboot, which -no-reboot
 // turns into QEMU exiting. quiet keeps the (slow, emulated) serial console
-// for the test's output.
-const bootCmdline = "console=ttyS0 quiet loglevel=3 panic=-1 rdinit=/init acpi=off cryptomgr.notests mitigations=off"
+// for the test's output. init_on_alloc=0: Debian's build zeroes every
+// page and slab object it hands out, a hardening that costs a test VM
+// (and the guests nested in it) a memset per allocation under TCG.
+const bootCmdline = "console=ttyS0 quiet loglevel=3 panic=-1 rdinit=/init acpi=off cryptomgr.notests mitigations=off init_on_alloc=0"
 
 // QbootROM is qboot, the minimal firmware Debian's qemu-system-data ships
 // beside SeaBIOS. It brings a directly booted kernel up without SeaBIOS's
