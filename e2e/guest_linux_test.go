@@ -81,7 +81,9 @@ var guestModules = []string{
 // (rodata=off), the security modules and audit, the zeroing of every
 // page and slab object it allocates (init_on_alloc, on in Debian's
 // build: a hardening a test guest has no use for, and a memset of each
-// page under nested TCG), and initcalls that only register tracers, run
+// page under nested TCG), the rewriting of every lock prefix of the
+// kernel and of each module for a single CPU (noreplace-smp: a locked
+// instruction is as correct on one CPU), and initcalls that only register tracers, run
 // self-tests, measure or verify signatures (IMA, EVM, the built-in
 // certificates; a module whose signature cannot be checked still loads
 // on a kernel that does not enforce them, as Debian's does not) or probe
@@ -91,7 +93,7 @@ var guestModules = []string{
 // kernel finds no device behind q35's PCIe root ports (the NIC); see
 // docs/testing.md for the figures per variant.
 const guestCmdline = "console=ttyS0 quiet loglevel=3 panic=-1 rdinit=/init cryptomgr.notests mitigations=off" +
-	" rodata=off lsm= audit=0 init_on_alloc=0 initcall_blacklist=init_kprobe_trace,crypto_kdf108_init,init_blk_tracer," +
+	" rodata=off lsm= audit=0 init_on_alloc=0 noreplace-smp initcall_blacklist=init_kprobe_trace,crypto_kdf108_init,init_blk_tracer," +
 	"init_ima,init_evm,load_system_certificate_list,digsig_init,init_encrypted,trace_eval_init,init_trace_printk_function_export," +
 	"i8042_init,cmos_init,vga_arb_device_init,init_zswap,ledtrig_disk_init"
 

@@ -450,7 +450,9 @@ func orDash(s string) string {
 // for the test's output. init_on_alloc=0: Debian's build zeroes every
 // page and slab object it hands out, a hardening that costs a test VM
 // (and the guests nested in it) a memset per allocation under TCG.
-const bootCmdline = "console=ttyS0 quiet loglevel=3 panic=-1 rdinit=/init acpi=off cryptomgr.notests mitigations=off init_on_alloc=0"
+// noreplace-smp: the kernel keeps its lock prefixes on one CPU instead of
+// rewriting each one (and each module's) at boot.
+const bootCmdline = "console=ttyS0 quiet loglevel=3 panic=-1 rdinit=/init acpi=off cryptomgr.notests mitigations=off init_on_alloc=0 noreplace-smp"
 
 // QbootROM is qboot, the minimal firmware Debian's qemu-system-data ships
 // beside SeaBIOS. It brings a directly booted kernel up without SeaBIOS's
