@@ -20,8 +20,8 @@ skipping. At the end it prints the 15 slowest tests and each pass's time,
 passed or failed, and fails when the suite (lint to leak check, the
 installs not counted) ran past its budget: 25 minutes, or
 VIRTNET_TEST_BUDGET_MINUTES (0: no limit). The goal is 15 and the guard's
-target 20 (#37); the suite measured 12.7-17.5 minutes with a cold build cache
-on an idle two-core machine, so the guard sits at 25 until CI has
+target 20 (#37); the suite measured 12.7-21 minutes with a cold build cache
+on two-core machines, so the guard sits at 25 until CI has
 measured it below 15 twice. See docs/testing.md.
 
   --no-install   skip apt-get (the packages are already there)
