@@ -158,7 +158,7 @@ func TestBridgeGuestCNI(t *testing.T) {
 				// The guest's QEMU on the host, relayed to the pod's tap
 				// in the kernel VM (relayGuest): 20 s a shape where a
 				// guest nested under TCG took 100-220 s.
-				_, opts = newHostRelay(t, vm)
+				opts = newHostRelay(t, vm)
 			}
 			if kernelvm.DelegateWith(t, opts) {
 				return

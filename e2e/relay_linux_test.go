@@ -59,15 +59,16 @@ type relayRequest struct {
 }
 
 // hostRelay is the host's side: the namespace with the bridge, the shared
-// directory, and the guest once booted.
+// directory, and the guest once booted. Only serve's goroutine writes its
+// fields until done is closed; close reads them after.
 type hostRelay struct {
 	dir    string
 	ns     *testutil.NS
 	stop   chan struct{}
 	done   chan struct{}
-	mu     sync.Mutex
 	v      *exec.Cmd
 	vdone  chan error
+	out    bytes.Buffer // virt-qemu-run's output
 	root   string
 	logs   []string
 	failed error
@@ -75,7 +76,7 @@ type hostRelay struct {
 
 // newHostRelay makes the namespace (bridge vn-hb, the kernel VM's tap on
 // it) and the shared directory, and returns opts changed to use them.
-func newHostRelay(t *testing.T, opts kernelvm.Options) (*hostRelay, kernelvm.Options) {
+func newHostRelay(t *testing.T, opts kernelvm.Options) kernelvm.Options {
 	t.Helper()
 	// Not under /tmp, which is the VM's own (a tmpfs over the host's).
 	base := filepath.Dir(capsCacheDir())
@@ -113,11 +114,14 @@ func newHostRelay(t *testing.T, opts kernelvm.Options) (*hostRelay, kernelvm.Opt
 		for _, l := range r.logs {
 			t.Log(l)
 		}
+		if t.Failed() && r.out.Len() > 0 {
+			t.Logf("host: virt-qemu-run's output:\n%s", r.out.String())
+		}
 		if r.failed != nil {
 			t.Errorf("relay: %v", r.failed)
 		}
 	})
-	return r, opts
+	return opts
 }
 
 // addTap makes a persistent tap on the bridge, up; it runs in r.ns.
@@ -165,9 +169,7 @@ func (r *hostRelay) serve() {
 		name, content := "booted", ""
 		if err != nil {
 			name, content = "boot-failed", err.Error()
-			r.mu.Lock()
 			r.failed = err
-			r.mu.Unlock()
 		}
 		_ = os.WriteFile(filepath.Join(r.dir, name), []byte(content), 0o644)
 		return
@@ -199,27 +201,15 @@ func (r *hostRelay) boot(b []byte) error {
 		return err
 	}
 	_, _ = libvirtd.CopyXMLFiles(capsCacheDir(), filepath.Join(root, capsSubdir))
-	out := &bytes.Buffer{}
 	cmd := exec.Command("virt-qemu-run", "--root", root, "--verbose", req.Domain)
-	cmd.Stdout, cmd.Stderr = out, out
+	cmd.Stdout, cmd.Stderr = &r.out, &r.out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := nsexec.Do(r.ns.Path, cmd.Start); err != nil {
 		return fmt.Errorf("virt-qemu-run: %w", err)
 	}
-	r.mu.Lock()
 	r.v, r.vdone = cmd, make(chan error, 1)
-	r.mu.Unlock()
 	go func() { r.vdone <- cmd.Wait() }()
 	r.logs = append(r.logs, "host: virt-qemu-run started in "+r.ns.Name)
-	go func() {
-		err := <-r.vdone
-		r.vdone <- err
-		if out.Len() > 0 && err != nil {
-			r.mu.Lock()
-			r.logs = append(r.logs, "host: virt-qemu-run: "+out.String())
-			r.mu.Unlock()
-		}
-	}()
 	return nil
 }
 
@@ -227,9 +217,7 @@ func (r *hostRelay) boot(b []byte) error {
 func (r *hostRelay) close() {
 	close(r.stop)
 	<-r.done
-	r.mu.Lock()
 	v, vdone := r.v, r.vdone
-	r.mu.Unlock()
 	if v != nil {
 		vr := &virtQemuRun{root: r.root}
 		pids := vr.qemuPIDs()
