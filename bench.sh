@@ -118,7 +118,10 @@ awk -F' \\| ' '{gsub(/ ms/,""); print "BENCH phase1-process " $2 " ms (script " 
 kib() { awk -v m="$1" '{for (i=1;i<NF;i++) if ($(i+1)==m) printf "%.1f", $i/1024}' "$tmp/sidecar"; }
 echo "BENCH sidecar-rss $(kib rss1000-KiB) MB (sidecar-rss-idle $(kib idle-rss-KiB) MB)"
 echo "BENCH sidecar-rss-anon $(kib anon1000-KiB) MB (sidecar-rss-anon-idle $(kib idle-anon-KiB) MB)"
-echo "BENCH sidecar-rss-growth $(awk '{for (i=1;i<NF;i++) if ($(i+1)=="growth-B/call") printf "%.0f", $i}' "$tmp/sidecar") B/call (flat 0 B/call)"
+echo "BENCH sidecar-rss-settled $(kib settled1000-KiB) MB (sidecar-rss-idle $(kib idle-rss-KiB) MB)"
+perCall() { awk -v m="$1" '{for (i=1;i<NF;i++) if ($(i+1)==m) printf "%.0f", $i}' "$tmp/sidecar"; }
+echo "BENCH sidecar-rss-growth $(perCall growth-B/call) B/call (flat 0 B/call)"
+echo "BENCH sidecar-rss-anon-growth $(perCall anon-growth-B/call) B/call (flat 0 B/call)"
 hp() { metric "$1" <"$tmp/hotplug"; }
 echo "BENCH hotplug-phase1 $(hp plug-ns/op) ms (vm-start-phase1 $(hp start-ns/op) ms)"
 echo "BENCH hotplug-phase1-unplug $(hp unplug-ns/op) ms (vm-start-phase1 $(hp start-ns/op) ms)"
