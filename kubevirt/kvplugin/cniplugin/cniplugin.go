@@ -645,11 +645,22 @@ func (p Plugin) gc(ctx context.Context, args *skel.CmdArgs, c *netConf, store *c
 		return cacheError(err)
 	}
 	log := c.logger()
+	skip := func(ns *cache.Namespace) bool {
+		// Not an attachment of this plugin and network, or a valid one.
+		return ns.Attachment == nil || ns.Attachment.Network != c.Name || valid[key{ns.Attachment.ContainerID, ns.Attachment.IfName}]
+	}
 	// Look at every directory first, each under its attachment's lock:
 	// what is mid-verb now is skipped, and what is looked at is compared
-	// again before it is forgotten.
+	// again before it is forgotten. A record read without the lock only
+	// decides to leave a directory (a record is replaced whole, never
+	// written in place, so the read sees one ADD's record or another's): a
+	// node's valid attachments cost GC one read each, not a lock file made
+	// and removed.
 	var candidates []gcCandidate
 	for _, uid := range uids {
+		if ns, err := store.RecordedNamespace(uid); err == nil && skip(ns) {
+			continue
+		}
 		ns, busy, err := peekAttachment(ctx, store, uid)
 		switch {
 		case busy:
@@ -662,8 +673,8 @@ func (p Plugin) gc(ctx context.Context, args *skel.CmdArgs, c *netConf, store *c
 			if !isAttachmentUID(uid) {
 				continue // not this plugin's
 			}
-		case ns.Attachment == nil || ns.Attachment.Network != c.Name || valid[key{ns.Attachment.ContainerID, ns.Attachment.IfName}]:
-			continue // not an attachment of this plugin and network, or a valid one
+		case skip(ns):
+			continue
 		}
 		candidates = append(candidates, gcCandidate{uid: uid, ns: ns})
 	}
