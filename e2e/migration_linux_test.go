@@ -92,7 +92,8 @@ func (l *launcher) prepare(t *testing.T, ctx context.Context, vmi *api.VMI, targ
 		InterfaceType: "ethernet", NetNS: l.pod.Pod.Path, Logger: log}
 	l.running, err = hook.Run(ctx)
 	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, l.running.Stop()) })
+	pod := l.pod.Pod.Name
+	t.Cleanup(func() { require.NoError(t, l.running.Stop(), "the hook's DHCP servers of pod %s stop cleanly", pod) })
 	l.console = l.d.Path("console.log")
 	return took
 }
@@ -743,6 +744,14 @@ func TestLiveMigrationBridge(t *testing.T) {
 	require.NoError(t, err)
 	target.Status.Interfaces = []api.InterfaceStatus{{Name: "blue", MAC: vmMAC, InfoSource: "domain"}}
 	phase1Target := b.prepare(t, ctx, target, true, log)
+	// The guest's console in pod B, logged on any failure from here on.
+	cB := &console{path: b.console}
+	t.Cleanup(func() {
+		if t.Failed() {
+			_ = cB.poll()
+			t.Logf("guest console after the migration (%s):\n%s", b.console, strings.Join(cB.lines, "\n"))
+		}
+	})
 	destFile, dest := b.targetXML(t, target, srcDom)
 	require.Equal(t, []string{"blue"}, dest.Refresh)
 	require.Equal(t, "tap"+hashed[3:], dest.Domain.Devices.Interfaces[0].Target.Dev, "the target pod's tap")
@@ -756,31 +765,28 @@ func TestLiveMigrationBridge(t *testing.T) {
 	// The source launcher exits after the switch-over, its DHCP server
 	// with it: pod A's bridge still hangs on the secondary network, and
 	// its server would answer the VM's MAC too (with pod A's address).
-	require.NoError(t, a.running.Stop())
+	require.NoError(t, a.running.Stop(), "pod A's DHCP server stops cleanly after the switch-over")
 	liveB, err := b.d.Virsh(ctx, "dumpxml", name)
-	require.NoError(t, err)
+	require.NoError(t, err, "the domain on pod B's daemon\n%s", b.d.Log())
 	domB := &libvirtxml.Domain{}
 	require.NoError(t, domB.Unmarshal(liveB))
 	require.Equal(t, vmMAC, domB.Devices.Interfaces[0].MAC.Address, "the VM keeps its MAC")
-	require.NoError(t, migration.RefreshLinks(ctx, virshUpdater{b.d, name}, domB, dest.Refresh))
+	require.NoError(t, migration.RefreshLinks(ctx, virshUpdater{b.d, name}, domB, dest.Refresh),
+		"the link refresh on pod B's daemon\n%s", b.d.Log())
 	liveB, err = b.d.Virsh(ctx, "dumpxml", name)
-	require.NoError(t, err)
-	require.Contains(t, liveB, "<link state='up'/>")
+	require.NoError(t, err, "the domain on pod B's daemon\n%s", b.d.Log())
+	require.Contains(t, liveB, "<link state='up'/>", "the link is up again after the refresh")
 
 	// A fresh DHCP exchange from the guest on pod B, what a rebooted
 	// guest does (a DISCOVER from its MAC): pod B's server answers it
 	// with pod B's address. The node reaches the guest at its old address
 	// through pod B once QEMU's announce moved its MAC to pod B's port.
-	cB := &console{path: b.console}
-	t.Cleanup(func() {
-		if t.Failed() {
-			_ = cB.poll()
-			t.Logf("guest console after the migration (%s):\n%s", b.console, strings.Join(cB.lines, "\n"))
-		}
-	})
 	// The guest's servers listen once its script got there, before the
 	// migration (pod A's console) or after it (pod B's).
+	// The source QEMU has exited: pod A's console is whole. A line the
+	// switch-over cut goes on in pod B's console.
 	require.NoError(t, c.poll())
+	cB.part = c.part
 	if _, ok := c.report("listening"); !ok {
 		waitLine(t, ctx, cB, "listening")
 	}
